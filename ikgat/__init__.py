@@ -1,0 +1,11 @@
+r"""ikgat: kernelized graph attention for PyTorch Geometric.
+
+GAT's attention factorises into similarity kernels times an exponential of
+norms; :class:`IKGATConv` generalises both parts (Implicit Kernel Attention).
+"""
+from ikgat import kernels
+from ikgat.nn import AttentionDecomposition, IKGATConv
+
+__version__ = '0.1.0'
+
+__all__ = ['IKGATConv', 'AttentionDecomposition', 'kernels', '__version__']

@@ -1,0 +1,75 @@
+r"""Similarity kernels for kernel attention, selectable by name."""
+from typing import Any, Dict, Optional, Union
+
+from ikgat.kernels.base import Kernel
+from ikgat.kernels.direct import DirectSpectralKernel
+from ikgat.kernels.exp import ExpKernel
+from ikgat.kernels.expsin import ExpSinKernel
+from ikgat.kernels.linear import LinearKernel
+from ikgat.kernels.poly import PolynomialKernel
+from ikgat.kernels.rbf import RBFKernel, RBFOnlyKernel
+from ikgat.kernels.rff import RandomFourierKernel
+from ikgat.kernels.rff_ns import NonStationaryRandomFourierKernel
+
+KERNELS = {
+    'rbf': RBFKernel,
+    'rbf_only': RBFOnlyKernel,
+    'rff': RandomFourierKernel,
+    'rff_ns': NonStationaryRandomFourierKernel,
+    'direct': DirectSpectralKernel,
+    'expsin': ExpSinKernel,
+    'linear': LinearKernel,
+    'poly': PolynomialKernel,
+    'exp': ExpKernel,
+}
+
+
+def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
+                   num_features: int,
+                   kernel_kwargs: Optional[Dict[str, Any]] = None) -> Kernel:
+    r"""Return the kernel named :obj:`kernel` built for :obj:`heads` heads of
+    :obj:`channels` channels (random-feature kernels also get
+    :obj:`num_features`), or check and return a given :class:`Kernel`."""
+    if isinstance(kernel, Kernel):
+        if kernel_kwargs:
+            raise ValueError("'kernel_kwargs' only applies to a kernel given "
+                             "by name; configure the kernel instance instead "
+                             f"(got kernel_kwargs={kernel_kwargs!r})")
+        if (kernel.heads, kernel.channels) != (heads, channels):
+            raise ValueError(
+                f"The kernel instance was built for heads={kernel.heads}, "
+                f"channels={kernel.channels}, but the layer has "
+                f"heads={heads}, out_channels={channels}; build the kernel "
+                f"with matching sizes")
+        return kernel
+    if not isinstance(kernel, str):
+        raise TypeError(f"'kernel' must be a name or a Kernel instance "
+                        f"(got {type(kernel).__name__})")
+    if kernel not in KERNELS:
+        raise ValueError(f"Unknown kernel {kernel!r}; choose one of "
+                         f"{sorted(KERNELS)} or pass a Kernel instance")
+    kernel_class = KERNELS[kernel]
+    kwargs = dict(kernel_kwargs or {})
+    if issubclass(kernel_class, RandomFourierKernel):
+        kwargs.setdefault('num_features', num_features)
+    try:
+        return kernel_class(heads, channels, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"Invalid kernel_kwargs {kernel_kwargs!r} for kernel "
+                        f"{kernel!r}: {error}") from None
+
+
+__all__ = [
+    'Kernel',
+    'RBFKernel',
+    'RBFOnlyKernel',
+    'RandomFourierKernel',
+    'NonStationaryRandomFourierKernel',
+    'DirectSpectralKernel',
+    'ExpSinKernel',
+    'LinearKernel',
+    'PolynomialKernel',
+    'ExpKernel',
+    'KERNELS',
+    'resolve_kernel',
+]

@@ -1,0 +1,120 @@
+r"""The interface every similarity kernel of :class:`ikgat.IKGATConv` follows.
+
+Kernel attention pairs every node vector with the *anchor* :math:`c\,a`: the
+attention vector :math:`a = [a_{dst} \,\|\, a_{src}] \in \mathbb{R}^{2C}` of a
+head, scaled by the LeakyReLU slope :math:`c \in \{1, \text{negative_slope}\}`.
+Target nodes enter as :math:`q_i = [x_i \,\|\, 0]` (``side=0``) and source
+nodes as :math:`k_j = [0 \,\|\, x_j]` (``side=1``).  A kernel therefore only
+needs to evaluate :math:`\log \mathrm{sim}(\text{node vector}, c_t a)` once per
+node, head and slope: this is the node-wise factorisation that keeps the edge
+work at :math:`O(|\mathcal{E}| H)`.
+"""
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+
+class Kernel(torch.nn.Module):
+    r"""Base class of the similarity kernels :math:`\mathrm{sim}(x, y) \ge 0`.
+
+    Subclasses implement :meth:`similarity` (on full :math:`2C` vectors, the
+    reference definition) and :meth:`log_similarity` (node-wise against the
+    scaled anchors, the fast path used by the layers).
+
+    Args:
+        heads (int): Number of attention heads :math:`H`.
+        channels (int): Channels per head :math:`C`; vectors have :math:`2C`
+            coordinates.
+    """
+    #: Whether the layer multiplies the similarity by the magnitude term.
+    uses_magnitude: bool = True
+
+    def __init__(self, heads: int, channels: int):
+        super().__init__()
+        for name, value in (('heads', heads), ('channels', channels)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{type(self).__name__}: '{name}' must be a "
+                                 f"positive integer (got {value!r})")
+        self.heads = heads
+        self.channels = channels
+
+    def reset_parameters(self):
+        r"""Re-initialise learnable parameters or random spectral points."""
+
+    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+        r"""Evaluate :math:`\mathrm{sim}(x, y)` row by row.
+
+        Args:
+            x (torch.Tensor): Vectors of shape :math:`(*, H, 2C)`.
+            y (torch.Tensor): Vectors broadcastable to :obj:`x`.
+
+        Returns:
+            torch.Tensor of shape :math:`(*, H)`.
+        """
+        raise NotImplementedError
+
+    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                       slopes: Tensor) -> Tensor:
+        r"""Evaluate :math:`\log\mathrm{sim}(v_n, c_t a_h)` node-wise.
+
+        Args:
+            x (torch.Tensor): Node projections of shape :math:`(N, H, C)`.
+            anchor (torch.Tensor): Attention vectors
+                :math:`a_h = [a_{dst} \| a_{src}]` of shape :math:`(H, 2C)`.
+            side (int): :obj:`0` if :math:`v_n = [x_n \| 0]` (targets),
+                :obj:`1` if :math:`v_n = [0 \| x_n]` (sources).
+            slopes (torch.Tensor): The scales :math:`c_t`, shape :math:`(T,)`.
+
+        Returns:
+            torch.Tensor of shape :math:`(N, H, T)`.
+        """
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return f'heads={self.heads}, channels={self.channels}'
+
+
+def check_positive(owner: str, name: str, value: float) -> float:
+    """Return ``value`` as a float, or raise naming the option and value."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not value > 0 or value == float('inf')):
+        raise ValueError(f"{owner}: '{name}' must be a positive finite number "
+                         f"(got {value!r})")
+    return float(value)
+
+
+def split_anchor(anchor: Tensor, side: int) -> Tuple[Tensor, Tensor]:
+    r"""Split :math:`a = [a_{dst} \| a_{src}]` into the half that meets the
+    node coordinates (``side``) and the other half, each :math:`(H, C)`."""
+    first, second = anchor.chunk(2, dim=-1)
+    return (first, second) if side == 0 else (second, first)
+
+
+def pad_node_vectors(x: Tensor, side: int) -> Tensor:
+    r"""Embed node projections as :math:`[x \| 0]` (``side=0``) or
+    :math:`[0 \| x]` (``side=1``) in :math:`\mathbb{R}^{2C}`."""
+    zeros = torch.zeros_like(x)
+    return torch.cat([x, zeros] if side == 0 else [zeros, x], dim=-1)
+
+
+def scaled_anchor_distance_sq(x: Tensor, anchor: Tensor, side: int,
+                              slopes: Tensor) -> Tensor:
+    r"""Return :math:`\|v_n - c_t a_h\|^2` of shape :math:`(N, H, T)`.
+
+    With :math:`v_n = [x_n \| 0]` the squared distance splits into
+    :math:`\|x_n - c_t a_{side}\|^2 + c_t^2 \|a_{other}\|^2`.
+    """
+    own, other = split_anchor(anchor, side)
+    scaled_own = slopes.view(-1, 1, 1) * own  # [T, H, C]
+    diff = x.unsqueeze(2) - scaled_own.transpose(0, 1)  # [N, H, T, C]
+    other_sq = slopes.view(1, -1)**2 * (other * other).sum(-1, keepdim=True)
+    return (diff * diff).sum(-1) + other_sq  # [N, H, T]
+
+
+def scaled_anchor_dot(x: Tensor, anchor: Tensor, side: int,
+                      slopes: Tensor) -> Tensor:
+    r"""Return :math:`v_n^\top (c_t a_h) = c_t\, x_n^\top a_{side}` of shape
+    :math:`(N, H, T)`."""
+    own, _ = split_anchor(anchor, side)
+    return (x * own).sum(-1).unsqueeze(-1) * slopes

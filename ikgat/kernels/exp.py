@@ -1,0 +1,30 @@
+r"""The exponential (softmax) kernel of dot-product attention."""
+from torch import Tensor
+
+from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_dot
+
+
+class ExpKernel(Kernel):
+    r"""The exponential kernel of dot-product attention
+
+    .. math::
+        \mathrm{sim}(x, y) = \exp(s\, x^\top y) > 0.
+
+    Args:
+        heads (int): Number of heads :math:`H`.
+        channels (int): Channels per head :math:`C`.
+        scale (float, optional): :math:`s`. (default: :obj:`1.0`)
+    """
+    def __init__(self, heads: int, channels: int, scale: float = 1.0):
+        super().__init__(heads, channels)
+        self.scale = check_positive(type(self).__name__, 'scale', scale)
+
+    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+        return (self.scale * (x * y).sum(-1)).exp()
+
+    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                       slopes: Tensor) -> Tensor:
+        return self.scale * scaled_anchor_dot(x, anchor, side, slopes)
+
+    def extra_repr(self) -> str:
+        return f'{super().extra_repr()}, scale={self.scale}'

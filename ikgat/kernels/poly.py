@@ -1,0 +1,49 @@
+r"""The polynomial kernel of even degree."""
+from torch import Tensor
+
+from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_dot
+
+
+class PolynomialKernel(Kernel):
+    r"""The polynomial kernel of even degree :math:`d`
+
+    .. math::
+        \mathrm{sim}(x, y) = (x^\top y + b)^d \ge 0,
+
+    evaluated in log space as :math:`\log(\mathrm{sim} + \epsilon)`.
+
+    Args:
+        heads (int): Number of heads :math:`H`.
+        channels (int): Channels per head :math:`C`.
+        degree (int, optional): :math:`d`, a positive even integer so that the
+            similarity is non-negative. (default: :obj:`2`)
+        offset (float, optional): :math:`b \ge 0`. (default: :obj:`1.0`)
+        eps (float, optional): :math:`\epsilon`. (default: :obj:`1e-5`)
+    """
+    def __init__(self, heads: int, channels: int, degree: int = 2,
+                 offset: float = 1.0, eps: float = 1e-5):
+        super().__init__(heads, channels)
+        owner = type(self).__name__
+        if (not isinstance(degree, int) or isinstance(degree, bool)
+                or degree < 2 or degree % 2):
+            raise ValueError(f"{owner}: 'degree' must be a positive even "
+                             f"integer so that the similarity is "
+                             f"non-negative (got {degree!r})")
+        if not isinstance(offset, (int, float)) or offset < 0:
+            raise ValueError(f"{owner}: 'offset' must be >= 0 "
+                             f"(got {offset!r})")
+        self.degree = degree
+        self.offset = float(offset)
+        self.eps = check_positive(owner, 'eps', eps)
+
+    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+        return ((x * y).sum(-1) + self.offset).pow(self.degree)
+
+    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                       slopes: Tensor) -> Tensor:
+        dot = scaled_anchor_dot(x, anchor, side, slopes)
+        return ((dot + self.offset).pow(self.degree) + self.eps).log()
+
+    def extra_repr(self) -> str:
+        return (f'{super().extra_repr()}, degree={self.degree}, '
+                f'offset={self.offset}')

@@ -1,0 +1,84 @@
+r"""Random Fourier feature maps shared by the spectral kernels.
+
+By Bochner's theorem a stationary kernel is the Fourier transform of a
+spectral density :math:`p(w)`:
+
+.. math::
+    k(x - y) = \mathbb{E}_{w \sim p}\left[\cos\left(w^\top (x - y)\right)
+    \right] \approx \frac{1}{R} \sum_{r=1}^R \left(\cos w_r^\top x
+    \cos w_r^\top y + \sin w_r^\top x \sin w_r^\top y\right)
+    = \frac{1}{R}\,\phi(x)^\top \phi(y),
+
+with :math:`\phi(x) = [\cos w_r^\top x;\, \sin w_r^\top x]_{r=1}^R`.  With
+:math:`m` sets of spectral points the feature map is summed over the sets,
+:math:`\phi(x) = \sum_{s=1}^m [\cos w_{s,r}^\top x;\, \sin w_{s,r}^\top x]`,
+and normalised by :math:`m^2 R` (the non-stationary map of IKA uses
+:math:`m = 2`).  The similarity is the square of the estimate,
+:math:`\mathrm{sim}(x, y) = f(x, y)^2` with
+:math:`f = \phi(x)^\top\phi(y) / (m^2 R) \in [-1, 1]`.
+"""
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+
+def fourier_features(x: Tensor, spectral_points: Sequence[Tensor]) -> Tensor:
+    r"""Return :math:`\phi(x)` of shape :math:`(*, H, 2R)` for vectors
+    :obj:`x` of shape :math:`(*, H, D)` and spectral point sets of shape
+    :math:`(H, R, D)`."""
+    features = 0
+    for points in spectral_points:
+        angle = (x.unsqueeze(-2) * points).sum(-1)  # [*, H, R]
+        features = features + torch.cat([angle.cos(), angle.sin()], dim=-1)
+    return features
+
+
+def fourier_estimate(x: Tensor, y: Tensor,
+                     spectral_points: Sequence[Tensor]) -> Tensor:
+    r"""Return :math:`f(x, y) = \phi(x)^\top\phi(y) / (m^2 R)` of shape
+    :math:`(*, H)` (the reference, evaluated pair by pair)."""
+    num_points = spectral_points[0].size(-2)
+    normaliser = num_points * len(spectral_points)**2
+    return (fourier_features(x, spectral_points) *
+            fourier_features(y, spectral_points)).sum(-1) / normaliser
+
+
+def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
+                           slopes: Tensor, spectral_points: Sequence[Tensor],
+                           eps: float) -> Tensor:
+    r"""Return :math:`\log(f(v_n, c_t a_h)^2 + \epsilon)` of shape
+    :math:`(N, H, T)`, node-wise.
+
+    Node vectors are :math:`v_n = [x_n \| 0]` (``side=0``) or
+    :math:`[0 \| x_n]` (``side=1``), so :math:`w^\top v_n` only needs the
+    matching half of :math:`w`, and :math:`w^\top (c_t a) = c_t\, w^\top a`
+    is one scalar per head and spectral point.  The features of the
+    :math:`T` scaled anchors are computed once; every node then needs one
+    :math:`(2R \times T)` product per head.
+
+    Args:
+        x (torch.Tensor): Node projections :math:`(N, H, C)`.
+        anchor (torch.Tensor): Attention vectors :math:`(H, 2C)`.
+        side (int): :obj:`0` for targets, :obj:`1` for sources.
+        slopes (torch.Tensor): :math:`c_t`, shape :math:`(T,)`.
+        spectral_points (list of torch.Tensor): Sets of shape
+            :math:`(H, R, 2C)`.
+        eps (float): :math:`\epsilon` inside the logarithm.
+    """
+    channels = x.size(-1)
+    num_points = spectral_points[0].size(-2)
+    node_features = 0
+    anchor_features = 0
+    for points in spectral_points:
+        own = points[..., :channels] if side == 0 else points[..., channels:]
+        angle = torch.einsum('nhc,hrc->nhr', x, own)
+        node_features = node_features + torch.cat([angle.cos(), angle.sin()],
+                                                  dim=-1)
+        anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [H, R]
+        scaled = anchor_angle.unsqueeze(-1) * slopes  # [H, R, T]
+        anchor_features = anchor_features + torch.cat(
+            [scaled.cos(), scaled.sin()], dim=1)  # [H, 2R, T]
+    estimate = torch.einsum('nhk,hkt->nht', node_features, anchor_features)
+    estimate = estimate / (num_points * len(spectral_points)**2)
+    return (estimate * estimate + eps).log()

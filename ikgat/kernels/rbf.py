@@ -1,0 +1,45 @@
+r"""The exact RBF kernel: GAT's own similarity."""
+from torch import Tensor
+
+from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_distance_sq
+
+
+class RBFKernel(Kernel):
+    r"""The radial basis function kernel
+
+    .. math::
+        \mathrm{sim}(x, y) = \exp\left(-\frac{\|x - y\|^2}{2 l^2}\right).
+
+    With :math:`l = 1` and :math:`p = 2` the factorisation
+    :math:`\exp(c\,e_{ij}) = k(q_i, c a)\, k(c a, k_j)\,
+    \exp(\|c a\|^2 + \tfrac12\|q_i\|^2 + \tfrac12\|k_j\|^2)` reproduces GAT
+    exactly.
+
+    Args:
+        heads (int): Number of heads :math:`H`.
+        channels (int): Channels per head :math:`C`.
+        lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
+    """
+    def __init__(self, heads: int, channels: int, lengthscale: float = 1.0):
+        super().__init__(heads, channels)
+        self.lengthscale = check_positive(type(self).__name__, 'lengthscale',
+                                           lengthscale)
+
+    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+        diff = x - y
+        return (-(diff * diff).sum(-1) / (2 * self.lengthscale**2)).exp()
+
+    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                       slopes: Tensor) -> Tensor:
+        distance_sq = scaled_anchor_distance_sq(x, anchor, side, slopes)
+        return -distance_sq / (2 * self.lengthscale**2)
+
+    def extra_repr(self) -> str:
+        return f'{super().extra_repr()}, lengthscale={self.lengthscale}'
+
+
+class RBFOnlyKernel(RBFKernel):
+    r"""The RBF similarity alone, without the magnitude term:
+    :math:`\tilde\alpha_{ij} = k(q_i, c a)\, k(c a, k_j)`, with
+    :math:`k(x, y) = \exp(-\|x - y\|^2 / (2 l^2))`."""
+    uses_magnitude = False

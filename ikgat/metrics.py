@@ -1,0 +1,478 @@
+"""Uncertainty metrics for classifiers: ranking, calibration and proper scores.
+
+Every function accepts torch tensors or numpy arrays (converted with
+:func:`torch.as_tensor`; tensors are detached), computes in float64 and
+returns a plain Python ``float``. Nothing is differentiable.
+
+Conventions
+-----------
+* **Fractions, not percentages.** Every metric is returned on its natural
+  scale (accuracy 0.93, not 93).
+* **Shapes.** ``probs`` / ``logits`` are ``(num_samples, num_classes)``;
+  ``labels`` are 1-D integer class indices; scores, confidences and masks are
+  1-D with one entry per sample.
+* **Confidence** is the maximum softmax probability (MSP), ``probs.max(1)``.
+  The prediction is ``argmax`` over classes; among equal maxima the lowest
+  class index wins (``torch.argmax`` behaviour).
+* **Ties in rankings** never depend on the order of the input:
+
+  - :func:`aurc` treats samples with equal confidence as one block and uses
+    the *expected* risk under a uniformly random order inside the block
+    (equivalently, the average of the AURC over all tie-breaks);
+  - :func:`auroc` counts a tied (positive, negative) pair as 1/2;
+  - :func:`fpr_at_tpr` and :func:`aupr` only place thresholds at distinct
+    score values, so tied samples are accepted or rejected together.
+* **Thresholds.** A sample is predicted positive when ``score >= threshold``.
+* **Validation.** Malformed input raises :class:`ValueError` naming the
+  offending shape or value and how to fix it. Probabilities must be
+  non-negative and each row must sum to 1 within :data:`PROBABILITY_SUM_TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TypeAlias
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = [
+    "NLL_PROBABILITY_FLOOR",
+    "PROBABILITY_SUM_TOLERANCE",
+    "accuracy",
+    "aupr",
+    "aupr_error",
+    "aupr_success",
+    "aurc",
+    "auroc",
+    "brier",
+    "eaurc",
+    "ece",
+    "fpr_at_tpr",
+    "nll",
+    "uncertainty_report",
+]
+
+ArrayLike: TypeAlias = Tensor | np.ndarray
+
+#: Largest allowed ``|sum(probs[i]) - 1|`` for a row of probabilities.
+PROBABILITY_SUM_TOLERANCE = 1e-4
+
+#: :func:`nll` clamps the probability of the true class to at least this
+#: value, so a confident mistake costs ``-ln(1e-12) ~ 27.6`` instead of inf.
+NLL_PROBABILITY_FLOOR = 1e-12
+
+
+# --------------------------------------------------------------------------
+# Input conversion and validation
+# --------------------------------------------------------------------------
+
+
+def _as_tensor(values: ArrayLike, name: str) -> Tensor:
+    if isinstance(values, Tensor):
+        tensor = values.detach()
+    else:
+        tensor = torch.as_tensor(values)
+    if tensor.numel() == 0:
+        raise ValueError(
+            f"{name} is empty (shape {tuple(tensor.shape)}); "
+            "pass at least one sample."
+        )
+    return tensor
+
+
+def _as_scores(values: ArrayLike, name: str) -> Tensor:
+    """1-D finite real scores as float64."""
+    scores = _as_tensor(values, name)
+    if scores.ndim != 1:
+        raise ValueError(
+            f"{name} must be 1-D with one value per sample, got shape "
+            f"{tuple(scores.shape)}; flatten it or pass probs.max(dim=1).values."
+        )
+    if scores.is_complex():
+        raise ValueError(f"{name} must be real-valued, got dtype {scores.dtype}.")
+    scores = scores.to(torch.float64)
+    if not torch.isfinite(scores).all():
+        raise ValueError(
+            f"{name} contains NaN or infinite values; remove or replace them."
+        )
+    return scores
+
+
+def _as_binary(values: ArrayLike, name: str, num_samples: int) -> Tensor:
+    """1-D boolean mask of length ``num_samples`` (accepts bool or 0/1 values)."""
+    mask = _as_tensor(values, name)
+    if mask.ndim != 1 or mask.shape[0] != num_samples:
+        raise ValueError(
+            f"{name} must have shape ({num_samples},) to match the scores, "
+            f"got shape {tuple(mask.shape)}."
+        )
+    if mask.dtype != torch.bool:
+        is_zero_or_one = (mask == 0) | (mask == 1)
+        if not is_zero_or_one.all():
+            bad_value = mask[~is_zero_or_one][0].item()
+            raise ValueError(
+                f"{name} must be boolean or contain only 0 and 1, found "
+                f"{bad_value!r}; pass e.g. predictions == labels."
+            )
+        mask = mask == 1
+    return mask
+
+
+def _as_matrix(values: ArrayLike, name: str) -> Tensor:
+    """2-D ``(num_samples, num_classes)`` real matrix without NaN, as float64."""
+    matrix = _as_tensor(values, name)
+    if matrix.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D with shape (num_samples, num_classes), got "
+            f"shape {tuple(matrix.shape)}; for a single sample use {name}[None]."
+        )
+    if matrix.is_complex():
+        raise ValueError(f"{name} must be real-valued, got dtype {matrix.dtype}.")
+    matrix = matrix.to(torch.float64)
+    if torch.isnan(matrix).any():
+        raise ValueError(f"{name} contains NaN values; remove or replace them.")
+    return matrix
+
+
+def _as_probabilities(values: ArrayLike) -> Tensor:
+    """2-D rows of class probabilities: non-negative, each summing to 1."""
+    probs = _as_matrix(values, "probs")
+    if not torch.isfinite(probs).all():
+        raise ValueError("probs contains infinite values; pass softmax outputs.")
+    if (probs < 0).any():
+        raise ValueError(
+            f"probs contains negative values (minimum {probs.min().item():.6g}); "
+            "pass softmax outputs, not logits."
+        )
+    deviation = (probs.sum(dim=1) - 1.0).abs()
+    worst_row = int(deviation.argmax())
+    if deviation[worst_row] > PROBABILITY_SUM_TOLERANCE:
+        raise ValueError(
+            f"each row of probs must sum to 1 (tolerance "
+            f"{PROBABILITY_SUM_TOLERANCE}), but row {worst_row} sums to "
+            f"{probs[worst_row].sum().item():.6g}; pass softmax outputs, e.g. "
+            "logits.softmax(dim=1)."
+        )
+    return probs
+
+
+def _as_labels(values: ArrayLike, num_samples: int, num_classes: int) -> Tensor:
+    """1-D integer class indices in ``[0, num_classes)``, as int64."""
+    labels = _as_tensor(values, "labels")
+    if labels.ndim != 1:
+        raise ValueError(
+            f"labels must be 1-D class indices, got shape {tuple(labels.shape)}; "
+            "for one-hot labels pass labels.argmax(dim=1)."
+        )
+    if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
+        raise ValueError(
+            f"labels must have an integer dtype, got {labels.dtype}; "
+            "pass class indices, e.g. labels.long()."
+        )
+    if labels.shape[0] != num_samples:
+        raise ValueError(
+            f"labels has {labels.shape[0]} entries but there are {num_samples} "
+            "samples (rows); pass one label per row."
+        )
+    labels = labels.to(torch.int64)
+    out_of_range = (labels < 0) | (labels >= num_classes)
+    if out_of_range.any():
+        bad_label = int(labels[out_of_range][0])
+        raise ValueError(
+            f"labels must lie in [0, {num_classes - 1}] for {num_classes} "
+            f"classes, found {bad_label}; check the label encoding or the "
+            "number of columns."
+        )
+    return labels
+
+
+def _confidence_and_correct(probs: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    confidence, predictions = probs.max(dim=1)
+    return confidence, predictions == labels
+
+
+def _require_both_classes(positives: Tensor, metric_name: str) -> None:
+    num_positives = int(positives.sum())
+    if num_positives == 0 or num_positives == positives.numel():
+        present = "positive" if num_positives else "negative"
+        raise ValueError(
+            f"{metric_name} is undefined when all {positives.numel()} samples "
+            f"are {present}; it needs both positives and negatives."
+        )
+
+
+def _counts_at_thresholds(scores: Tensor, positives: Tensor) -> tuple[Tensor, Tensor]:
+    """Cumulative (true positives, false positives) at each distinct score.
+
+    Thresholds are the distinct score values in descending order; entry ``j``
+    counts the samples with ``score >= threshold_j``.
+    """
+    sorted_scores, order = torch.sort(scores, descending=True, stable=True)
+    sorted_positives = positives[order].to(torch.float64)
+    _, block_sizes = torch.unique_consecutive(sorted_scores, return_counts=True)
+    block_ends = torch.cumsum(block_sizes, dim=0) - 1
+    true_positives = torch.cumsum(sorted_positives, dim=0)[block_ends]
+    false_positives = (block_ends + 1).to(torch.float64) - true_positives
+    return true_positives, false_positives
+
+
+# --------------------------------------------------------------------------
+# Accuracy
+# --------------------------------------------------------------------------
+
+
+def accuracy(probs_or_logits: ArrayLike, labels: ArrayLike) -> float:
+    """Fraction of samples whose arg-max class equals the label.
+
+    ``accuracy = (1/n) * sum_i [argmax_c s_ic == y_i]``. Any scores work
+    (probabilities or logits); among equal maxima the lowest class index is
+    the prediction.
+    """
+    scores = _as_matrix(probs_or_logits, "probs_or_logits")
+    labels = _as_labels(labels, scores.shape[0], scores.shape[1])
+    return (scores.argmax(dim=1) == labels).to(torch.float64).mean().item()
+
+
+# --------------------------------------------------------------------------
+# Selective classification: risk-coverage
+# --------------------------------------------------------------------------
+
+
+def aurc(confidence: ArrayLike, correct: ArrayLike) -> float:
+    """Area under the risk-coverage curve (lower is better).
+
+    Sort the ``n`` samples by confidence, most confident first. The risk at
+    coverage ``k/n`` is the fraction of errors among the ``k`` most confident
+    samples, and ``AURC = (1/n) * sum_{k=1..n} errors(k) / k``.
+
+    Ties: a block of samples with equal confidence has no defined internal
+    order, so ``errors(k)`` inside a block is its expectation under a
+    uniformly random order of the block, ``errors_before_block +
+    errors_in_block * (k - block_start) / block_size``. The result equals the
+    average AURC over all tie-breaks and does not depend on input order.
+    """
+    confidence = _as_scores(confidence, "confidence")
+    errors = ~_as_binary(correct, "correct", confidence.shape[0])
+    num_samples = confidence.shape[0]
+
+    sorted_confidence, order = torch.sort(confidence, descending=True, stable=True)
+    sorted_errors = errors[order].to(torch.float64)
+    _, block_sizes = torch.unique_consecutive(sorted_confidence, return_counts=True)
+    block_ends = torch.cumsum(block_sizes, dim=0)
+    block_starts = block_ends - block_sizes
+    errors_through_block = torch.cumsum(sorted_errors, dim=0)[block_ends - 1]
+    errors_in_block = torch.diff(errors_through_block, prepend=errors_through_block.new_zeros(1))
+    errors_before_block = errors_through_block - errors_in_block
+
+    block_of_position = torch.repeat_interleave(
+        torch.arange(block_sizes.numel()), block_sizes
+    )
+    coverage_counts = torch.arange(1, num_samples + 1, dtype=torch.float64)
+    fraction_of_block_taken = (
+        coverage_counts - block_starts[block_of_position]
+    ) / block_sizes[block_of_position]
+    expected_errors = (
+        errors_before_block[block_of_position]
+        + errors_in_block[block_of_position] * fraction_of_block_taken
+    )
+    return (expected_errors / coverage_counts).mean().item()
+
+
+def _optimal_aurc(num_samples: int, num_errors: int) -> float:
+    """AURC of the ideal ranking (all correct samples before all errors).
+
+    With ``c = n - e`` correct samples the risk is 0 for ``k <= c`` and
+    ``(k - c) / k`` afterwards, so ``AURC* = (1/n) * sum_{k=c+1..n} (k - c)/k``.
+    """
+    num_correct = num_samples - num_errors
+    coverage_counts = torch.arange(num_correct + 1, num_samples + 1, dtype=torch.float64)
+    return ((coverage_counts - num_correct) / coverage_counts).sum().item() / num_samples
+
+
+def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
+    """Excess AURC: ``aurc(confidence, correct) - AURC*`` (0 for a perfect ranking).
+
+    ``AURC*`` is the AURC of the optimal ranking with the same number of
+    errors ``e`` out of ``n``, computed exactly from the discrete sequence
+    ``AURC* = (1/n) * sum_{k=n-e+1..n} (k - n + e)/k`` rather than from its
+    large-``n`` limit ``r + (1 - r) ln(1 - r)`` with error rate ``r = e/n``.
+    """
+    confidence = _as_scores(confidence, "confidence")
+    correct = _as_binary(correct, "correct", confidence.shape[0])
+    num_errors = int((~correct).sum())
+    return aurc(confidence, correct) - _optimal_aurc(confidence.shape[0], num_errors)
+
+
+# --------------------------------------------------------------------------
+# Ranking metrics (misclassification and OOD detection)
+# --------------------------------------------------------------------------
+
+
+def auroc(scores: ArrayLike, positives: ArrayLike) -> float:
+    """Area under the ROC curve, in its Mann-Whitney form.
+
+    ``AUROC = P(s_pos > s_neg) + 1/2 * P(s_pos == s_neg)`` over all
+    (positive, negative) pairs. For misclassification detection pass the
+    confidence as score and ``correct`` as positives; for OOD detection pass
+    the in-distribution score and the in-distribution mask (or the reverse).
+    Raises ValueError when only one class is present (the metric is undefined).
+    """
+    scores = _as_scores(scores, "scores")
+    positives = _as_binary(positives, "positives", scores.shape[0])
+    _require_both_classes(positives, "AUROC")
+
+    true_positives, false_positives = _counts_at_thresholds(scores, positives)
+    num_negatives = false_positives[-1]
+    positives_in_block = torch.diff(true_positives, prepend=true_positives.new_zeros(1))
+    negatives_in_block = torch.diff(false_positives, prepend=false_positives.new_zeros(1))
+    negatives_below_block = num_negatives - false_positives
+    pairs_won = (positives_in_block * (negatives_below_block + 0.5 * negatives_in_block)).sum()
+    return (pairs_won / (true_positives[-1] * num_negatives)).item()
+
+
+def fpr_at_tpr(scores: ArrayLike, positives: ArrayLike, tpr: float = 0.95) -> float:
+    """False positive rate at the first threshold whose TPR reaches ``tpr``.
+
+    Thresholds run over the distinct scores from high to low, a sample being
+    predicted positive when ``score >= threshold``. The result is the FPR at
+    the highest threshold with ``TPR >= tpr`` -- the lowest FPR any threshold
+    achieves while keeping ``TPR >= tpr`` -- without interpolation between
+    thresholds. ``tpr=0.95`` gives the usual FPR95.
+    Raises ValueError when only one class is present (the metric is undefined).
+    """
+    if not 0.0 < tpr <= 1.0:
+        raise ValueError(f"tpr must lie in (0, 1], got {tpr!r}; e.g. tpr=0.95.")
+    scores = _as_scores(scores, "scores")
+    positives = _as_binary(positives, "positives", scores.shape[0])
+    _require_both_classes(positives, "FPR at TPR")
+
+    true_positives, false_positives = _counts_at_thresholds(scores, positives)
+    true_positive_rates = true_positives / true_positives[-1]
+    first_reaching = int(torch.nonzero(true_positive_rates >= tpr)[0])
+    return (false_positives[first_reaching] / false_positives[-1]).item()
+
+
+def aupr(scores: ArrayLike, positives: ArrayLike) -> float:
+    """Area under the precision-recall curve as average precision.
+
+    ``AP = sum_j (R_j - R_{j-1}) * P_j`` over the distinct scores taken as
+    thresholds from high to low, with ``R_0 = 0`` and precision ``P_j`` and
+    recall ``R_j`` of the rule ``score >= threshold_j`` (the step-wise
+    definition of ``sklearn.metrics.average_precision_score``, no trapezoids).
+    Raises ValueError when only one class is present (the metric is undefined).
+    """
+    scores = _as_scores(scores, "scores")
+    positives = _as_binary(positives, "positives", scores.shape[0])
+    _require_both_classes(positives, "AUPR")
+
+    true_positives, false_positives = _counts_at_thresholds(scores, positives)
+    precision = true_positives / (true_positives + false_positives)
+    recall = true_positives / true_positives[-1]
+    recall_gain = torch.diff(recall, prepend=recall.new_zeros(1))
+    return (recall_gain * precision).sum().item()
+
+
+def aupr_success(confidence: ArrayLike, correct: ArrayLike) -> float:
+    """AUPR with correct predictions as positives, ranked by ``confidence``."""
+    return aupr(confidence, correct)
+
+
+def aupr_error(confidence: ArrayLike, correct: ArrayLike) -> float:
+    """AUPR with errors as positives, ranked by ``-confidence``."""
+    confidence = _as_scores(confidence, "confidence")
+    correct = _as_binary(correct, "correct", confidence.shape[0])
+    return aupr(-confidence, ~correct)
+
+
+# --------------------------------------------------------------------------
+# Calibration and proper scoring rules
+# --------------------------------------------------------------------------
+
+
+def ece(probs: ArrayLike, labels: ArrayLike, num_bins: int = 15) -> float:
+    """Expected calibration error over the max-probability confidence.
+
+    ``ECE = sum_b (n_b / n) * |acc_b - conf_b|`` where bin ``b`` (``b =
+    1..num_bins``) is the right-closed interval ``((b-1)/num_bins,
+    b/num_bins]`` of MSP confidence, ``acc_b`` the accuracy and ``conf_b``
+    the mean confidence of its ``n_b`` samples; empty bins contribute 0.
+    A confidence exactly on an edge goes to the lower bin (0.2 with 5 bins is
+    in (0.0, 0.2]). Edges are ``i / num_bins`` in float64; float32 inputs are
+    compared at their float32 value.
+    """
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
+        raise ValueError(f"num_bins must be a positive integer, got {num_bins!r}.")
+    probs = _as_probabilities(probs)
+    labels = _as_labels(labels, probs.shape[0], probs.shape[1])
+    confidence, correct = _confidence_and_correct(probs, labels)
+
+    upper_edges = torch.arange(1, num_bins + 1, dtype=torch.float64) / num_bins
+    # right=False: index i satisfies upper_edges[i-1] < conf <= upper_edges[i];
+    # the clamp keeps a confidence above 1 by rounding in the last bin.
+    bin_index = torch.bucketize(confidence, upper_edges, right=False).clamp(max=num_bins - 1)
+    correct_per_bin = torch.bincount(
+        bin_index, weights=correct.to(torch.float64), minlength=num_bins
+    )
+    confidence_per_bin = torch.bincount(bin_index, weights=confidence, minlength=num_bins)
+    # |sum(correct) - sum(conf)| / n == (n_b / n) * |acc_b - conf_b|
+    return ((correct_per_bin - confidence_per_bin).abs().sum() / probs.shape[0]).item()
+
+
+def nll(probs: ArrayLike, labels: ArrayLike) -> float:
+    """Mean negative log-likelihood of the true class.
+
+    ``NLL = -(1/n) * sum_i ln max(p_{i, y_i}, NLL_PROBABILITY_FLOOR)``; the
+    clamp at ``1e-12`` keeps a zero probability finite.
+    """
+    probs = _as_probabilities(probs)
+    labels = _as_labels(labels, probs.shape[0], probs.shape[1])
+    true_class_probs = probs.gather(1, labels[:, None]).squeeze(1)
+    return -true_class_probs.clamp(min=NLL_PROBABILITY_FLOOR).log().mean().item()
+
+
+def brier(probs: ArrayLike, labels: ArrayLike) -> float:
+    """Multi-class Brier score: ``(1/n) * sum_i sum_c (p_ic - [c == y_i])^2``.
+
+    It lies in ``[0, 2]``; for two classes it is twice the binary Brier score.
+    """
+    probs = _as_probabilities(probs)
+    labels = _as_labels(labels, probs.shape[0], probs.shape[1])
+    one_hot = torch.nn.functional.one_hot(labels, probs.shape[1]).to(torch.float64)
+    return (probs - one_hot).pow(2).sum(dim=1).mean().item()
+
+
+# --------------------------------------------------------------------------
+# Summary
+# --------------------------------------------------------------------------
+
+
+def uncertainty_report(probs: ArrayLike, labels: ArrayLike) -> dict[str, float]:
+    """All metrics of this module from softmax outputs, as plain fractions.
+
+    Confidence is the MSP and ``correct`` is ``argmax == label``. Keys, in
+    order: ``accuracy``, ``aurc``, ``eaurc``, ``auroc`` (correct as positive),
+    ``fpr95`` (:func:`fpr_at_tpr` with correct as positive, ``tpr=0.95``),
+    ``aupr_success``, ``aupr_error``, ``ece`` (15 bins), ``nll``, ``brier``.
+    None is a percentage. When every prediction is correct, or every one is
+    wrong, the four ranking metrics ``auroc``, ``fpr95``, ``aupr_success`` and
+    ``aupr_error`` are undefined and reported as ``nan``.
+    """
+    probs = _as_probabilities(probs)
+    labels = _as_labels(labels, probs.shape[0], probs.shape[1])
+    confidence, correct = _confidence_and_correct(probs, labels)
+    has_both_outcomes = bool(correct.any()) and not bool(correct.all())
+
+    return {
+        "accuracy": accuracy(probs, labels),
+        "aurc": aurc(confidence, correct),
+        "eaurc": eaurc(confidence, correct),
+        "auroc": auroc(confidence, correct) if has_both_outcomes else math.nan,
+        "fpr95": fpr_at_tpr(confidence, correct, 0.95) if has_both_outcomes else math.nan,
+        "aupr_success": aupr_success(confidence, correct) if has_both_outcomes else math.nan,
+        "aupr_error": aupr_error(confidence, correct) if has_both_outcomes else math.nan,
+        "ece": ece(probs, labels),
+        "nll": nll(probs, labels),
+        "brier": brier(probs, labels),
+    }

@@ -1,0 +1,52 @@
+r"""Ready-made node classifiers built from any GAT-compatible layer."""
+from typing import Any, Dict, Optional, Type
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from torch_geometric.typing import Adj
+
+
+class TwoLayerGAT(torch.nn.Module):
+    r"""The two-layer architecture of the GAT paper for node classification:
+    dropout → conv (:obj:`heads` × :obj:`hidden_channels`, concatenated) →
+    ELU → dropout → conv (:obj:`out_heads` heads of :obj:`out_channels`,
+    averaged).  Attention dropout equals feature dropout, as in the paper.
+
+    Args:
+        in_channels (int): Input features.
+        hidden_channels (int): Channels per head of the first layer.
+        out_channels (int): Number of classes.
+        conv (type): A layer with GATConv's constructor, e.g.
+            :class:`ikgat.IKGATConv` or PyG's ``GATConv``.
+        heads (int, optional): Heads of the first layer. (default: :obj:`8`)
+        out_heads (int, optional): Heads of the output layer.
+            (default: :obj:`1`)
+        dropout (float, optional): Feature and attention dropout.
+            (default: :obj:`0.6`)
+        conv_kwargs (dict, optional): More arguments of both layers, e.g.
+            ``{'kernel': 'direct', 'p': 2.0}``. (default: :obj:`None`)
+    """
+    def __init__(self, in_channels: int, hidden_channels: int,
+                 out_channels: int, conv: Type[torch.nn.Module], heads: int = 8,
+                 out_heads: int = 1, dropout: float = 0.6,
+                 conv_kwargs: Optional[Dict[str, Any]] = None):
+        super().__init__()
+        kwargs = dict(conv_kwargs or {})
+        self.dropout = dropout
+        self.conv1 = conv(in_channels, hidden_channels, heads=heads,
+                          dropout=dropout, **kwargs)
+        self.conv2 = conv(hidden_channels * heads, out_channels,
+                          heads=out_heads, concat=False, dropout=dropout,
+                          **kwargs)
+
+    def reset_parameters(self):
+        self.conv1.reset_parameters()
+        self.conv2.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Adj, **kwargs: Any) -> Tensor:
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        x = F.elu(self.conv1(x, edge_index, **kwargs))
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        return self.conv2(x, edge_index, **kwargs)

@@ -1,0 +1,3 @@
+from ikgat.nn.conv import AttentionDecomposition, IKGATConv
+
+__all__ = ['IKGATConv', 'AttentionDecomposition']

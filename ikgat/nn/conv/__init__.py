@@ -1,0 +1,3 @@
+from ikgat.nn.conv.ikgat_conv import AttentionDecomposition, IKGATConv
+
+__all__ = ['IKGATConv', 'AttentionDecomposition']

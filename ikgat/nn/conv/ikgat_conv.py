@@ -1,0 +1,568 @@
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.nn import Parameter
+
+from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.dense.linear import Linear
+from torch_geometric.nn.inits import glorot, zeros
+from torch_geometric.typing import (
+    Adj,
+    OptPairTensor,
+    OptTensor,
+    Size,
+    SparseTensor,
+    torch_sparse,
+)
+from torch_geometric.utils import (
+    add_self_loops,
+    is_torch_sparse_tensor,
+    remove_self_loops,
+    softmax,
+    to_edge_index,
+)
+from torch_geometric.utils.sparse import set_sparse_value
+
+from ikgat.kernels import Kernel, resolve_kernel
+from ikgat.kernels.base import check_positive
+from ikgat.kernels.rff import check_num_features
+from ikgat.nn.conv.inputs import (
+    check_edge_attr,
+    check_edge_index,
+    check_node_features,
+    node_counts,
+)
+from ikgat.norms import lp_norm_squared
+
+
+class AttentionDecomposition(NamedTuple):
+    r"""Per-edge terms of kernel attention, all of shape :math:`(E, H)`
+    except :obj:`edge_index`; :math:`\log\tilde\alpha_{ij} =`
+    :obj:`log_similarity` + :obj:`log_magnitude` + :obj:`edge_term`."""
+    edge_index: Tensor
+    log_similarity: Tensor
+    log_magnitude: Tensor
+    edge_term: Tensor
+    alpha: Tensor
+
+
+class NodeTerms(NamedTuple):
+    r"""Node-wise parts of the attention logits, for both LeakyReLU slopes
+    :math:`c_t` (last dimension :math:`T = 2`)."""
+    log_sim_src: Tensor  # [N_src, H, T]  log sim(c_t a, k_j)
+    log_sim_dst: Tensor  # [N_dst, H, T]  log sim(q_i, c_t a)
+    half_norm_src: Tensor  # [N_src, H]  ½‖k_j‖_p²
+    half_norm_dst: Tensor  # [N_dst, H]  ½‖q_i‖_p²
+    anchor_norm: Tensor  # [H, T]  ‖c_t a‖_p²
+    gate_src: Tensor  # [N_src, H]  a_src·x_j
+    gate_dst: Tensor  # [N_dst, H]  a_dst·x_i
+
+
+class IKGATConv(MessagePassing):
+    r"""Graph attention whose attention is a similarity kernel times an
+    :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
+    <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
+    :class:`torch_geometric.nn.conv.GATConv`.
+
+    .. math::
+        \mathbf{x}^{\prime}_i = \sum_{j \in \mathcal{N}(i) \cup \{ i \}}
+        \alpha_{i,j}\mathbf{\Theta}_s\mathbf{x}_{j}, \qquad
+        \alpha_{i,j} = \frac{\tilde\alpha_{i,j}}
+        {\sum_{k \in \mathcal{N}(i) \cup \{ i \}} \tilde\alpha_{i,k}}.
+
+    With :math:`q_i = [\mathbf{\Theta}_t\mathbf{x}_i \,\|\, 0]`,
+    :math:`k_j = [0 \,\|\, \mathbf{\Theta}_s\mathbf{x}_j]`,
+    :math:`a = [\mathbf{a}_t \,\|\, \mathbf{a}_s]` and :math:`c_{ij} = 1` if
+    :math:`e_{ij} = a^\top(q_i + k_j) > 0`, else the negative slope,
+    GAT's attention factorises exactly as
+
+    .. math::
+        \exp(\mathrm{LeakyReLU}(e_{ij})) =
+        \underbrace{k(q_i, c_{ij} a)\, k(c_{ij} a, k_j)}_{\text{similarity}}
+        \;\underbrace{\exp\left(\|c_{ij} a\|_2^2 + \tfrac12\|q_i\|_2^2
+        + \tfrac12\|k_j\|_2^2\right)}_{\text{magnitude}}
+
+    with the RBF kernel :math:`k(x, y) = \exp(-\|x - y\|^2/2)`.  This layer
+    replaces :math:`k` by any non-negative similarity kernel (see
+    :mod:`ikgat.kernels`) and the :math:`L^2` norms by :math:`L^p` norms:
+
+    .. math::
+        \log \tilde\alpha_{i,j} = \log \mathrm{sim}(q_i, c_{ij} a)
+        + \log \mathrm{sim}(c_{ij} a, k_j)
+        + \|c_{ij} a\|_p^2 + \tfrac12\|q_i\|_p^2 + \tfrac12\|k_j\|_p^2
+        \;\left(+\, c_{ij}\, \mathbf{a}_e^{\top}\mathbf{\Theta}_e
+        \mathbf{e}_{i,j}\right).
+
+    For random-feature kernels (IKA, IKAN-direct) the similarity is the
+    square of the estimate :math:`f(x, y) = \phi(x)^\top\phi(y) / (m^2 R)`
+    of a kernel from :math:`R` spectral points, e.g. the stationary
+    :math:`f = \frac1R\sum_r \cos(w_r^\top(x - y)) \to \exp(-\|x-y\|^2/4)`
+    for :math:`w_r \sim \mathcal{N}(0, I/2)`.  With ``kernel='rbf'`` and
+    ``p=2`` the layer computes exactly GATConv's function, so
+    ``conv.load_state_dict(gat_conv.state_dict(), strict=False)`` starts it
+    from a trained GATConv.
+
+    Every similarity term pairs a node with the anchor :math:`c a`, and
+    :math:`c` takes two values, so all kernel terms are evaluated once per
+    node, head and slope (:math:`O(N H R)` random features); each edge only
+    picks and adds them (:math:`O(E H)`, like GATConv).  No
+    :math:`E \times H \times R` tensor is ever formed.
+
+    Args:
+        in_channels (int or tuple): Size of each input sample, or :obj:`-1`
+            to derive the size from the first input(s) to the forward method.
+            A tuple corresponds to the sizes of source and target
+            dimensionalities in case of a bipartite graph.
+        out_channels (int): Size of each output sample per head :math:`C`.
+        heads (int, optional): Number of attention heads :math:`H`.
+            (default: :obj:`1`)
+        concat (bool, optional): If set to :obj:`False`, the heads are
+            averaged instead of concatenated. (default: :obj:`True`)
+        negative_slope (float, optional): LeakyReLU angle of the negative
+            slope, the second value of :math:`c`. (default: :obj:`0.2`)
+        dropout (float, optional): Dropout probability of the normalized
+            attention coefficients. (default: :obj:`0`)
+        add_self_loops (bool, optional): If set to :obj:`False`, will not add
+            self-loops to the input graph. (default: :obj:`True`)
+        edge_dim (int, optional): Edge feature dimensionality (in case there
+            are any). (default: :obj:`None`)
+        fill_value (float or torch.Tensor or str, optional): The way to
+            generate edge features of self-loops (in case
+            :obj:`edge_dim != None`), as in GATConv. (default: :obj:`"mean"`)
+        bias (bool, optional): If set to :obj:`False`, the layer will not
+            learn an additive bias. (default: :obj:`True`)
+        residual (bool, optional): If set to :obj:`True`, the layer will add
+            a learnable skip-connection. (default: :obj:`False`)
+        kernel (str or ikgat.kernels.Kernel, optional): The similarity:
+            :obj:`"rbf"`, :obj:`"rbf_only"`, :obj:`"rff"`, :obj:`"rff_ns"`,
+            :obj:`"direct"`, :obj:`"expsin"`, :obj:`"linear"`, :obj:`"poly"`,
+            :obj:`"exp"`, or a kernel instance built for :obj:`heads` and
+            :obj:`out_channels`. (default: :obj:`"direct"`)
+        num_features (int, optional): Spectral points per head :math:`R` of
+            the random-feature kernels. (default: :obj:`64`)
+        p (float, optional): The :math:`p > 0` of the :math:`L^p` magnitude;
+            smaller :math:`p` gives sparser attention. (default: :obj:`2.0`)
+        magnitude (bool, optional): If set to :obj:`False`, the magnitude
+            term is dropped (``kernel='rbf_only'`` always drops it).
+            (default: :obj:`True`)
+        kernel_kwargs (dict, optional): Extra arguments of a kernel given by
+            name, e.g. :obj:`{"lengthscale": 2.0}`. (default: :obj:`None`)
+        **kwargs (optional): Additional arguments of
+            :class:`torch_geometric.nn.conv.MessagePassing`.
+
+    Shapes:
+        - **input:**
+          node features :math:`(|\mathcal{V}|, F_{in})` or
+          :math:`((|\mathcal{V_s}|, F_{s}), (|\mathcal{V_t}|, F_{t}))`
+          if bipartite,
+          edge indices :math:`(2, |\mathcal{E}|)` or a sparse adjacency
+          :math:`(|\mathcal{V_t}|, |\mathcal{V_s}|)`,
+          edge features :math:`(|\mathcal{E}|, D)` *(optional)*
+        - **output:** node features :math:`(|\mathcal{V}|, H * F_{out})` or
+          :math:`((|\mathcal{V}_t|, H * F_{out})` if bipartite.
+          If :obj:`return_attention_weights=True`, then
+          :math:`((|\mathcal{V}|, H * F_{out}),
+          ((2, |\mathcal{E}|), (|\mathcal{E}|, H)))`
+          or :math:`((|\mathcal{V_t}|, H * F_{out}), ((2, |\mathcal{E}|),
+          (|\mathcal{E}|, H)))` if bipartite
+    """
+    def __init__(
+        self,
+        in_channels: Union[int, Tuple[int, int]],
+        out_channels: int,
+        heads: int = 1,
+        concat: bool = True,
+        negative_slope: float = 0.2,
+        dropout: float = 0.0,
+        add_self_loops: bool = True,
+        edge_dim: Optional[int] = None,
+        fill_value: Union[float, Tensor, str] = 'mean',
+        bias: bool = True,
+        residual: bool = False,
+        *,
+        kernel: Union[str, Kernel] = 'direct',
+        num_features: int = 64,
+        p: float = 2.0,
+        magnitude: bool = True,
+        kernel_kwargs: Optional[Dict[str, Any]] = None,
+        **kwargs,
+    ):
+        kwargs.setdefault('aggr', 'add')
+        super().__init__(node_dim=0, **kwargs)
+        name = type(self).__name__
+        _check_sizes(name, in_channels, out_channels, heads, edge_dim)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"{name}: 'dropout' must lie in [0, 1) "
+                             f"(got {dropout!r})")
+
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.heads = heads
+        self.concat = concat
+        self.negative_slope = float(negative_slope)
+        self.dropout = dropout
+        self.add_self_loops = add_self_loops
+        self.edge_dim = edge_dim
+        self.fill_value = fill_value
+        self.residual = residual
+        self.num_features = check_num_features(name, num_features)
+        self.p = check_positive(name, 'p', p)
+        self.kernel = resolve_kernel(kernel, heads, out_channels,
+                                     num_features, kernel_kwargs)
+        self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
+
+        # Parameters carry GATConv's names, so that a trained GATConv's state
+        # dict loads into this layer (``strict=False`` for the kernel's own).
+        self.lin = self.lin_src = self.lin_dst = None
+        if isinstance(in_channels, int):
+            self.lin = Linear(in_channels, heads * out_channels, bias=False,
+                              weight_initializer='glorot')
+        else:
+            self.lin_src = Linear(in_channels[0], heads * out_channels, False,
+                                  weight_initializer='glorot')
+            self.lin_dst = Linear(in_channels[1], heads * out_channels, False,
+                                  weight_initializer='glorot')
+
+        self.att_src = Parameter(torch.empty(1, heads, out_channels))
+        self.att_dst = Parameter(torch.empty(1, heads, out_channels))
+
+        if edge_dim is not None:
+            self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False,
+                                   weight_initializer='glorot')
+            self.att_edge = Parameter(torch.empty(1, heads, out_channels))
+        else:
+            self.lin_edge = None
+            self.register_parameter('att_edge', None)
+
+        total_out_channels = out_channels * (heads if concat else 1)
+        if residual:
+            self.res = Linear(
+                in_channels if isinstance(in_channels, int) else
+                in_channels[1], total_out_channels, bias=False,
+                weight_initializer='glorot')
+        else:
+            self.register_parameter('res', None)
+
+        if bias:
+            self.bias = Parameter(torch.empty(total_out_channels))
+        else:
+            self.register_parameter('bias', None)
+
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        for lin in (self.lin, self.lin_src, self.lin_dst, self.lin_edge,
+                    self.res):
+            if lin is not None:
+                lin.reset_parameters()
+        glorot(self.att_src)
+        glorot(self.att_dst)
+        glorot(self.att_edge)
+        zeros(self.bias)
+        self.kernel.reset_parameters()
+
+    def redraw_spectral_points(self,
+                               generator: Optional[torch.Generator] = None):
+        r"""Redraw the spectral points of a random-feature kernel in place
+        (``'rff'``, ``'rff_ns'``; re-initialises learned ones)."""
+        redraw = getattr(self.kernel, 'redraw_spectral_points', None)
+        if redraw is None:
+            raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
+                            f"spectral points to redraw; use kernel='rff' or "
+                            f"'rff_ns'")
+        redraw(generator=generator)
+
+    def forward(
+        self,
+        x: Union[Tensor, OptPairTensor],
+        edge_index: Adj,
+        edge_attr: OptTensor = None,
+        size: Size = None,
+        return_attention_weights: Optional[bool] = None,
+    ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]], Tuple[
+            Tensor, SparseTensor]]:
+        r"""Runs the forward pass of the module.
+
+        Args:
+            x (torch.Tensor or (torch.Tensor, torch.Tensor)): The input node
+                features.
+            edge_index (torch.Tensor or SparseTensor): The edge indices, or a
+                sparse transposed adjacency ``adj_t``.
+            edge_attr (torch.Tensor, optional): The edge features.
+                (default: :obj:`None`)
+            size ((int, int), optional): The shape of the adjacency matrix.
+                (default: :obj:`None`)
+            return_attention_weights (bool, optional): Will additionally
+                return the tuple :obj:`(edge_index, attention_weights)`
+                whenever it is set to a value, as in GATConv.
+                (default: :obj:`None`)
+        """
+        self._check_inputs(x, edge_index, edge_attr, size)
+        x_src, x_dst, res = self._project(x)
+        edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
+                                                     x_src, x_dst, size)
+        terms = self._node_terms(x_src, x_dst)
+
+        # Everything that depends on one endpoint only is packed per node as
+        # [logit part for c = 1, logit part for c = negative_slope, gate]:
+        score_src = torch.cat([
+            terms.log_sim_src + terms.half_norm_src.unsqueeze(-1) +
+            terms.anchor_norm, terms.gate_src.unsqueeze(-1)
+        ], dim=-1)
+        # ½‖q_i‖_p² is constant over the softmax group of i and cancels:
+        score_dst = torch.cat(
+            [terms.log_sim_dst, terms.gate_dst.unsqueeze(-1)], dim=-1)
+        score_missing_dst: OptTensor = None
+        if x_dst is None:
+            score_missing_dst, score_dst = score_dst, None
+
+        # edge_updater_type: (score: OptPairTensor, score_missing_dst: OptTensor, edge_attr: OptTensor)  # noqa: E501
+        alpha = self.edge_updater(edge_index, score=(score_src, score_dst),
+                                  score_missing_dst=score_missing_dst,
+                                  edge_attr=edge_attr, size=size)
+
+        # propagate_type: (x: OptPairTensor, alpha: Tensor)
+        out = self.propagate(edge_index, x=(x_src, x_dst), alpha=alpha,
+                             size=size)
+        out = self._finish(out, res)
+
+        if return_attention_weights:
+            if isinstance(edge_index, Tensor):
+                if is_torch_sparse_tensor(edge_index):
+                    adj = set_sparse_value(edge_index, alpha)
+                    return out, (adj, alpha)
+                return out, (edge_index, alpha)
+            elif isinstance(edge_index, SparseTensor):
+                return out, edge_index.set_value(alpha, layout='coo')
+        return out
+
+    def edge_update(self, score_j: Tensor, score_i: OptTensor,
+                    score_missing_dst: OptTensor, edge_attr: OptTensor,
+                    index: Tensor, ptr: OptTensor,
+                    dim_size: Optional[int]) -> Tensor:
+        if score_i is None:
+            assert score_missing_dst is not None
+            score_i = score_missing_dst
+        score = score_j + score_i  # [E, H, 3]
+        gate = score[..., 2]
+        if index.numel() == 0:
+            return gate
+        edge_gate = self._edge_gate(edge_attr)
+        if edge_gate is not None:
+            gate = gate + edge_gate
+        # c_ij = 1 where e_ij > 0 (t = 0), negative_slope elsewhere (t = 1):
+        positive = gate > 0
+        logit = torch.where(positive, score[..., 0], score[..., 1])
+        if edge_gate is not None:
+            logit = logit + torch.where(positive, edge_gate,
+                                        self.negative_slope * edge_gate)
+        alpha = softmax(logit, index, ptr, dim_size)
+        alpha = F.dropout(alpha, p=self.dropout, training=self.training)
+        return alpha
+
+    def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
+        return alpha.unsqueeze(-1) * x_j
+
+    @torch.no_grad()
+    def attention_decomposition(
+        self,
+        x: Union[Tensor, OptPairTensor],
+        edge_index: Adj,
+        edge_attr: OptTensor = None,
+        size: Size = None,
+    ) -> AttentionDecomposition:
+        r"""Return the per-edge similarity, magnitude and edge terms of the
+        attention logits, and the attention weights without dropout.
+
+        Takes the same inputs as :meth:`forward`; the edges are those the
+        forward pass attends over (self-loops included).  The magnitude term
+        includes :math:`\tfrac12\|q_i\|_p^2`, which cancels in the softmax.
+        """
+        self._check_inputs(x, edge_index, edge_attr, size)
+        x_src, x_dst, _ = self._project(x)
+        edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
+                                                     x_src, x_dst, size)
+        if isinstance(edge_index, SparseTensor):
+            row, col, _ = edge_index.coo()
+            edge_index = torch.stack([col, row], dim=0)
+        elif is_torch_sparse_tensor(edge_index):
+            edge_index = to_edge_index(edge_index)[0].flip(0)
+        terms = self._node_terms(x_src, x_dst)
+        src, dst = edge_index[0], edge_index[1]
+        dst_rows = dst if x_dst is not None else torch.zeros_like(dst)
+
+        gate = terms.gate_src[src] + terms.gate_dst[dst_rows]
+        edge_gate = self._edge_gate(edge_attr)
+        if edge_gate is not None:
+            gate = gate + edge_gate
+        slope_index = (gate <= 0).long().unsqueeze(-1)  # t_ij
+
+        def pick(values: Tensor) -> Tensor:  # [E, H, T] -> [E, H] at t_ij
+            return values.gather(-1, slope_index).squeeze(-1)
+
+        log_similarity = (pick(terms.log_sim_src[src]) +
+                          pick(terms.log_sim_dst[dst_rows]))
+        anchor_norm = terms.anchor_norm.unsqueeze(0).expand(
+            src.numel(), -1, -1)
+        log_magnitude = (pick(anchor_norm) + terms.half_norm_src[src] +
+                         terms.half_norm_dst[dst_rows])
+        edge_term = torch.zeros_like(log_similarity)
+        if edge_gate is not None:
+            slope = torch.where(gate > 0, 1.0, self.negative_slope)
+            edge_term = slope * edge_gate
+        num_dst = size[1] if size is not None else (
+            x_dst.size(0) if x_dst is not None else None)
+        alpha = softmax(log_similarity + log_magnitude + edge_term, dst,
+                        num_nodes=num_dst)
+        return AttentionDecomposition(edge_index, log_similarity,
+                                      log_magnitude, edge_term, alpha)
+
+    def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
+                      edge_attr: OptTensor, size: Size):
+        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+            return
+        name = type(self).__name__
+        src_channels, dst_channels = (
+            (self.in_channels, self.in_channels) if isinstance(
+                self.in_channels, int) else self.in_channels)
+        if isinstance(x, (tuple, list)):
+            if len(x) != 2:
+                raise ValueError(f"{name}: a tuple 'x' must be "
+                                 f"(x_src, x_dst) (got {len(x)} items)")
+            check_node_features(name, 'x_src', x[0], src_channels)
+            if x[1] is not None:
+                check_node_features(name, 'x_dst', x[1], dst_channels)
+        else:
+            check_node_features(name, 'x', x, src_channels)
+        num_src, num_dst = node_counts(x, size)
+        check_edge_index(name, edge_index, num_src, num_dst)
+        check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
+
+    def _project(
+        self, x: Union[Tensor, OptPairTensor]
+    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        H, C = self.heads, self.out_channels
+        res: Optional[Tensor] = None
+        if isinstance(x, Tensor):
+            if self.res is not None:
+                res = self.res(x)
+            if self.lin is not None:
+                x_src = x_dst = self.lin(x).view(-1, H, C)
+            else:
+                assert self.lin_src is not None and self.lin_dst is not None
+                x_src = self.lin_src(x).view(-1, H, C)
+                x_dst = self.lin_dst(x).view(-1, H, C)
+        else:
+            x_src, x_dst = x
+            if x_dst is not None and self.res is not None:
+                res = self.res(x_dst)
+            lin_src = self.lin if self.lin is not None else self.lin_src
+            lin_dst = self.lin if self.lin is not None else self.lin_dst
+            assert lin_src is not None and lin_dst is not None
+            x_src = lin_src(x_src).view(-1, H, C)
+            if x_dst is not None:
+                x_dst = lin_dst(x_dst).view(-1, H, C)
+        return x_src, x_dst, res
+
+    def _add_self_loops(self, edge_index: Adj, edge_attr: OptTensor,
+                        x_src: Tensor, x_dst: OptTensor,
+                        size: Size) -> Tuple[Adj, OptTensor]:
+        if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
+                edge_index) and edge_index.dtype != torch.long:
+            edge_index = edge_index.long()
+        if not self.add_self_loops:
+            return edge_index, edge_attr
+        if isinstance(edge_index, Tensor):
+            # Self-loops only for nodes that are both sources and targets:
+            num_nodes = x_src.size(0)
+            if x_dst is not None:
+                num_nodes = min(num_nodes, x_dst.size(0))
+            num_nodes = min(size) if size is not None else num_nodes
+            edge_index, edge_attr = remove_self_loops(edge_index, edge_attr)
+            edge_index, edge_attr = add_self_loops(
+                edge_index, edge_attr, fill_value=self.fill_value,
+                num_nodes=num_nodes)
+        elif isinstance(edge_index, SparseTensor):
+            if self.edge_dim is None:
+                edge_index = torch_sparse.set_diag(edge_index)
+            else:
+                raise NotImplementedError(
+                    "The usage of 'edge_attr' and 'add_self_loops' "
+                    "simultaneously is currently not yet supported for "
+                    "'edge_index' in a 'SparseTensor' form")
+        return edge_index, edge_attr
+
+    def _node_terms(self, x_src: Tensor, x_dst: OptTensor) -> NodeTerms:
+        H, C = self.heads, self.out_channels
+        anchor = torch.cat([self.att_dst, self.att_src], dim=-1).view(H, 2 * C)
+        slopes = torch.tensor([1.0, self.negative_slope], dtype=x_src.dtype,
+                              device=x_src.device)
+        # A missing target projection is q_i = 0 for every target:
+        q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst
+
+        log_sim_src = self.kernel.log_similarity(x_src, anchor, 1, slopes)
+        log_sim_dst = self.kernel.log_similarity(q, anchor, 0, slopes)
+        gate_src = (x_src * self.att_src).sum(-1)
+        gate_dst = (q * self.att_dst).sum(-1)
+        if self.magnitude:
+            half_norm_src = 0.5 * lp_norm_squared(x_src, self.p)
+            half_norm_dst = 0.5 * lp_norm_squared(q, self.p)
+            scaled_anchor = slopes.view(-1, 1, 1) * anchor  # [T, H, 2C]
+            anchor_norm = lp_norm_squared(scaled_anchor, self.p).t()
+        else:
+            half_norm_src = gate_src.new_zeros(gate_src.shape)
+            half_norm_dst = gate_dst.new_zeros(gate_dst.shape)
+            anchor_norm = gate_src.new_zeros(H, 2)
+        return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
+                         half_norm_dst, anchor_norm, gate_src, gate_dst)
+
+    def _edge_gate(self, edge_attr: OptTensor) -> OptTensor:
+        r"""Return :math:`\mathbf{a}_e^\top\mathbf{\Theta}_e\mathbf{e}_{ij}`
+        of shape :math:`(E, H)`, or :obj:`None` without edge features."""
+        if edge_attr is None or self.lin_edge is None:
+            return None
+        if edge_attr.dim() == 1:
+            edge_attr = edge_attr.view(-1, 1)
+        edge_attr = self.lin_edge(edge_attr)
+        edge_attr = edge_attr.view(-1, self.heads, self.out_channels)
+        return (edge_attr * self.att_edge).sum(dim=-1)
+
+    def _finish(self, out: Tensor, res: OptTensor) -> Tensor:
+        if self.concat:
+            out = out.view(-1, self.heads * self.out_channels)
+        else:
+            out = out.mean(dim=1)
+        if res is not None:
+            out = out + res
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.in_channels}, '
+                f'{self.out_channels}, heads={self.heads})')
+
+
+def _check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],
+                 out_channels: int, heads: int,
+                 edge_dim: Optional[int]) -> None:
+    def valid(value: Any, allow_lazy: bool) -> bool:
+        return (isinstance(value, int) and not isinstance(value, bool)
+                and (value >= 1 or (allow_lazy and value == -1)))
+
+    sizes = in_channels if isinstance(in_channels,
+                                      (tuple, list)) else (in_channels, )
+    if len(sizes) not in (1, 2) or not all(valid(s, True) for s in sizes):
+        raise ValueError(f"{name}: 'in_channels' must be a positive integer, "
+                         f"-1 (lazy), or a pair of them for bipartite graphs "
+                         f"(got {in_channels!r})")
+    for option, value in (('out_channels', out_channels), ('heads', heads)):
+        if not valid(value, False):
+            raise ValueError(f"{name}: '{option}' must be a positive integer "
+                             f"(got {value!r})")
+    if edge_dim is not None and not valid(edge_dim, False):
+        raise ValueError(f"{name}: 'edge_dim' must be a positive integer or "
+                         f"None (got {edge_dim!r})")

@@ -1,0 +1,112 @@
+r"""Input checks shared by the ikgat layers.
+
+Every check raises a :class:`ValueError` or :class:`TypeError` that names the
+offending value and says what to pass instead.  The layers skip them while
+:func:`torch.compile` traces, where data-dependent checks would break the
+graph.
+"""
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from torch_geometric.typing import SparseTensor
+from torch_geometric.utils import is_torch_sparse_tensor
+
+
+def check_node_features(layer: str, name: str, x: Tensor,
+                        in_channels: int) -> None:
+    """Check that :obj:`x` is a floating ``[num_nodes, in_channels]`` tensor
+    (any width when ``in_channels == -1``)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{layer}: '{name}' must be a torch.Tensor "
+                        f"(got {type(x).__name__})")
+    if x.dim() != 2:
+        raise ValueError(f"{layer}: '{name}' must be 2-D "
+                         f"[num_nodes, in_channels] (got shape "
+                         f"{tuple(x.shape)}); batch graphs by concatenating "
+                         f"their nodes, as PyG's DataLoader does")
+    if not x.is_floating_point():
+        raise TypeError(f"{layer}: '{name}' must be a floating-point tensor "
+                        f"(got dtype {x.dtype}); convert it with .float()")
+    if in_channels != -1 and x.size(1) != in_channels:
+        raise ValueError(f"{layer}: '{name}' has {x.size(1)} features per "
+                         f"node but the layer was built with in_channels="
+                         f"{in_channels}; build it with the right size or -1")
+
+
+def check_edge_index(layer: str, edge_index: Union[Tensor, SparseTensor],
+                     num_src: int, num_dst: Optional[int]) -> None:
+    """Check an adjacency: an integer ``[2, E]`` tensor with indices in range,
+    or a sparse ``[num_dst, num_src]`` adjacency (``adj_t``)."""
+    if isinstance(edge_index, SparseTensor) or is_torch_sparse_tensor(
+            edge_index):
+        rows, cols = edge_index.size(0), edge_index.size(1)
+        if cols != num_src or (num_dst is not None and rows != num_dst):
+            raise ValueError(
+                f"{layer}: the sparse adjacency has shape [{rows}, {cols}] "
+                f"but must be the transposed adjacency adj_t of shape "
+                f"[num_target_nodes, num_source_nodes] = "
+                f"[{num_dst if num_dst is not None else '?'}, {num_src}]")
+        return
+    if not isinstance(edge_index, Tensor):
+        raise TypeError(f"{layer}: 'edge_index' must be a [2, num_edges] "
+                        f"integer tensor or a sparse adjacency (got "
+                        f"{type(edge_index).__name__})")
+    if edge_index.is_floating_point() or edge_index.is_complex() or (
+            edge_index.dtype == torch.bool):
+        raise TypeError(f"{layer}: 'edge_index' must hold integer indices "
+                        f"(got dtype {edge_index.dtype}); convert it with "
+                        f".long()")
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"{layer}: 'edge_index' must have shape "
+                         f"[2, num_edges] (got {tuple(edge_index.shape)}); "
+                         f"transpose an [E, 2] list with .t()")
+    if edge_index.numel() == 0:
+        return
+    for row, name, bound in ((0, 'source', num_src), (1, 'target', num_dst)):
+        if bound is None:
+            continue
+        low, high = int(edge_index[row].min()), int(edge_index[row].max())
+        if low < 0 or high >= bound:
+            bad = low if low < 0 else high
+            raise ValueError(f"{layer}: 'edge_index' holds {name} index "
+                             f"{bad}, out of range for {bound} {name} nodes "
+                             f"(valid: 0..{bound - 1})")
+
+
+def check_edge_attr(layer: str, edge_attr: Optional[Tensor],
+                    edge_dim: Optional[int],
+                    edge_index: Union[Tensor, SparseTensor]) -> None:
+    """Check that edge features match ``edge_dim`` and the edges."""
+    if edge_attr is None:
+        return
+    if edge_dim is None:
+        raise ValueError(f"{layer}: 'edge_attr' of shape "
+                         f"{tuple(edge_attr.shape)} was given but the layer "
+                         f"has edge_dim=None; build it with "
+                         f"edge_dim={edge_attr.size(-1) if edge_attr.dim() > 1 else 1}")
+    width = 1 if edge_attr.dim() == 1 else edge_attr.size(-1)
+    if edge_attr.dim() > 2 or width != edge_dim:
+        raise ValueError(f"{layer}: 'edge_attr' must have shape "
+                         f"[num_edges, {edge_dim}] (got "
+                         f"{tuple(edge_attr.shape)})")
+    if (isinstance(edge_index, Tensor)
+            and not is_torch_sparse_tensor(edge_index)
+            and edge_attr.size(0) != edge_index.size(1)):
+        raise ValueError(f"{layer}: 'edge_attr' has {edge_attr.size(0)} rows "
+                         f"but 'edge_index' has {edge_index.size(1)} edges")
+
+
+def node_counts(x: Union[Tensor, Tuple[Tensor, Optional[Tensor]]],
+                size: Optional[Tuple[int, int]]
+                ) -> Tuple[int, Optional[int]]:
+    """Return the number of source and target nodes (None if unknown)."""
+    if isinstance(x, Tensor):
+        num_src = num_dst = x.size(0)
+    else:
+        num_src = x[0].size(0)
+        num_dst = None if x[1] is None else x[1].size(0)
+    if size is not None:
+        num_src, num_dst = size[0], size[1]
+    return num_src, num_dst

@@ -1,0 +1,55 @@
+"""Graphs and references shared by the tests."""
+import math
+
+import torch
+
+
+def random_graph(num_nodes: int, num_edges: int, channels: int, seed: int,
+                 num_dst=None):
+    generator = torch.Generator().manual_seed(seed)
+    num_dst = num_nodes if num_dst is None else num_dst
+    x = torch.randn(num_nodes, channels, generator=generator)
+    src = torch.randint(0, num_nodes, (num_edges, ), generator=generator)
+    dst = torch.randint(0, num_dst, (num_edges, ), generator=generator)
+    return x, torch.stack([src, dst])
+
+
+def reference_similarity(kernel, x, y):
+    """The similarity of ``kernel`` from its documented formula, evaluated
+    pair by pair on full vectors ``[*, H, 2C]`` (written independently of the
+    package's fast path)."""
+    name = type(kernel).__name__
+    if name in ('RBFKernel', 'RBFOnlyKernel'):
+        return torch.exp(-((x - y)**2).sum(-1) / (2 * kernel.lengthscale**2))
+    if name == 'ExpSinKernel':
+        distance = ((x - y)**2).sum(-1).sqrt()
+        return torch.exp(-2 * torch.sin(math.pi * distance / kernel.period)**2
+                         / kernel.lengthscale**2)
+    if name == 'LinearKernel':
+        phi = lambda v: torch.nn.functional.elu(v) + 1  # noqa: E731
+        return (phi(x) * phi(y)).sum(-1)
+    if name == 'PolynomialKernel':
+        return ((x * y).sum(-1) + kernel.offset)**kernel.degree
+    if name == 'ExpKernel':
+        return torch.exp(kernel.scale * (x * y).sum(-1))
+    if name == 'RandomFourierKernel':
+        (w, ) = kernel.spectral_point_sets  # [H, R, 2C]
+        angle = ((x - y).unsqueeze(-2) * w).sum(-1)  # [*, H, R]
+        return angle.cos().mean(-1)**2
+    if name in ('NonStationaryRandomFourierKernel', 'DirectSpectralKernel'):
+        w1, w2 = kernel.spectral_point_sets
+        total = 0
+        for wa in (w1, w2):
+            for wb in (w1, w2):
+                total = total + ((x.unsqueeze(-2) * wa).sum(-1) -
+                                 (y.unsqueeze(-2) * wb).sum(-1)).cos()
+        # phi(x)^T phi(y) = sum_r sum_{s,s'} cos(w_s x - w_s' y), over 4R:
+        return (total.sum(-1) / (4 * w1.size(-2)))**2
+    raise NotImplementedError(name)
+
+
+def reference_log_similarity(kernel, x, y):
+    """``log sim`` as the fast path defines it: random-feature and
+    polynomial kernels add ``eps`` inside the logarithm."""
+    value = reference_similarity(kernel, x, y)
+    return (value + getattr(kernel, 'eps', 0.0)).log()
