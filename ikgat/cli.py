@@ -1,10 +1,12 @@
-r"""The ``ikgat`` command line: ``ikgat train`` (and more subcommands)."""
+r"""The ``ikgat`` command line: ``ikgat train``, ``ikgat bench ...`` (and more
+subcommands)."""
 import argparse
 from typing import List, Optional
 
 import torch
 import torch_geometric.transforms as T
 
+from ikgat.benchmarking import add_bench_parser
 from ikgat.datasets import load_planetoid
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
@@ -56,6 +58,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog='ikgat', description=__doc__)
     subparsers = parser.add_subparsers(required=True, dest='command')
     add_train_parser(subparsers)
+    add_bench_parser(subparsers)
     args = parser.parse_args(argv)
     args.run(args)
 

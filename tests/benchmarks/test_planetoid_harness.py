@@ -1,0 +1,323 @@
+"""The Planetoid benchmark harness on a tiny synthetic graph (seconds)."""
+import csv
+import math
+import time
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from ikgat import benchmarking as bench
+from ikgat.benchmarking import (COLUMNS, BenchData, MODELS, build_model,
+                                compact_seeds, mean_std_ci, parse_seeds,
+                                protocol_for, read_results, render_summary,
+                                run_benchmark, run_search,
+                                select_hyperparameters, t_quantile)
+from ikgat.training import train_node_classifier
+
+# Models whose layers exist in every version of the package (``ikan`` and
+# ``mikan`` are registered but built lazily).
+CORE_MODELS = [name for name in MODELS if name not in ('ikan', 'mikan')]
+
+
+def tiny_graph(num_nodes: int = 48, num_classes: int = 3, channels: int = 12,
+               seed: int = 0) -> Data:
+    generator = torch.Generator().manual_seed(seed)
+    y = torch.arange(num_nodes) % num_classes
+    centers = torch.randn(num_classes, channels, generator=generator)
+    x = (centers[y] + 0.8 * torch.randn(num_nodes, channels,
+                                        generator=generator)).abs()
+    src = torch.randint(0, num_nodes, (4 * num_nodes, ), generator=generator)
+    # Mostly same-class neighbours (homophily), like citation graphs:
+    shift = torch.randint(0, num_nodes // num_classes, src.shape,
+                          generator=generator) * num_classes
+    dst = (src + shift) % num_nodes
+    edge_index = torch.cat([torch.stack([src, dst]), torch.stack([dst, src])],
+                           dim=1)
+    index = torch.arange(num_nodes)
+    return Data(x=x / x.sum(-1, keepdim=True), edge_index=edge_index, y=y,
+                train_mask=index < 12, val_mask=(index >= 12) & (index < 30),
+                test_mask=index >= 30)
+
+
+def tiny_loader(name: str) -> BenchData:
+    data = tiny_graph()
+    return BenchData(name, data, data.num_features, 3)
+
+
+QUICK = dict(epochs=6, patience=3)
+
+
+def test_end_to_end_writes_one_row_per_run(tmp_path):
+    results = str(tmp_path / 'planetoid.csv')
+    start = time.perf_counter()
+    rows = run_benchmark(['Tiny'], CORE_MODELS, [0, 1], results=results,
+                         tag='test', protocol_overrides=QUICK,
+                         device='cpu', progress=False,
+                         load_dataset=tiny_loader)
+    assert time.perf_counter() - start < 60
+    assert len(rows) == 2 * len(CORE_MODELS)
+    with open(results, newline='') as f:
+        header = next(csv.reader(f))
+    assert header == COLUMNS
+    stored = read_results(results)
+    assert [(r['model'], int(r['seed'])) for r in stored] == [
+        (model, seed) for model in CORE_MODELS for seed in (0, 1)]
+    for row in stored:
+        assert row['dataset'] == 'Tiny' and row['tag'] == 'test'
+        assert 0.0 <= float(row['val_acc']) <= 1.0
+        assert 0.0 <= float(row['test_acc']) <= 1.0
+        assert 1 <= int(row['best_epoch']) <= int(row['epochs']) <= 6
+        assert float(row['seconds']) > 0 and int(row['num_parameters']) > 0
+        assert row['git_commit'] and row['device'] == 'cpu'
+        spec = MODELS[row['model']]
+        # p, R, beta are filled exactly where they apply:
+        assert bool(row['p']) == (spec.uses_p or spec.fixed_p is not None)
+        assert bool(row['R']) == spec.uses_num_features
+        assert bool(row['beta']) == spec.variational
+    assert {r['p'] for r in stored if r['model'] == 'gat-rbf'} == {'2.0'}
+    assert {r['R'] for r in stored if r['R']} == {'64'}
+
+
+def test_resume_skips_finished_runs(tmp_path):
+    results = str(tmp_path / 'planetoid.csv')
+    common = dict(results=results, tag='test', protocol_overrides=QUICK,
+                  device='cpu', progress=False, load_dataset=tiny_loader)
+    first = run_benchmark(['Tiny'], ['gat', 'ika'], [0, 1], **common)
+    assert len(first) == 4
+    # Everything done: nothing runs, nothing is appended.
+    assert run_benchmark(['Tiny'], ['gat', 'ika'], [0, 1], resume=True,
+                         **common) == []
+    # One more seed and another R: only those run.
+    more = run_benchmark(['Tiny'], ['gat', 'ika'], [0, 1, 2], resume=True,
+                         **common)
+    assert sorted((r['model'], r['seed']) for r in more) == [('gat', 2),
+                                                             ('ika', 2)]
+    other_r = run_benchmark(['Tiny'], ['ika'], [0], R=32, resume=True,
+                            **common)
+    assert [(r['model'], r['R']) for r in other_r] == [('ika', '32')]
+    # Another tag is another run.
+    tagged = run_benchmark(['Tiny'], ['gat'], [0], resume=True,
+                           **dict(common, tag='other'))
+    assert len(tagged) == 1
+    assert len(read_results(results)) == 4 + 2 + 1 + 1
+    # Without --resume the run is repeated; the summary counts it once.
+    run_benchmark(['Tiny'], ['gat'], [0], **common)
+    cells, duplicates = bench.summarize(read_results(results), tag='test')
+    assert duplicates == 1
+    assert {(c.model, c.R): c.test.n for c in cells} == {
+        ('gat', ''): 3, ('ika', '64'): 3, ('ika', '32'): 1}
+
+
+def test_rows_are_flushed_as_runs_finish(tmp_path):
+    results = str(tmp_path / 'planetoid.csv')
+    seen = []
+
+    def loader(name):
+        return tiny_loader(name)
+
+    real_run_one = bench.run_one
+
+    def spy(*args, **kwargs):
+        seen.append(len(read_results(results)))
+        return real_run_one(*args, **kwargs)
+
+    bench.run_one, saved = spy, bench.run_one
+    try:
+        run_benchmark(['Tiny'], ['gat'], [0, 1, 2], results=results,
+                      tag='t', protocol_overrides=QUICK, device='cpu',
+                      progress=False, load_dataset=loader)
+    finally:
+        bench.run_one = saved
+    assert seen == [0, 1, 2]
+
+
+def test_gat_rbf_gives_gat_predictions_without_dropout():
+    data = tiny_graph()
+    protocol = protocol_for('Cora', dropout=0.0)
+    predictions, logits = {}, {}
+    for model in ('gat', 'gat-rbf'):
+        torch.manual_seed(7)
+        net = build_model(model, data.num_features, 3, protocol)
+        if model == 'gat':
+            initial = {k: v.clone() for k, v in net.state_dict().items()}
+        else:
+            # The same seed gives the same initial weights (no copying):
+            state = net.state_dict()
+            for key, value in initial.items():
+                assert torch.equal(state[key], value), key
+        result = train_node_classifier(net, data, lr=0.01, epochs=30,
+                                       patience=30, keep_best_state=True)
+        net.load_state_dict(result.state_dict)
+        net.eval()
+        with torch.no_grad():
+            logits[model] = net(data.x, data.edge_index)
+        predictions[model] = logits[model].argmax(-1)
+        predictions[model + ' result'] = (result.val_acc, result.test_acc,
+                                          result.best_epoch, result.epochs)
+    torch.testing.assert_close(logits['gat-rbf'], logits['gat'], rtol=1e-4,
+                               atol=1e-5)
+    assert torch.equal(predictions['gat-rbf'], predictions['gat'])
+    assert predictions['gat-rbf result'] == predictions['gat result']
+
+
+def test_mean_std_ci_on_known_numbers():
+    stats = mean_std_ci([1, 2, 3, 4, 5])
+    assert stats.n == 5
+    assert stats.mean == pytest.approx(3.0)
+    assert stats.std == pytest.approx(1.5811388, abs=1e-6)
+    assert stats.half_width == pytest.approx(1.9632432, abs=1e-6)
+    assert (stats.low, stats.high) == pytest.approx((1.0367568, 4.9632432))
+    one = mean_std_ci([0.8])
+    assert one.n == 1 and one.mean == 0.8 and math.isnan(one.half_width)
+    assert mean_std_ci([]).n == 0
+
+
+@pytest.mark.parametrize('df, expected', [(1, 12.7062047), (2, 4.3026527),
+                                          (4, 2.7764451), (9, 2.2621572),
+                                          (19, 2.0930241), (99, 1.9842169),
+                                          (10000, 1.9602012)])
+def test_t_quantile_matches_tables(df, expected):
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-6)
+    assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-6)
+
+
+def test_t_quantile_matches_scipy():
+    stats = pytest.importorskip('scipy.stats')
+    for df in (1, 3, 7, 30, 250):
+        for prob in (0.6, 0.9, 0.95, 0.995):
+            assert t_quantile(prob, df) == pytest.approx(
+                stats.t.ppf(prob, df), rel=1e-8, abs=1e-9)
+
+
+def test_seed_parsing():
+    assert parse_seeds('20') == list(range(20))
+    assert parse_seeds('0-19') == list(range(20))
+    assert parse_seeds('3,5,10-12') == [3, 5, 10, 11, 12]
+    assert compact_seeds([0, 1, 2, 5, 7, 8]) == '0-2,5,7-8'
+    with pytest.raises(ValueError, match='Invalid seeds'):
+        parse_seeds('a-b')
+
+
+def test_protocol_follows_the_gat_paper():
+    cora, pubmed = protocol_for('cora'), protocol_for('PubMed')
+    assert (cora['lr'], cora['weight_decay'], cora['heads'], cora['hidden'],
+            cora['out_heads'], cora['dropout'],
+            cora['patience']) == (0.005, 5e-4, 8, 8, 1, 0.6, 100)
+    assert (pubmed['lr'], pubmed['weight_decay'],
+            pubmed['out_heads']) == (0.01, 1e-3, 8)
+    assert protocol_for('CiteSeer', lr=0.1, epochs=None)['lr'] == 0.1
+    with pytest.raises(ValueError, match='Unknown protocol'):
+        protocol_for('Cora', learning_rate=0.1)
+
+
+def test_variational_models_are_registered_lazily():
+    for name in ('ikan', 'mikan'):
+        spec = MODELS[name]
+        assert spec.variational and spec.uses_num_features
+    # Building them either works or says which layer is missing.
+    for name in ('ikan', 'mikan'):
+        try:
+            build_model(name, 12, 3, protocol_for('Cora'))
+        except RuntimeError as error:
+            assert 'does not provide' in str(error)
+
+
+def _row(dataset, model, seed, val, test, p='', R='', beta='', tag='final'):
+    return dict(dataset=dataset, model=model, tag=tag, seed=str(seed), p=p,
+                R=R, beta=beta, lr='0.005', weight_decay='0.0005',
+                val_acc=str(val), test_acc=str(test), epochs='200',
+                best_epoch='100', seconds='2.5', num_parameters='1000',
+                device='cpu', git_commit='abc')
+
+
+def test_selection_reads_validation_only():
+    rows = []
+    for seed in range(3):
+        # p=1.5: better validation, worse test; p=3: the reverse.
+        rows.append(_row('Cora', 'ikan-direct', seed, 0.80, 0.70, '1.5',
+                         '64', tag='search'))
+        rows.append(_row('Cora', 'ikan-direct', seed, 0.79, 0.90, '3.0',
+                         '64', tag='search'))
+        rows.append(_row('Cora', 'ikan-direct', seed, 0.80, 0.95, '2.0',
+                         '64', tag='search'))
+        # Tie with p=2 at R=64: the smaller R wins.
+        rows.append(_row('Cora', 'ikan-direct', seed, 0.80, 0.10, '2.0',
+                         '32', tag='search'))
+    chosen = select_hyperparameters(rows)[('Cora', 'ikan-direct')]
+    assert (chosen['p'], chosen['R'], chosen['beta']) == (2.0, 32, None)
+    assert chosen['n'] == 3
+    # Test accuracies are ignored entirely:
+    blank = [dict(r, test_acc='') for r in rows]
+    assert select_hyperparameters(blank) == select_hyperparameters(rows)
+
+
+def test_search_runs_grid_without_test_and_feeds_final_runs(tmp_path):
+    results = str(tmp_path / 'search.csv')
+    summary = str(tmp_path / 'search.md')
+    rows = run_search(['Tiny'], ['gat', 'ika'], [100, 101], results=results,
+                      summary=summary, grid=dict(p=[1.5, 2.0], R=[32]),
+                      protocol_overrides=QUICK, device='cpu',
+                      progress=False, load_dataset=tiny_loader)
+    # gat has nothing to search (1 point), ika has 2 p x 1 R:
+    assert len(rows) == (1 + 2) * 2
+    assert all(r['test_acc'] == '' and r['tag'] == 'search' for r in rows)
+    text = open(summary).read()
+    assert '**yes**' in text and 'test' not in text.split('\n## ')[1]
+    chosen = select_hyperparameters(read_results(results))
+    final = run_benchmark(['Tiny'], ['ika'], [0],
+                          results=str(tmp_path / 'final.csv'),
+                          selected=chosen, protocol_overrides=QUICK,
+                          device='cpu', progress=False,
+                          load_dataset=tiny_loader)
+    pick = chosen[('Tiny', 'ika')]
+    assert (float(final[0]['p']), int(final[0]['R'])) == (pick['p'],
+                                                          pick['R'])
+
+
+def test_summary_markdown_compares_with_our_gat():
+    rows = []
+    for seed, (gat, direct, rbf) in enumerate([(0.81, 0.84, 0.80),
+                                               (0.82, 0.85, 0.83),
+                                               (0.83, 0.84, 0.82),
+                                               (0.82, 0.85, 0.81),
+                                               (0.81, 0.84, 0.82)]):
+        rows.append(_row('Cora', 'gat', seed, 0.8, gat))
+        rows.append(_row('Cora', 'ikan-direct', seed, 0.8, direct, '2.5',
+                         '64'))
+        rows.append(_row('Cora', 'gat-rbf', seed, 0.8, rbf, '2.0'))
+        rows.append(_row('Cora', 'gat', seed, 0.8, 0.5, tag='smoke'))
+    text = render_summary(rows, tag='final', results='r.csv',
+                          output='r.md')
+    gat = mean_std_ci([81, 82, 83, 82, 81])
+    assert f'{gat.mean:.2f} ± {gat.std:.2f}' in text  # smoke rows excluded
+    assert f'[{gat.low:.2f}, {gat.high:.2f}]' in text
+    assert '83.0 ± 0.7 (GAT)' in text and '83.3 ± 0.7 (IKAN-direct)' in text
+    assert ('ikan-direct (84.40 ± 0.55, n=5) is 2.40 points above our gat'
+            in text)
+    assert 'the 95% CIs do not overlap: ikan-direct is better here' in text
+    assert 'gat-rbf (81.60 ± 1.14, n=5) is 0.20 points below our gat' in text
+    assert 'the 95% CIs overlap' in text
+    assert "Against the paper's 83.3: at or above (+1.10)" in text
+    assert ('ikgat bench planetoid --datasets Cora --models ikan-direct '
+            '--seeds 0-4 --p 2.5 --num-features 64 --tag final '
+            '--results r.csv --resume') in text
+    assert 'ikgat bench summary --results r.csv --tag final' in text
+
+
+def test_cli_summary_and_results_schema_errors(tmp_path, capsys):
+    from ikgat.cli import main
+    results = tmp_path / 'planetoid.csv'
+    with open(results, 'w', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for seed in range(3):
+            writer.writerow(_row('Cora', 'gat', seed, 0.8, 0.82))
+    output = tmp_path / 'planetoid.md'
+    main(['bench', 'summary', '--results', str(results), '--output',
+          str(output), '--search-results', ''])
+    assert '## Cora' in output.read_text()
+    bad = tmp_path / 'bad.csv'
+    bad.write_text('dataset,model,seed,p,R,beta,tag,acc\n')
+    with pytest.raises(ValueError, match='has the columns'):
+        bench.ResultsWriter(str(bad))

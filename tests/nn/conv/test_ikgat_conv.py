@@ -1,0 +1,422 @@
+import pytest
+import torch
+from torch_geometric.nn import GATConv
+from torch_geometric.utils import coalesce, scatter, to_torch_coo_tensor
+
+from ikgat import IKGATConv
+from ikgat.kernels import KERNELS, RBFKernel
+from tests.helpers import random_graph, reference_log_similarity
+
+KERNEL_NAMES = sorted(KERNELS)
+
+
+def tied_pair(in_channels, out_channels, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    gat = GATConv(in_channels, out_channels, **kwargs)
+    conv = IKGATConv(in_channels, out_channels, kernel='rbf', p=2.0, **kwargs)
+    result = conv.load_state_dict(gat.state_dict(), strict=False)
+    assert not result.missing_keys and not result.unexpected_keys
+    return gat, conv
+
+
+def edge_wise_reference(conv, x, edge_index, edge_attr=None):
+    """Kernel attention evaluated edge by edge from the formula:
+    log a_ij = log sim(q_i, c a) + log sim(c a, k_j) + |c a|_p^2
+    + |q_i|_p^2 / 2 + |k_j|_p^2 / 2 (+ c a_e^T W_e e_ij), softmax over i's
+    incoming edges, out_i = sum_j a_ij W x_j.  ``edge_index`` must already
+    hold the self-loops the layer adds."""
+    H, C = conv.heads, conv.out_channels
+    x_src, x_dst = (x, x) if torch.is_tensor(x) else x
+    lin_src = conv.lin if conv.lin is not None else conv.lin_src
+    lin_dst = conv.lin if conv.lin is not None else conv.lin_dst
+    k_nodes = lin_src(x_src).view(-1, H, C)
+    q_nodes = lin_dst(x_dst).view(-1, H, C)
+    src, dst = edge_index
+    zeros = torch.zeros(src.numel(), H, C, dtype=x_src.dtype)
+    q = torch.cat([q_nodes[dst], zeros], -1)  # [E, H, 2C]
+    k = torch.cat([zeros, k_nodes[src]], -1)
+    a = torch.cat([conv.att_dst, conv.att_src], -1)  # [1, H, 2C]
+    e = (a * (q + k)).sum(-1)
+    edge_term = torch.zeros_like(e)
+    if edge_attr is not None:
+        w_e = conv.lin_edge(edge_attr.view(src.numel(), -1)).view(-1, H, C)
+        edge_term = (w_e * conv.att_edge).sum(-1)
+        e = e + edge_term
+    c = torch.where(e > 0, 1.0, conv.negative_slope).unsqueeze(-1)
+    ca = c * a
+    logit = (reference_log_similarity(conv.kernel, q, ca) +
+             reference_log_similarity(conv.kernel, ca, k)) + c[..., 0] * (
+                 edge_term)
+    if conv.magnitude:
+        norm = lambda v: (v.abs()**conv.p).sum(-1)**(2 / conv.p)  # noqa
+        logit = logit + norm(ca) + norm(q) / 2 + norm(k) / 2
+    logit = logit - scatter(logit, dst, 0, dim_size=q_nodes.size(0),
+                            reduce='max')[dst]
+    weight = logit.exp()
+    alpha = weight / scatter(weight, dst, 0, dim_size=q_nodes.size(0))[dst]
+    out = scatter(alpha.unsqueeze(-1) * k_nodes[src], dst, 0,
+                  dim_size=q_nodes.size(0))
+    out = out.reshape(-1, H * C) if conv.concat else out.mean(1)
+    return (out + conv.bias if conv.bias is not None else out), alpha
+
+
+# ----------------------------------------------------------------- exactness
+
+
+@pytest.mark.parametrize('heads', [1, 8])
+@pytest.mark.parametrize('negative_slope', [0.2, 0.01])
+@pytest.mark.parametrize('concat', [True, False])
+def test_rbf_p2_equals_gatconv_on_random_graphs(heads, negative_slope,
+                                                concat):
+    x, edge_index = random_graph(40, 160, 12, seed=heads)
+    gat, conv = tied_pair(12, 6, heads=heads, negative_slope=negative_slope,
+                          concat=concat)
+    out_gat, (ei_gat, alpha_gat) = gat(x, edge_index,
+                                       return_attention_weights=True)
+    out, (ei, alpha) = conv(x, edge_index, return_attention_weights=True)
+    assert torch.equal(ei, ei_gat)
+    assert (alpha - alpha_gat).abs().max() < 1e-5
+    assert (out - out_gat).abs().max() < 1e-5
+
+
+def test_rbf_p2_equals_gatconv_residual_and_edge_features():
+    x, edge_index = random_graph(30, 120, 10, seed=3)
+    edge_attr = torch.randn(edge_index.size(1), 5)
+    gat, conv = tied_pair(10, 4, heads=4, residual=True, edge_dim=5)
+    out_gat, (_, alpha_gat) = gat(x, edge_index, edge_attr,
+                                  return_attention_weights=True)
+    out, (_, alpha) = conv(x, edge_index, edge_attr,
+                           return_attention_weights=True)
+    assert (alpha - alpha_gat).abs().max() < 1e-5
+    assert (out - out_gat).abs().max() < 1e-5
+
+
+def test_rbf_p2_equals_gatconv_on_torch_sparse_adjacency():
+    x, edge_index = random_graph(25, 90, 8, seed=4)
+    edge_index = coalesce(edge_index)  # a sparse matrix merges duplicates
+    adj_t = to_torch_coo_tensor(edge_index.flip(0), size=(25, 25))
+    gat, conv = tied_pair(8, 4, heads=2)
+    out_gat, (adj_gat, alpha_gat) = gat(x, adj_t,
+                                        return_attention_weights=True)
+    out, (adj, alpha) = conv(x, adj_t, return_attention_weights=True)
+    assert adj.is_sparse and adj.shape == adj_gat.shape
+    assert (alpha - alpha_gat).abs().max() < 1e-5
+    assert (out - out_gat).abs().max() < 1e-5
+    assert (conv(x, edge_index) - out).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize('with_dst', [True, False])
+def test_rbf_p2_equals_gatconv_bipartite(with_dst):
+    x_src, _ = random_graph(20, 0, 7, seed=5)
+    x_dst, _ = random_graph(12, 0, 5, seed=6)
+    _, edge_index = random_graph(20, 70, 1, seed=7, num_dst=12)
+    gat, conv = tied_pair((7, 5), 4, heads=3, add_self_loops=False)
+    inputs = (x_src, x_dst if with_dst else None)
+    size = None if with_dst else (20, 12)
+    out_gat = gat(inputs, edge_index, size=size)
+    out = conv(inputs, edge_index, size=size)
+    assert out.shape == out_gat.shape == (12, 12)
+    assert (out - out_gat).abs().max() < 1e-5
+
+
+def test_rbf_p2_equals_gatconv_on_cora(cora):
+    data = cora[0]
+    gat, conv = tied_pair(cora.num_features, 8, heads=8)
+    out_gat, (_, alpha_gat) = gat(data.x, data.edge_index,
+                                  return_attention_weights=True)
+    out, (_, alpha) = conv(data.x, data.edge_index,
+                           return_attention_weights=True)
+    assert (alpha - alpha_gat).abs().max() < 1e-5
+    assert (out - out_gat).abs().max() < 1e-5
+
+
+def test_gatconv_state_dict_starts_a_trained_gat():
+    gat, conv = tied_pair(6, 3, heads=2)
+    for name, value in gat.state_dict().items():
+        assert torch.equal(conv.state_dict()[name], value)
+
+
+# ------------------------------------------------------------ factorisation
+
+
+@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+@pytest.mark.parametrize('p', [1.0, 2.0, 3.0])
+def test_fast_path_equals_edge_wise_evaluation(kernel, p):
+    torch.manual_seed(0)
+    x, edge_index = random_graph(30, 100, 9, seed=8)
+    conv = IKGATConv(9, 5, heads=3, kernel=kernel, num_features=16, p=p,
+                     add_self_loops=False)
+    out, (_, alpha) = conv(x, edge_index, return_attention_weights=True)
+    ref_out, ref_alpha = edge_wise_reference(conv, x, edge_index)
+    assert (alpha - ref_alpha).abs().max() < 1e-5
+    assert (out - ref_out).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize('kernel', ['direct', 'poly'])
+def test_fast_path_equals_edge_wise_with_edge_features_and_bipartite(kernel):
+    torch.manual_seed(1)
+    x_src, _ = random_graph(15, 0, 6, seed=9)
+    x_dst, _ = random_graph(10, 0, 4, seed=10)
+    _, edge_index = random_graph(15, 60, 1, seed=11, num_dst=10)
+    edge_attr = torch.randn(60, 3)
+    conv = IKGATConv((6, 4), 5, heads=2, kernel=kernel, edge_dim=3,
+                     add_self_loops=False, concat=False, p=2.5)
+    out, (_, alpha) = conv((x_src, x_dst), edge_index, edge_attr,
+                           return_attention_weights=True)
+    ref_out, ref_alpha = edge_wise_reference(conv, (x_src, x_dst),
+                                             edge_index, edge_attr)
+    assert (alpha - ref_alpha).abs().max() < 1e-5
+    assert (out - ref_out).abs().max() < 1e-5
+
+
+def test_decomposition_reassembles_the_attention():
+    torch.manual_seed(2)
+    x, edge_index = random_graph(20, 80, 6, seed=12)
+    conv = IKGATConv(6, 4, heads=2, kernel='direct', p=3.0, edge_dim=2)
+    edge_attr = torch.randn(80, 2)
+    conv.eval()
+    _, (ei, alpha) = conv(x, edge_index, edge_attr,
+                          return_attention_weights=True)
+    parts = conv.attention_decomposition(x, edge_index, edge_attr)
+    assert torch.equal(parts.edge_index, ei)
+    assert (parts.alpha - alpha).abs().max() < 1e-6
+    ref_out, ref_alpha = edge_wise_reference(conv, x, ei, _self_loop_attr(
+        conv, edge_index, edge_attr))
+    assert (parts.alpha - ref_alpha).abs().max() < 1e-5
+    # The magnitude includes |q_i|^2 / 2, which the fast path drops:
+    src, dst = ei
+    norm = lambda v: (v.abs()**3).sum(-1)**(2 / 3)  # noqa: E731
+    xw = conv.lin(x).view(-1, 2, 4)
+    a = torch.cat([conv.att_dst, conv.att_src], -1)[0]
+    c_positive = norm(a) + norm(xw[dst]) / 2 + norm(xw[src]) / 2
+    c_negative = 0.04 * norm(a) + norm(xw[dst]) / 2 + norm(xw[src]) / 2
+    is_positive = (parts.log_magnitude - c_positive).abs() < 1e-5
+    is_negative = (parts.log_magnitude - c_negative).abs() < 1e-5
+    assert (is_positive | is_negative).all()
+    assert is_positive.any() and is_negative.any()
+
+
+def _self_loop_attr(conv, edge_index, edge_attr):
+    from torch_geometric.utils import add_self_loops, remove_self_loops
+    edge_index, edge_attr = remove_self_loops(edge_index, edge_attr)
+    return add_self_loops(edge_index, edge_attr, fill_value='mean',
+                          num_nodes=20)[1]
+
+
+# ---------------------------------------------------------------- gradients
+
+
+@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+def test_gradcheck(kernel):
+    torch.manual_seed(3)
+    x, edge_index = random_graph(6, 14, 4, seed=13)
+    conv = IKGATConv(4, 3, heads=2, kernel=kernel, num_features=4, p=2.5,
+                     edge_dim=2).double()
+    edge_attr = torch.randn(14, 2, dtype=torch.double)
+    names = [name for name, _ in conv.named_parameters()]
+    values = tuple(
+        p.detach().clone().requires_grad_() for p in conv.parameters())
+
+    def function(x, *params):
+        state = dict(zip(names, params))
+        return torch.func.functional_call(conv, state,
+                                          (x, edge_index, edge_attr))
+
+    x = x.double().requires_grad_()
+    assert torch.autograd.gradcheck(function, (x, ) + values, eps=1e-6,
+                                    atol=1e-5)
+
+
+# ----------------------------------------------------------------- contract
+
+
+def test_repr_and_shapes():
+    conv = IKGATConv(8, 32, heads=2)
+    assert str(conv) == 'IKGATConv(8, 32, heads=2)'
+    x, edge_index = random_graph(10, 30, 8, seed=14)
+    assert conv(x, edge_index).shape == (10, 64)
+    conv = IKGATConv(8, 32, heads=2, concat=False, residual=True)
+    assert conv(x, edge_index).shape == (10, 32)
+    lazy = IKGATConv(-1, 4, heads=3)
+    assert lazy(x, edge_index).shape == (10, 12)
+
+
+@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+def test_attention_sums_to_one_over_incoming_edges(kernel):
+    x, edge_index = random_graph(25, 80, 5, seed=15)
+    conv = IKGATConv(5, 4, heads=3, kernel=kernel, p=1.5)
+    _, (ei, alpha) = conv(x, edge_index, return_attention_weights=True)
+    sums = scatter(alpha, ei[1], 0, dim_size=25)
+    assert torch.allclose(sums, torch.ones_like(sums), atol=1e-5)
+    assert (alpha >= 0).all()
+
+
+@pytest.mark.parametrize('add_self_loops', [True, False])
+def test_empty_graphs(add_self_loops):
+    conv = IKGATConv(4, 3, heads=2, add_self_loops=add_self_loops,
+                     residual=True)
+    empty_edges = torch.empty(2, 0, dtype=torch.long)
+    x = torch.randn(5, 4)
+    out, (ei, alpha) = conv(x, empty_edges, return_attention_weights=True)
+    assert out.shape == (5, 6) and torch.isfinite(out).all()
+    assert alpha.shape == (ei.size(1), 2)
+    if not add_self_loops:
+        assert torch.allclose(out, conv.res(x) + conv.bias)
+    out = conv(torch.empty(0, 4), empty_edges)
+    assert out.shape == (0, 6)
+    out.sum().backward()
+
+
+def test_isolated_nodes_and_self_loops_as_gatconv():
+    edge_index = torch.tensor([[0, 1, 2, 2, 3], [1, 0, 2, 0, 1]])
+    x = torch.randn(6, 4)  # nodes 4 and 5 are isolated
+    gat, conv = tied_pair(4, 2, heads=2)
+    out_gat, (ei_gat, _) = gat(x, edge_index, return_attention_weights=True)
+    out, (ei, alpha) = conv(x, edge_index, return_attention_weights=True)
+    assert torch.equal(ei, ei_gat)  # existing self-loop replaced, as GAT
+    assert (out - out_gat).abs().max() < 1e-5
+    isolated = ei[1] >= 4
+    assert torch.allclose(alpha[isolated], torch.ones(2, 2))
+    conv.add_self_loops = False
+    out = conv(x, edge_index)
+    assert torch.allclose(out[4:], conv.bias.expand(2, -1))
+
+
+@pytest.mark.parametrize('kernel', ['direct', 'rff', 'rbf'])
+def test_state_dict_round_trip(kernel):
+    x, edge_index = random_graph(12, 40, 5, seed=16)
+    conv = IKGATConv(5, 4, heads=2, kernel=kernel).eval()
+    other = IKGATConv(5, 4, heads=2, kernel=kernel).eval()
+    assert not torch.equal(conv(x, edge_index), other(x, edge_index))
+    other.load_state_dict(conv.state_dict())
+    assert torch.equal(conv(x, edge_index), other(x, edge_index))
+
+
+def test_redraw_spectral_points():
+    x, edge_index = random_graph(12, 40, 5, seed=17)
+    conv = IKGATConv(5, 4, heads=2, kernel='rff')
+    before = conv(x, edge_index)
+    conv.redraw_spectral_points(torch.Generator().manual_seed(0))
+    assert not torch.equal(before, conv(x, edge_index))
+    with pytest.raises(TypeError, match='no spectral points'):
+        IKGATConv(5, 4, kernel='rbf').redraw_spectral_points()
+
+
+def test_dropout_only_in_training():
+    x, edge_index = random_graph(12, 40, 5, seed=18)
+    conv = IKGATConv(5, 4, heads=2, dropout=0.5)
+    conv.eval()
+    assert torch.equal(conv(x, edge_index), conv(x, edge_index))
+    conv.train()
+    assert not torch.equal(conv(x, edge_index), conv(x, edge_index))
+
+
+def test_kernel_instance_and_kwargs():
+    conv = IKGATConv(5, 4, heads=2, kernel=RBFKernel(2, 4, lengthscale=3.0))
+    assert conv.kernel.lengthscale == 3.0
+    conv = IKGATConv(5, 4, heads=2, kernel='rbf',
+                     kernel_kwargs={'lengthscale': 2.0})
+    assert conv.kernel.lengthscale == 2.0
+    assert not IKGATConv(5, 4, kernel='rbf_only').magnitude
+
+
+def test_attention_explainer_sees_kernel_attention():
+    from torch_geometric.explain import Explainer
+    from torch_geometric.explain.algorithm import AttentionExplainer
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = IKGATConv(5, 4, heads=2)
+            self.conv2 = IKGATConv(8, 3, heads=1)
+
+        def forward(self, x, edge_index):
+            return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+    x, edge_index = random_graph(15, 50, 5, seed=19)
+    explainer = Explainer(
+        Net(), algorithm=AttentionExplainer(), explanation_type='model',
+        edge_mask_type='object', model_config=dict(
+            mode='multiclass_classification', task_level='node',
+            return_type='raw'))
+    explanation = explainer(x, edge_index, index=3)
+    mask = explanation.edge_mask
+    assert mask.shape == (50, ) and (mask >= 0).all() and mask.sum() > 0
+
+
+@pytest.mark.parametrize('add_self_loops', [False, True])
+def test_torch_compile_matches_eager(add_self_loops):
+    torch.manual_seed(4)
+    x, edge_index = random_graph(20, 60, 6, seed=20)
+    conv = IKGATConv(6, 4, heads=2, kernel='direct',
+                     add_self_loops=add_self_loops).eval()
+    expected = conv(x, edge_index)
+    # Without self-loops GATConv compiles without graph breaks, so must we;
+    # adding self-loops breaks the graph in PyG's remove_self_loops for both.
+    compiled = torch.compile(conv, fullgraph=not add_self_loops)
+    assert torch.allclose(compiled(x, edge_index), expected, atol=1e-5)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize('kwargs, error, match', [
+    (dict(p=0.0), ValueError, "'p'.*0.0"),
+    (dict(p=-1.0), ValueError, "'p'.*-1.0"),
+    (dict(num_features=0), ValueError, "'num_features'.*0"),
+    (dict(kernel='gaussian'), ValueError, "'gaussian'"),
+    (dict(kernel=3), TypeError, 'int'),
+    (dict(heads=0), ValueError, "'heads'.*0"),
+    (dict(dropout=1.5), ValueError, "'dropout'.*1.5"),
+])
+def test_bad_options(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        IKGATConv(4, 3, **kwargs)
+
+
+def test_bad_inputs():
+    conv = IKGATConv(4, 3, heads=2)
+    x, edge_index = random_graph(5, 10, 4, seed=21)
+    with pytest.raises(ValueError, match=r'2-D.*\(5, 4, 1\)'):
+        conv(x.unsqueeze(-1), edge_index)
+    with pytest.raises(ValueError, match='7 features.*in_channels=4'):
+        conv(torch.randn(5, 7), edge_index)
+    with pytest.raises(TypeError, match='integer.*float32'):
+        conv(x, edge_index.float())
+    with pytest.raises(ValueError, match=r'\[2, num_edges\].*\(10, 2\)'):
+        conv(x, edge_index.t())
+    with pytest.raises(ValueError, match='index 9, out of range for 5'):
+        conv(x, torch.tensor([[0, 9], [1, 2]]))
+    with pytest.raises(ValueError, match='index -1'):
+        conv(x, torch.tensor([[0, 1], [-1, 2]]))
+    with pytest.raises(ValueError, match='edge_dim=None.*edge_dim=3'):
+        conv(x, edge_index, torch.randn(10, 3))
+    with pytest.raises(ValueError, match=r'sparse adjacency.*\[5, 4\]'):
+        conv(x, torch.zeros(5, 4).to_sparse())
+    with pytest.raises(TypeError, match='floating'):
+        conv(x.long(), edge_index)
+    edge_conv = IKGATConv(4, 3, edge_dim=2)
+    with pytest.raises(ValueError, match=r'\[num_edges, 2\]'):
+        edge_conv(x, edge_index, torch.randn(10, 5))
+    with pytest.raises(ValueError, match='7 rows.*10 edges'):
+        edge_conv(x, edge_index, torch.randn(7, 2))
+
+
+@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+@pytest.mark.parametrize('p', [0.1, 0.5, 1.0, 2.0, 4.0])
+def test_no_nan_for_large_features_and_any_p(kernel, p):
+    torch.manual_seed(5)
+    x, edge_index = random_graph(20, 60, 6, seed=22)
+    edge_index[:, :5] = torch.tensor([[7] * 5, [7] * 5])  # self-loops too
+    conv = IKGATConv(6, 8, heads=2, kernel=kernel, p=p)
+    x = (1e3 * x).requires_grad_()
+    out, (_, alpha) = conv(x, edge_index, return_attention_weights=True)
+    assert torch.isfinite(out).all() and torch.isfinite(alpha).all()
+    out.square().mean().backward()
+    assert torch.isfinite(x.grad).all()
+    for name, parameter in conv.named_parameters():
+        assert torch.isfinite(parameter.grad).all(), name
+    zero_row = torch.zeros(3, 6, requires_grad=True)
+    out = conv(zero_row, torch.tensor([[0, 1], [1, 2]]))
+    out.sum().backward()
+    assert torch.isfinite(zero_row.grad).all()
