@@ -4,7 +4,9 @@ Model selection uses the validation split only: the reported test accuracy is
 the one at the epoch of the best validation accuracy (ties broken by the
 lower validation loss).  Training stops when neither the validation accuracy
 nor the validation loss has improved for :obj:`patience` epochs.  Variational
-models add :math:`\beta \cdot \mathrm{KL}` to the loss.
+models minimise the negative ELBO per training node,
+:math:`\frac{1}{n}\sum_i -\log p(y_i \mid \cdot) + \beta\,\mathrm{KL}/n`
+with :math:`n` training nodes (:math:`\beta = 1` is the exact ELBO).
 """
 import copy
 import time
@@ -53,13 +55,15 @@ def train_node_classifier(
         epochs: The most epochs to run.
         patience: Epochs without a better validation accuracy or loss
             before stopping.
-        beta: Weight of the KL term of variational layers.
+        beta: Weight of the KL term of variational layers (divided by the
+            number of training nodes, like the averaged NLL).
         keep_best_state: Return the state dict of the best epoch.
         on_epoch: Called with ``(epoch, val_acc, val_loss)`` after each
             epoch (progress bars, logs).
     """
     optimizer = torch.optim.Adam(model.parameters(), lr=lr,
                                  weight_decay=weight_decay)
+    num_train = int(data.train_mask.sum())
     start = time.perf_counter()
     best_acc, best_loss, best_test, best_epoch = -1.0, float('inf'), 0.0, 0
     best_state = None
@@ -71,7 +75,7 @@ def train_node_classifier(
         out = model(data.x, data.edge_index)
         loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
         if beta:
-            loss = loss + beta * kl_divergence(model)
+            loss = loss + beta * kl_divergence(model) / num_train
         loss.backward()
         optimizer.step()
 

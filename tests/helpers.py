@@ -36,8 +36,12 @@ def reference_similarity(kernel, x, y):
         (w, ) = kernel.spectral_point_sets  # [H, R, 2C]
         angle = ((x - y).unsqueeze(-2) * w).sum(-1)  # [*, H, R]
         return angle.cos().mean(-1)**2
-    if name in ('NonStationaryRandomFourierKernel', 'DirectSpectralKernel'):
-        w1, w2 = kernel.spectral_point_sets
+    if name in ('NonStationaryRandomFourierKernel', 'DirectSpectralKernel',
+                'ImplicitSpectralKernel'):
+        if name == 'ImplicitSpectralKernel':  # the single graph's last draw
+            w1, w2 = [points[0] for points in kernel.spectral_points()]
+        else:
+            w1, w2 = kernel.spectral_point_sets
         total = 0
         for wa in (w1, w2):
             for wb in (w1, w2):

@@ -5,6 +5,7 @@ from ikgat.kernels.base import Kernel
 from ikgat.kernels.direct import DirectSpectralKernel
 from ikgat.kernels.exp import ExpKernel
 from ikgat.kernels.expsin import ExpSinKernel
+from ikgat.kernels.implicit import ImplicitSpectralKernel
 from ikgat.kernels.linear import LinearKernel
 from ikgat.kernels.poly import PolynomialKernel
 from ikgat.kernels.rbf import RBFKernel, RBFOnlyKernel
@@ -17,6 +18,7 @@ KERNELS = {
     'rff': RandomFourierKernel,
     'rff_ns': NonStationaryRandomFourierKernel,
     'direct': DirectSpectralKernel,
+    'implicit': ImplicitSpectralKernel,
     'expsin': ExpSinKernel,
     'linear': LinearKernel,
     'poly': PolynomialKernel,
@@ -50,7 +52,8 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
                          f"{sorted(KERNELS)} or pass a Kernel instance")
     kernel_class = KERNELS[kernel]
     kwargs = dict(kernel_kwargs or {})
-    if issubclass(kernel_class, RandomFourierKernel):
+    if issubclass(kernel_class,
+                  (RandomFourierKernel, ImplicitSpectralKernel)):
         kwargs.setdefault('num_features', num_features)
     try:
         return kernel_class(heads, channels, **kwargs)
@@ -66,6 +69,7 @@ __all__ = [
     'RandomFourierKernel',
     'NonStationaryRandomFourierKernel',
     'DirectSpectralKernel',
+    'ImplicitSpectralKernel',
     'ExpSinKernel',
     'LinearKernel',
     'PolynomialKernel',

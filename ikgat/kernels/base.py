@@ -9,7 +9,7 @@ needs to evaluate :math:`\log \mathrm{sim}(\text{node vector}, c_t a)` once per
 node, head and slope: this is the node-wise factorisation that keeps the edge
 work at :math:`O(|\mathcal{E}| H)`.
 """
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -29,6 +29,9 @@ class Kernel(torch.nn.Module):
     """
     #: Whether the layer multiplies the similarity by the magnitude term.
     uses_magnitude: bool = True
+    #: Whether :meth:`prepare` draws random spectral points (variational
+    #: kernels); such kernels also define ``num_samples``.
+    stochastic: bool = False
 
     def __init__(self, heads: int, channels: int):
         super().__init__()
@@ -41,6 +44,15 @@ class Kernel(torch.nn.Module):
 
     def reset_parameters(self):
         r"""Re-initialise learnable parameters or random spectral points."""
+
+    def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
+                batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
+                num_graphs: int, sample: bool) -> None:
+        r"""Called by the layer once per forward pass, before
+        :meth:`log_similarity`, with the source and target projections
+        :math:`(N, H, C)` and their graph indices; kernels whose spectral
+        points depend on the graph draw them here.  Does nothing by
+        default."""
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         r"""Evaluate :math:`\mathrm{sim}(x, y)` row by row.

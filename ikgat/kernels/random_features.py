@@ -17,10 +17,11 @@ and normalised by :math:`m^2 R` (the non-stationary map of IKA uses
 :math:`\mathrm{sim}(x, y) = f(x, y)^2` with
 :math:`f = \phi(x)^\top\phi(y) / (m^2 R) \in [-1, 1]`.
 """
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 from torch import Tensor
+from torch_geometric.utils import to_dense_batch
 
 
 def fourier_features(x: Tensor, spectral_points: Sequence[Tensor]) -> Tensor:
@@ -46,7 +47,8 @@ def fourier_estimate(x: Tensor, y: Tensor,
 
 def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
                            slopes: Tensor, spectral_points: Sequence[Tensor],
-                           eps: float) -> Tensor:
+                           eps: float, batch: Optional[Tensor] = None
+                           ) -> Tensor:
     r"""Return :math:`\log(f(v_n, c_t a_h)^2 + \epsilon)` of shape
     :math:`(N, H, T)`, node-wise.
 
@@ -63,22 +65,40 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
         side (int): :obj:`0` for targets, :obj:`1` for sources.
         slopes (torch.Tensor): :math:`c_t`, shape :math:`(T,)`.
         spectral_points (list of torch.Tensor): Sets of shape
-            :math:`(H, R, 2C)`.
+            :math:`(H, R, 2C)`, or :math:`(G, H, R, 2C)` with one sample per
+            graph of a mini-batch.
         eps (float): :math:`\epsilon` inside the logarithm.
+        batch (torch.Tensor, optional): The sorted graph index of each node,
+            required with per-graph sets (:math:`G > 1`).
     """
+    if spectral_points[0].dim() == 3:
+        spectral_points = [points.unsqueeze(0) for points in spectral_points]
+    num_graphs = spectral_points[0].size(0)
+    mask: Optional[Tensor] = None
+    if num_graphs == 1:
+        dense = x.unsqueeze(0)
+    elif batch is None:
+        raise ValueError('Per-graph spectral points need the batch vector')
+    else:
+        # One sample per graph: pad the nodes per graph, [G, N_max, H, C], so
+        # each graph meets its own points; still O(N H R) work.
+        dense, mask = to_dense_batch(x.flatten(1), batch,
+                                     batch_size=num_graphs)
+        dense = dense.view(num_graphs, -1, *x.shape[1:])
     channels = x.size(-1)
     num_points = spectral_points[0].size(-2)
     node_features = 0
     anchor_features = 0
-    for points in spectral_points:
+    for points in spectral_points:  # [G, H, R, 2C]
         own = points[..., :channels] if side == 0 else points[..., channels:]
-        angle = torch.einsum('nhc,hrc->nhr', x, own)
+        angle = torch.einsum('gnhc,ghrc->gnhr', dense, own)
         node_features = node_features + torch.cat([angle.cos(), angle.sin()],
                                                   dim=-1)
-        anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [H, R]
-        scaled = anchor_angle.unsqueeze(-1) * slopes  # [H, R, T]
+        anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [G, H, R]
+        scaled = anchor_angle.unsqueeze(-1) * slopes  # [G, H, R, T]
         anchor_features = anchor_features + torch.cat(
-            [scaled.cos(), scaled.sin()], dim=1)  # [H, 2R, T]
-    estimate = torch.einsum('nhk,hkt->nht', node_features, anchor_features)
+            [scaled.cos(), scaled.sin()], dim=2)  # [G, H, 2R, T]
+    estimate = torch.einsum('gnhk,ghkt->gnht', node_features, anchor_features)
+    estimate = estimate[0] if mask is None else estimate[mask]
     estimate = estimate / (num_points * len(spectral_points)**2)
     return (estimate * estimate + eps).log()

@@ -1,3 +1,4 @@
-from ikgat.nn.conv import AttentionDecomposition, IKGATConv
+from ikgat.nn.conv import AttentionDecomposition, IKGATConv, MIKANConv
+from ikgat.nn.kl import kl_divergence
 
-__all__ = ['IKGATConv', 'AttentionDecomposition']
+__all__ = ['IKGATConv', 'MIKANConv', 'AttentionDecomposition', 'kl_divergence']

@@ -5,18 +5,25 @@ from torch import Tensor
 
 def kl_divergence(model: torch.nn.Module) -> Tensor:
     r"""Return :math:`\sum_m \mathrm{KL}_m` over the modules of :obj:`model`
-    (itself included) that define ``kl_divergence()``, the KL of their last
-    forward pass; a zero scalar when there are none.
+    that define ``kl_divergence()``, the KL of their last forward pass; a
+    zero scalar when there are none.
 
+    The outermost module that defines the method accounts for everything
+    below it (a layer reports its kernel's KL), so nothing is counted twice.
     The training loss of a variational model is
     ``nll + beta * kl_divergence(model)``.
     """
-    terms = [
-        module.kl_divergence() for module in model.modules()
-        if callable(getattr(module, 'kl_divergence', None))
-    ]
-    if terms:
-        return torch.stack([term.reshape(()) for term in terms]).sum()
+    owners = []
+    for name, module in model.named_modules():
+        if not callable(getattr(module, 'kl_divergence', None)):
+            continue
+        if any(owner == '' or name.startswith(owner + '.')
+               for owner, _ in owners):
+            continue
+        owners.append((name, module))
+    if owners:
+        return torch.stack(
+            [module.kl_divergence().reshape(()) for _, module in owners]).sum()
     parameter = next(model.parameters(), None)
     return torch.zeros((), device=None if parameter is None else
                        parameter.device)

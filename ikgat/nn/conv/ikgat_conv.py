@@ -1,4 +1,4 @@
-from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +29,7 @@ from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_positive
 from ikgat.kernels.rff import check_num_features
 from ikgat.nn.conv.inputs import (
+    check_batch,
     check_edge_attr,
     check_edge_index,
     check_node_features,
@@ -282,6 +283,7 @@ class IKGATConv(MessagePassing):
         edge_attr: OptTensor = None,
         size: Size = None,
         return_attention_weights: Optional[bool] = None,
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
     ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]], Tuple[
             Tensor, SparseTensor]]:
         r"""Runs the forward pass of the module.
@@ -299,30 +301,30 @@ class IKGATConv(MessagePassing):
                 return the tuple :obj:`(edge_index, attention_weights)`
                 whenever it is set to a value, as in GATConv.
                 (default: :obj:`None`)
+            batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
+                The sorted graph index of every node (of the source and the
+                target nodes if bipartite) for a mini-batch of graphs: the
+                implicit kernels draw spectral points per graph; the other
+                kernels ignore it. (default: :obj:`None`)
         """
-        self._check_inputs(x, edge_index, edge_attr, size)
+        self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
-        terms = self._node_terms(x_src, x_dst)
-
-        # Everything that depends on one endpoint only is packed per node as
-        # [logit part for c = 1, logit part for c = negative_slope, gate]:
-        score_src = torch.cat([
-            terms.log_sim_src + terms.half_norm_src.unsqueeze(-1) +
-            terms.anchor_norm, terms.gate_src.unsqueeze(-1)
-        ], dim=-1)
-        # ½‖q_i‖_p² is constant over the softmax group of i and cancels:
-        score_dst = torch.cat(
-            [terms.log_sim_dst, terms.gate_dst.unsqueeze(-1)], dim=-1)
-        score_missing_dst: OptTensor = None
-        if x_dst is None:
-            score_missing_dst, score_dst = score_dst, None
-
-        # edge_updater_type: (score: OptPairTensor, score_missing_dst: OptTensor, edge_attr: OptTensor)  # noqa: E501
-        alpha = self.edge_updater(edge_index, score=(score_src, score_dst),
-                                  score_missing_dst=score_missing_dst,
-                                  edge_attr=edge_attr, size=size)
+        # A stochastic kernel in evaluation averages the attention weights of
+        # num_samples draws (the output is linear in them); one draw else.
+        passes = 1
+        if self.kernel.stochastic and not self.training:
+            passes = self.kernel.num_samples
+        alpha = torch.empty(0)
+        for draw in range(passes):
+            self._prepare_kernel(x_src, x_dst, batch,
+                                 sample=self.training or passes > 1)
+            weights = self._attention(edge_index, x_src, x_dst, edge_attr,
+                                      size)
+            alpha = weights if draw == 0 else alpha + weights
+        if passes > 1:
+            alpha = alpha / passes
 
         # propagate_type: (x: OptPairTensor, alpha: Tensor)
         out = self.propagate(edge_index, x=(x_src, x_dst), alpha=alpha,
@@ -338,6 +340,67 @@ class IKGATConv(MessagePassing):
             elif isinstance(edge_index, SparseTensor):
                 return out, edge_index.set_value(alpha, layout='coo')
         return out
+
+    def _attention(self, edge_index: Adj, x_src: Tensor, x_dst: OptTensor,
+                   edge_attr: OptTensor, size: Size) -> Tensor:
+        terms = self._node_terms(x_src, x_dst)
+        # Everything that depends on one endpoint only is packed per node as
+        # [logit part for c = 1, logit part for c = negative_slope, gate]:
+        score_src = torch.cat([
+            terms.log_sim_src + terms.half_norm_src.unsqueeze(-1) +
+            terms.anchor_norm, terms.gate_src.unsqueeze(-1)
+        ], dim=-1)
+        # ½‖q_i‖_p² is constant over the softmax group of i and cancels:
+        score_dst = torch.cat(
+            [terms.log_sim_dst, terms.gate_dst.unsqueeze(-1)], dim=-1)
+        score_missing_dst: OptTensor = None
+        if x_dst is None:
+            score_missing_dst, score_dst = score_dst, None
+
+        # edge_updater_type: (score: OptPairTensor, score_missing_dst: OptTensor, edge_attr: OptTensor)  # noqa: E501
+        return self.edge_updater(edge_index, score=(score_src, score_dst),
+                                 score_missing_dst=score_missing_dst,
+                                 edge_attr=edge_attr, size=size)
+
+    def _prepare_kernel(self, x_src: Tensor, x_dst: OptTensor,
+                        batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                        sample: bool) -> None:
+        if not self.kernel.stochastic:
+            return
+        if isinstance(batch, (tuple, list)):
+            batch_src, batch_dst = batch
+        else:
+            batch_src = batch_dst = batch
+        num_graphs = 1
+        for vector in (batch_src, batch_dst):
+            if vector is not None and vector.numel() > 0:
+                num_graphs = max(num_graphs, int(vector.max()) + 1)
+        if x_dst is None and num_graphs > 1:
+            raise ValueError(
+                f"{type(self).__name__}: per-graph spectral points need the "
+                f"target features; pass x=(x_src, x_dst) with x_dst given, "
+                f"or no batch")
+        self.kernel.prepare(x_src, x_dst, batch_src, batch_dst, num_graphs,
+                            sample)
+
+    def spectral_points(self) -> List[Tensor]:
+        r"""The spectral point sets of a random-feature kernel, each of shape
+        :math:`(G, H, R, 2C)`: those of the last forward pass per graph for
+        the variational kernels, the fixed or learned ones (:math:`G = 1`)
+        otherwise."""
+        if self.kernel.stochastic:
+            return self.kernel.spectral_points()
+        sets = getattr(self.kernel, 'spectral_point_sets', None)
+        if sets is None:
+            raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
+                            f"spectral points")
+        return [points.unsqueeze(0) for points in sets]
+
+    def kl_divergence(self) -> Tensor:
+        r"""The KL divergence of the variational kernel's last forward pass
+        to its prior (zero for the deterministic kernels)."""
+        kl = getattr(self.kernel, 'kl_divergence', None)
+        return kl() if kl is not None else self.att_src.new_zeros(())
 
     def edge_update(self, score_j: Tensor, score_i: OptTensor,
                     score_missing_dst: OptTensor, edge_attr: OptTensor,
@@ -373,6 +436,7 @@ class IKGATConv(MessagePassing):
         edge_index: Adj,
         edge_attr: OptTensor = None,
         size: Size = None,
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
     ) -> AttentionDecomposition:
         r"""Return the per-edge similarity, magnitude and edge terms of the
         attention logits, and the attention weights without dropout.
@@ -381,10 +445,11 @@ class IKGATConv(MessagePassing):
         forward pass attends over (self-loops included).  The magnitude term
         includes :math:`\tfrac12\|q_i\|_p^2`, which cancels in the softmax.
         """
-        self._check_inputs(x, edge_index, edge_attr, size)
+        self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, _ = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
+        self._prepare_kernel(x_src, x_dst, batch, sample=False)
         if isinstance(edge_index, SparseTensor):
             row, col, _ = edge_index.coo()
             edge_index = torch.stack([col, row], dim=0)
@@ -421,7 +486,8 @@ class IKGATConv(MessagePassing):
                                       log_magnitude, edge_term, alpha)
 
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
-                      edge_attr: OptTensor, size: Size):
+                      edge_attr: OptTensor, size: Size,
+                      batch: Union[OptTensor, Tuple[Tensor, Tensor]]):
         if torch.jit.is_scripting() or torch.compiler.is_compiling():
             return
         name = type(self).__name__
@@ -440,6 +506,11 @@ class IKGATConv(MessagePassing):
         num_src, num_dst = node_counts(x, size)
         check_edge_index(name, edge_index, num_src, num_dst)
         check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
+        if isinstance(batch, (tuple, list)):
+            check_batch(name, 'batch[0]', batch[0], num_src)
+            check_batch(name, 'batch[1]', batch[1], num_dst)
+        else:
+            check_batch(name, 'batch', batch, num_src)
 
     def _project(
         self, x: Union[Tensor, OptPairTensor]

@@ -110,3 +110,26 @@ def node_counts(x: Union[Tensor, Tuple[Tensor, Optional[Tensor]]],
     if size is not None:
         num_src, num_dst = size[0], size[1]
     return num_src, num_dst
+
+
+def check_batch(layer: str, name: str, batch: Optional[Tensor],
+                num_nodes: Optional[int]) -> None:
+    """Check a graph-assignment vector: 1-D, integer, one entry per node,
+    sorted (as PyG's DataLoader builds it)."""
+    if batch is None:
+        return
+    if not isinstance(batch, Tensor) or batch.dim() != 1 or (
+            batch.is_floating_point()):
+        raise ValueError(f"{layer}: '{name}' must be a 1-D integer tensor "
+                         f"with the graph index of each node (got "
+                         f"{getattr(batch, 'shape', type(batch).__name__)})")
+    if num_nodes is not None and batch.numel() != num_nodes:
+        raise ValueError(f"{layer}: '{name}' has {batch.numel()} entries but "
+                         f"there are {num_nodes} nodes")
+    if batch.numel() > 1 and bool((batch[1:] < batch[:-1]).any()):
+        raise ValueError(f"{layer}: '{name}' must be sorted (nodes grouped "
+                         f"by graph, as PyG's DataLoader builds it); sort the "
+                         f"nodes by graph first")
+    if batch.numel() and int(batch.min()) < 0:
+        raise ValueError(f"{layer}: '{name}' holds the negative graph index "
+                         f"{int(batch.min())}")

@@ -1,0 +1,262 @@
+r"""IKAN: an implicit spectral density inferred variationally."""
+import math
+from typing import List, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.nn import Parameter
+
+from ikgat.kernels.base import Kernel, check_positive
+from ikgat.kernels.random_features import (
+    fourier_estimate,
+    fourier_log_similarity,
+)
+from ikgat.kernels.rff import check_num_features
+
+
+class ImplicitSpectralKernel(Kernel):
+    r"""IKAN: the non-stationary random-feature kernel whose spectral points
+    are drawn, per graph and per forward pass, from an implicit density
+    inferred from the graph
+
+    .. math::
+        h_s = \left[\operatorname{mean}_i q_i \,\|\, \operatorname{mean}_j
+        k_j\right], \quad
+        (\mu, \log\sigma) = \mathrm{MLP}(h_s), \quad
+        \tilde z \sim \mathcal{N}(\mu, \sigma^2), \quad
+        z = [\tilde z \,\|\, -\tilde z], \quad
+        w = \operatorname{sign}(z)\, g_\psi(|z|),
+
+    for :math:`R/2` points in each of the two sets :math:`w_1, w_2` of the
+    non-stationary feature map (see
+    :class:`~ikgat.kernels.NonStationaryRandomFourierKernel`), so the
+    similarity :math:`\mathrm{sim}(x, y) = (\phi(x)^\top\phi(y) / 4R)^2`
+    uses an exactly symmetric sample (:math:`w` and :math:`-w` both present),
+    as a real spectral density is.  The summary :math:`h_s` is taken per head
+    over the nodes of each graph (the ``batch`` vector), so each graph of a
+    mini-batch gets its own spectral points.  :math:`g_\psi(t) = s\,t +
+    \mathrm{MLP}_\psi(t)` acts element-wise; it starts as the linear map
+    that turns the prior :math:`\mathcal{N}(0, \sigma_p^2)` into
+    :math:`\mathcal{N}(0, 1/(2l^2))`, the spectral density of the RBF kernel.
+
+    In training :math:`\tilde z = \mu + \sigma \odot (L\epsilon)`,
+    :math:`\epsilon \sim \mathcal{N}(0, I)` (reparameterised), where
+    :math:`L = I` for IKAN and, with :obj:`copula=True` (MIKAN), :math:`L` is
+    the learned Cholesky factor of a correlation matrix across heads: a
+    Gaussian copula with Gaussian marginals.  :math:`L` is a global parameter
+    rather than a function of the graph: the dependence between heads is a
+    property of the model, one matrix that can be read off and plotted, and
+    the data already moves every head's marginal through :math:`\mu(h_s),
+    \sigma(h_s)`.  :math:`L` is the row-normalised lower triangle
+    :math:`\tilde L = I + \operatorname{tril}(A, -1)`, so its rows have unit
+    norm (unit diagonal of :math:`LL^\top`) and its diagonal is positive; it
+    starts at :math:`A = 0`, :math:`L = I`.  In
+    evaluation :math:`\tilde z = \mu` unless :obj:`num_samples > 1`, in which
+    case the layer averages the attention weights of that many samples.
+    :meth:`kl_divergence` returns the analytic
+    :math:`\mathrm{KL}(q(\tilde z \mid h_s) \,\|\, \mathcal{N}(0,
+    \sigma_p^2 I))` of the last forward pass, summed over heads and latent
+    coordinates and averaged over the graphs of the batch.
+
+    Args:
+        heads (int): Number of heads :math:`H`.
+        channels (int): Channels per head :math:`C`.
+        num_features (int, optional): :math:`R`, even. (default: :obj:`64`)
+        hidden_channels (int, optional): Width of the inference network.
+            (default: :obj:`64`)
+        prior_scale (float, optional): :math:`\sigma_p`; the authors use the
+            prior variance :math:`0.1`. (default: :obj:`0.1 ** 0.5`)
+        lengthscale (float, optional): :math:`l` of the initial spectral
+            density. (default: :obj:`1.0`)
+        num_samples (int, optional): Monte-Carlo samples averaged in
+            evaluation; :obj:`1` means :math:`\tilde z = \mu`.
+            (default: :obj:`1`)
+        eps (float, optional): :math:`\epsilon` in
+            :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
+        copula (bool, optional): Tie the heads by a learned Gaussian copula
+            (MIKAN). (default: :obj:`False`)
+    """
+    stochastic = True
+    num_sets = 2
+
+    def __init__(self, heads: int, channels: int, num_features: int = 64,
+                 hidden_channels: int = 64, prior_scale: float = 0.1**0.5,
+                 lengthscale: float = 1.0, num_samples: int = 1,
+                 eps: float = 1e-5, copula: bool = False):
+        super().__init__(heads, channels)
+        owner = type(self).__name__
+        check_num_features(owner, num_features)
+        if num_features % 2:
+            raise ValueError(f"{owner}: 'num_features' must be even, as the "
+                             f"sample is [z, -z] (got {num_features})")
+        for name, value in (('hidden_channels', hidden_channels),
+                            ('num_samples', num_samples)):
+            if isinstance(value, bool) or not isinstance(value,
+                                                         int) or value < 1:
+                raise ValueError(f"{owner}: '{name}' must be a positive "
+                                 f"integer (got {value!r})")
+        self.num_features = num_features
+        self.prior_scale = check_positive(owner, 'prior_scale', prior_scale)
+        self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
+        self.num_samples = num_samples
+        self.eps = check_positive(owner, 'eps', eps)
+        # Latent coordinates per head: two sets of R/2 points in R^{2C}.
+        self.latent_dim = self.num_sets * (num_features // 2) * 2 * channels
+
+        self.encoder_hidden = torch.nn.Linear(2 * channels, hidden_channels)
+        self.encoder_out = torch.nn.Linear(hidden_channels,
+                                           2 * self.latent_dim)
+        self.head_mean = Parameter(torch.empty(heads, self.latent_dim))
+        self.transform_hidden = torch.nn.Linear(1, 16)
+        self.transform_out = torch.nn.Linear(16, 1)
+        self.raw_transform_scale = Parameter(torch.empty(()))
+        self.copula = bool(copula)
+        if self.copula:
+            self.raw_correlation = Parameter(torch.empty(heads, heads))
+        else:
+            self.register_parameter('raw_correlation', None)
+
+        self._mean: Optional[Tensor] = None
+        self._log_std: Optional[Tensor] = None
+        self._points: Optional[List[Tensor]] = None
+        self._batches: List[Optional[Tensor]] = [None, None]
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.encoder_hidden.reset_parameters()
+        torch.nn.init.normal_(self.encoder_out.weight, std=1e-3)
+        with torch.no_grad():
+            self.encoder_out.bias[:self.latent_dim].zero_()
+            self.encoder_out.bias[self.latent_dim:].fill_(
+                math.log(self.prior_scale))
+        # Per-head means start as a prior draw, so heads start different:
+        torch.nn.init.normal_(self.head_mean, std=self.prior_scale)
+        self.transform_hidden.reset_parameters()
+        torch.nn.init.normal_(self.transform_out.weight, std=1e-3)
+        torch.nn.init.zeros_(self.transform_out.bias)
+        scale = 1.0 / (math.sqrt(2.0) * self.lengthscale * self.prior_scale)
+        with torch.no_grad():  # softplus^-1(scale)
+            self.raw_transform_scale.fill_(scale + math.log(-math.expm1(
+                -scale)))
+        if self.raw_correlation is not None:
+            torch.nn.init.zeros_(self.raw_correlation)
+
+    def __getstate__(self):
+        # The last forward's sample is part of an autograd graph: copies and
+        # pickles of the module start without it.
+        state = super().__getstate__()
+        state.update(_mean=None, _log_std=None, _points=None,
+                     _batches=[None, None])
+        return state
+
+    def correlation_cholesky(self) -> Tensor:
+        r"""The Cholesky factor :math:`L` of the correlation across heads,
+        :math:`(H, H)`; the identity for IKAN."""
+        eye = torch.eye(self.heads, device=self.head_mean.device,
+                        dtype=self.head_mean.dtype)
+        if self.raw_correlation is None:
+            return eye
+        lower = eye + torch.tril(self.raw_correlation, diagonal=-1)
+        return lower / lower.norm(dim=1, keepdim=True)
+
+    def correlation(self) -> Tensor:
+        r"""The copula's correlation matrix :math:`LL^\top`, :math:`(H, H)`."""
+        cholesky = self.correlation_cholesky()
+        return cholesky @ cholesky.t()
+
+    def transform(self, magnitude: Tensor) -> Tensor:
+        r""":math:`g_\psi(t) = \mathrm{softplus}(s)\, t +
+        \mathrm{MLP}_\psi(t)`, element-wise."""
+        hidden = torch.tanh(self.transform_hidden(magnitude.unsqueeze(-1)))
+        return (F.softplus(self.raw_transform_scale) * magnitude +
+                self.transform_out(hidden).squeeze(-1))
+
+    def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
+                batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
+                num_graphs: int, sample: bool,
+                generator: Optional[torch.Generator] = None) -> None:
+        r"""Infer :math:`q(\tilde z \mid h_s)` from the graph(s) and draw
+        the spectral points used by the following :meth:`log_similarity`
+        calls (:math:`\tilde z = \mu` unless :obj:`sample`)."""
+        mean_k = _graph_mean(x_src, batch_src, num_graphs)  # [G, H, C]
+        mean_q = (torch.zeros_like(mean_k) if x_dst is None else _graph_mean(
+            x_dst, batch_dst, num_graphs))
+        summary = torch.cat([mean_q, mean_k], dim=-1)  # [G, H, 2C]
+        out = self.encoder_out(F.elu(self.encoder_hidden(summary)))
+        mean = out[..., :self.latent_dim] + self.head_mean  # [G, H, D]
+        log_std = out[..., self.latent_dim:]
+        self._mean, self._log_std = mean, log_std
+        latent = mean
+        if sample:
+            noise = torch.randn(mean.shape, generator=generator,
+                                device=mean.device, dtype=mean.dtype)
+            # Correlate the heads: (L eps) over the head dimension.
+            noise = torch.einsum('hk,gkd->ghd', self.correlation_cholesky(),
+                                 noise)
+            latent = mean + log_std.exp() * noise
+        half = self.num_features // 2
+        latent = latent.view(num_graphs, self.heads, self.num_sets, half,
+                             2 * self.channels)
+        z = torch.cat([latent, -latent], dim=3)  # [G, H, sets, R, 2C]
+        points = z.sign() * self.transform(z.abs())
+        self._points = list(points.unbind(dim=2))
+        self._batches = [batch_dst, batch_src]
+
+    def spectral_points(self) -> List[Tensor]:
+        r"""The spectral point sets of the last forward pass, each of shape
+        :math:`(G, H, R, 2C)`."""
+        if self._points is None:
+            raise RuntimeError('No spectral points yet: run a forward pass')
+        return self._points
+
+    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+        points = [w[0] for w in self.spectral_points()]
+        return fourier_estimate(x, y, points)**2
+
+    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                       slopes: Tensor) -> Tensor:
+        return fourier_log_similarity(x, anchor, side, slopes,
+                                      self.spectral_points(), self.eps,
+                                      batch=self._batches[side])
+
+    def kl_divergence(self) -> Tensor:
+        r"""The analytic KL of the last forward pass to the prior
+        :math:`\mathcal{N}(0, \sigma_p^2 I)`.
+
+        Per graph and latent coordinate the heads are jointly Gaussian,
+        :math:`\mathcal{N}(\mu, \Sigma)` with :math:`\Sigma = D_\sigma L L^\top
+        D_\sigma`, so with :math:`\operatorname{diag}(LL^\top) = 1`
+
+        .. math::
+            \mathrm{KL} = \tfrac12 \left[\frac{\sum_h \sigma_h^2 + \mu_h^2}
+            {\sigma_p^2} - H + 2H\log\sigma_p - 2\sum_h \log\sigma_h
+            - 2\sum_h \log L_{hh}\right].
+        """
+        if self._mean is None:
+            return self.head_mean.new_zeros(())
+        mean, log_std = self._mean, self._log_std
+        prior_var = self.prior_scale**2
+        log_diag = self.correlation_cholesky().diagonal().log().sum()
+        per_coordinate = 0.5 * (
+            ((2 * log_std).exp() + mean**2).sum(1) / prior_var - self.heads +
+            2 * self.heads * math.log(self.prior_scale) -
+            2 * log_std.sum(1) - 2 * log_diag)  # [G, D]
+        return per_coordinate.sum(-1).mean()
+
+    def extra_repr(self) -> str:
+        return (f'{super().extra_repr()}, num_features={self.num_features}, '
+                f'prior_scale={self.prior_scale:.4g}, '
+                f'num_samples={self.num_samples}, copula={self.copula}')
+
+
+def _graph_mean(x: Tensor, batch: Optional[Tensor],
+                num_graphs: int) -> Tensor:
+    r"""Mean of :math:`x` of shape :math:`(N, H, C)` over the nodes of each
+    graph, :math:`(G, H, C)` (zeros for a graph without nodes)."""
+    if batch is None:
+        return x.mean(0, keepdim=True) if x.size(0) else x.new_zeros(
+            1, *x.shape[1:])
+    total = x.new_zeros(num_graphs, *x.shape[1:]).index_add_(0, batch, x)
+    count = torch.bincount(batch, minlength=num_graphs).clamp_min(1)
+    return total / count.view(-1, 1, 1).to(x.dtype)
