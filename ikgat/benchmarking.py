@@ -31,7 +31,7 @@ import random
 import subprocess
 import sys
 import time
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import product
 from typing import (Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
@@ -71,7 +71,7 @@ class ModelSpec:
     description: str = ''
 
 
-MODELS: 'OrderedDict[str, ModelSpec]' = OrderedDict((spec.name, spec) for spec in [
+_MODEL_SPECS = [
     ModelSpec('gat', 'gat', paper='GAT',
               description="PyG's GATConv (our own GAT run)"),
     ModelSpec('gat-rbf', 'ikgat', 'rbf', fixed_p=2.0, paper='GAT',
@@ -98,7 +98,10 @@ MODELS: 'OrderedDict[str, ModelSpec]' = OrderedDict((spec.name, spec) for spec i
               variational=True, paper='MIKAN',
               description='MIKAN: heads coupled by a Gaussian copula, '
               'beta*KL'),
-])
+]
+#: The models table, by name, in the order of the Markdown tables.
+MODELS: 'OrderedDict[str, ModelSpec]' = OrderedDict(
+    (spec.name, spec) for spec in _MODEL_SPECS)
 
 #: Public-split test accuracy (%) from the papers: ``(mean, std)``.
 PAPER_RESULTS: Dict[str, Dict[str, Tuple[float, float]]] = {
@@ -316,7 +319,8 @@ def read_results(path: str) -> List[Dict[str, str]]:
         return []
     with open(path, newline='') as f:
         reader = csv.DictReader(f)
-        missing = [c for c in KEY_COLUMNS if c not in (reader.fieldnames or [])]
+        header = reader.fieldnames or []
+        missing = [c for c in KEY_COLUMNS if c not in header]
         if missing:
             raise ValueError(f'{path} is not a results file of this harness: '
                              f'it lacks the columns {missing}')
@@ -383,15 +387,21 @@ def git_commit() -> str:
 
 
 class Progress:
-    r"""A progress bar over runs and, inside each run, over epochs: tqdm's
-    when it is installed and stderr is a terminal, else one stderr line per
-    finished run.  ``enabled=False`` prints nothing."""
+    r"""A progress display over runs and, inside each run, over epochs.
+
+    On a terminal: tqdm's bars when tqdm is installed (it is not a
+    dependency), else one self-rewriting stderr line.  Elsewhere (logs, CI):
+    one stderr line per finished run.  ``enabled=False`` prints nothing."""
     def __init__(self, total_runs: int, enabled: bool = True):
         self.enabled = enabled
         self.total = total_runs
         self.done = 0
+        self.label = ''
+        self.max_epochs = 0
         self.runs = self.epochs = None
-        if enabled and sys.stderr.isatty():
+        self.live = enabled and sys.stderr.isatty()
+        self._last_draw = 0.0
+        if self.live:
             try:
                 from tqdm.auto import tqdm
             except ImportError:
@@ -403,7 +413,7 @@ class Progress:
                                    position=1, leave=False)
 
     def start_run(self, label: str, max_epochs: int) -> None:
-        self.label = label
+        self.label, self.max_epochs = label, max_epochs
         if self.epochs is not None:
             self.epochs.reset(total=max_epochs)
             self.epochs.set_description(label)
@@ -414,6 +424,11 @@ class Progress:
             if epoch % 10 == 0:
                 self.epochs.set_postfix(val_acc=f'{val_acc:.3f}',
                                         refresh=False)
+        elif self.live and time.monotonic() - self._last_draw > 0.25:
+            self._last_draw = time.monotonic()
+            print(f'\r[run {self.done + 1}/{self.total}] {self.label} epoch '
+                  f'{epoch}/{self.max_epochs} val acc {val_acc:.4f}\033[K',
+                  end='', file=sys.stderr, flush=True)
 
     def end_run(self, message: str) -> None:
         self.done += 1
@@ -421,8 +436,9 @@ class Progress:
             self.runs.update(1)
             self.runs.write(message)
         elif self.enabled:
-            print(f'[{self.done}/{self.total}] {message}', file=sys.stderr,
-                  flush=True)
+            start = '\r\033[K' if self.live else ''
+            print(f'{start}[{self.done}/{self.total}] {message}',
+                  file=sys.stderr, flush=True)
 
     def close(self) -> None:
         for bar in (self.epochs, self.runs):
@@ -628,6 +644,12 @@ def search_configurations(model: str, grid: Optional[Dict[str, Sequence]] =
             for p, R, beta in product(*axes)]
 
 
+#: The models with more than one grid point (the default of ``search``).
+SEARCHABLE_MODELS = [name for name, spec in MODELS.items()
+                     if (spec.uses_p and spec.fixed_p is None)
+                     or spec.uses_num_features or spec.variational]
+
+
 def run_search(datasets: Sequence[str], models: Sequence[str],
                seeds: Sequence[int], results: str = DEFAULT_SEARCH_RESULTS,
                summary: Optional[str] = DEFAULT_SEARCH_SUMMARY,
@@ -664,14 +686,14 @@ class ConfigStats(NamedTuple):
 
 def search_table(rows: Iterable[Dict[str, str]], tag: Optional[str] = None
                  ) -> List[ConfigStats]:
-    r"""Validation accuracy per (dataset, model, p, R, beta)."""
+    r"""Validation accuracy (%) per (dataset, model, p, R, beta)."""
     groups: Dict[Tuple[str, ...], Dict[str, float]] = OrderedDict()
     for row in rows:
         if tag is not None and row.get('tag', '') != tag:
             continue
         key = run_key(row)
         group = groups.setdefault(key[:2] + key[3:6], {})
-        group.setdefault(key[2], float(row['val_acc']))  # first row per seed
+        group.setdefault(key[2], 100 * float(row['val_acc']))  # first per seed
     return [ConfigStats(*key, mean_std_ci(list(vals.values())),
                         sorted(int(s) for s in vals))
             for key, vals in groups.items()]
@@ -714,10 +736,8 @@ def render_search_summary(rows: List[Dict[str, str]], results: str =
         'chosen per dataset and model (ties: smaller R, p closer to 2, '
         'smaller beta).  Search runs do not record test accuracy, so the '
         'test split selects nothing.', '',
-        'Reproduce and continue (finished grid points are skipped): '
-        '`ikgat bench search --datasets ... --models ... --seeds ...`.  '
-        'Use the choices with `ikgat bench planetoid --from-search '
-        f'{results} ...`.', '']
+        'Final runs use these choices with `ikgat bench planetoid '
+        f'--from-search {results} ...`.', '']
     datasets = _ordered_datasets(s.dataset for s in table)
     for dataset in datasets:
         lines += [f'## {dataset}', '',
@@ -738,6 +758,30 @@ def render_search_summary(rows: List[Dict[str, str]], results: str =
         lines.append('')
     if not table:
         lines.append('No search runs yet.')
+        return '\n'.join(lines).rstrip() + '\n'
+    lines += ['## Reproduce', '',
+              'Each searched grid (finished grid points are skipped):', '',
+              '```']
+    for dataset in datasets:
+        for model in _ordered_models(s.model for s in table
+                                     if s.dataset == dataset):
+            group = [s for s in table
+                     if s.dataset == dataset and s.model == model]
+            seeds = sorted({seed for s in group for seed in s.seeds})
+            flags = ''
+            for flag, values in (
+                    ('grid-p', {s.p for s in group if s.p}),
+                    ('grid-num-features', {s.R for s in group if s.R}),
+                    ('grid-beta', {s.beta for s in group if s.beta})):
+                if values and not (flag == 'grid-p'
+                                   and MODELS.get(model) is not None
+                                   and MODELS[model].fixed_p is not None):
+                    flags += f' --{flag} ' + ' '.join(
+                        sorted(values, key=float))
+            lines.append(f'ikgat bench search --datasets {dataset} --models '
+                         f'{model} --seeds {compact_seeds(seeds)}{flags} '
+                         f'--results {results}')
+    lines += ['```', '']
     return '\n'.join(lines).rstrip() + '\n'
 
 
@@ -893,6 +937,10 @@ def summarize(rows: Iterable[Dict[str, str]], tag: Optional[str] = 'final'
                  _format_float(row.get('weight_decay')))
         groups.setdefault(group, []).append(row)
     cells = []
+    dataset_order = _ordered_datasets(g[0] for g in groups)
+    model_order = _ordered_models(g[1] for g in groups)
+    groups = OrderedDict(sorted(groups.items(), key=lambda item: (
+        dataset_order.index(item[0][0]), model_order.index(item[0][1]))))
     for group, members in groups.items():
         tests = [float(r['test_acc']) * 100 for r in members
                  if r.get('test_acc')]
@@ -987,9 +1035,10 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
         'protocol (8 heads x 8 hidden, dropout 0.6, Adam lr 0.005 / wd 5e-4; '
         'PubMed lr 0.01 / wd 1e-3 / 8 output heads; patience 100; '
         'row-normalised features).  mean ± sample std over seeds; 95% CI of '
-        'the mean from Student\'s t.  p, R, beta were chosen on validation '
-        'accuracy (`search.md`).  Paper numbers: GAT paper (100 runs) and '
-        'the IKA paper (AAAI).', '',
+        'the mean from Student\'s t.  Each cell\'s p, R, beta are in its '
+        'config column; where they were searched, they were chosen on '
+        'validation accuracy only (`search.md`).  Paper numbers: GAT paper '
+        '(100 runs) and the IKA paper (AAAI).', '',
         f'Rows: `{results}`, tag `{tag}`.  Regenerate this file with '
         f'`ikgat bench summary --results {results} --tag {tag} '
         f'--output {output}`.', '']
@@ -1000,6 +1049,9 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
         lines.append('No runs yet.')
         return '\n'.join(lines) + '\n'
     datasets = _ordered_datasets(c.dataset for c in cells)
+    lines += ['Models: ' + '; '.join(
+        f'`{name}`: {MODELS[name].description}' for name in
+        _ordered_models(c.model for c in cells) if name in MODELS) + '.', '']
     # Overview: one line per model, one column per dataset.
     models = _ordered_models(c.model for c in cells)
     lines += ['## Overview (test accuracy %, mean ± std, seeds)', '',
@@ -1054,17 +1106,20 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
                                           ) if c.model in MODELS else {}
                 if dataset in paper and c.model != 'gat-rbf':
                     ref = paper[dataset][0]
-                    sentence += (f' Against the paper\'s {ref:.1f}: '
-                                 f'{"at or above" if c.test.mean >= ref else "below"}'
-                                 f' ({c.test.mean - ref:+.2f}).')
+                    side = 'at or above' if c.test.mean >= ref else 'below'
+                    sentence += (f' Against the paper\'s {ref:.1f}: {side} '
+                                 f'({c.test.mean - ref:+.2f}).')
                 lines.append(f'- {sentence}')
             lines.append('')
     lines += ['## Reproduce', '',
               'Each cell, with the seeds it holds (`--resume` skips finished '
               'runs):', '', '```']
     for c in cells:
+        spec = MODELS.get(c.model, MODELS['gat'])
+        searched_p = c.p if spec.fixed_p is None else ''
         flags = ''.join(f' --{flag} {value}' for flag, value in (
-            ('p', c.p), ('num-features', c.R), ('beta', c.beta)) if value)
+            ('p', searched_p), ('num-features', c.R), ('beta', c.beta))
+            if value)
         proto = protocol_for(c.dataset)
         for flag, value, default in (('lr', c.lr, proto['lr']),
                                      ('weight-decay', c.weight_decay,
@@ -1094,12 +1149,16 @@ def write_text(path: str, text: str) -> None:
 
 
 def _add_common_run_arguments(parser: argparse.ArgumentParser,
-                              seeds_default: str) -> None:
+                              seeds_default: str,
+                              models_default: Sequence[str]) -> None:
     parser.add_argument('--datasets', nargs='+',
                         default=['Cora', 'CiteSeer', 'PubMed'])
-    parser.add_argument('--models', nargs='+', default=list(MODELS),
+    default = ('all' if list(models_default) == list(MODELS) else
+               ' '.join(models_default))
+    parser.add_argument('--models', nargs='+', default=list(models_default),
                         choices=list(MODELS), metavar='MODEL',
-                        help=f'any of {", ".join(MODELS)} (default: all)')
+                        help=f'any of {", ".join(MODELS)} (default: '
+                        f'{default})')
     parser.add_argument('--seeds', default=seeds_default,
                         help='a count (20 = 0-19), a range (0-19) or a list '
                         f'(0,3,10-12) (default: {seeds_default})')
@@ -1108,6 +1167,9 @@ def _add_common_run_arguments(parser: argparse.ArgumentParser,
                         '(default: $IKGAT_DATA)')
     parser.add_argument('--device', default='auto',
                         help="'cpu', 'cuda' or 'auto' (default: auto)")
+    parser.add_argument('--threads', type=int, default=None,
+                        help='CPU threads of torch (default: torch\'s; 1 is '
+                        'fastest on a shared, busy CPU)')
     parser.add_argument('--no-progress', action='store_true')
     proto = parser.add_argument_group(
         'protocol (default: the GAT paper\'s, per dataset)')
@@ -1144,7 +1206,7 @@ def add_bench_commands(bench: argparse.ArgumentParser) -> None:
     run = commands.add_parser(
         'planetoid', help='train models over seeds on the public Planetoid '
         'splits and append one CSV row per run')
-    _add_common_run_arguments(run, '0-19')
+    _add_common_run_arguments(run, '0-19', list(MODELS))
     run.add_argument('--p', type=float, default=None,
                      help='L^p magnitude exponent (default: from '
                      '--from-search, else 2)')
@@ -1168,7 +1230,7 @@ def add_bench_commands(bench: argparse.ArgumentParser) -> None:
     search = commands.add_parser(
         'search', help='grid over p, R, beta with a few seeds; choose by '
         'mean validation accuracy')
-    _add_common_run_arguments(search, '100-102')
+    _add_common_run_arguments(search, '100-102', SEARCHABLE_MODELS)
     search.add_argument('--grid-p', type=float, nargs='+',
                         default=list(SEARCH_GRID['p']))
     search.add_argument('--grid-num-features', type=int, nargs='+',
@@ -1195,7 +1257,13 @@ def add_bench_commands(bench: argparse.ArgumentParser) -> None:
     add_ogb_arguments(ogb)
 
 
+def _set_threads(args: argparse.Namespace) -> None:
+    if getattr(args, 'threads', None):
+        torch.set_num_threads(args.threads)
+
+
 def _run_planetoid(args: argparse.Namespace) -> None:
+    _set_threads(args)
     selected = None
     if args.from_search:
         if not osp.isfile(args.from_search):
@@ -1219,6 +1287,7 @@ def _run_planetoid(args: argparse.Namespace) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> None:
+    _set_threads(args)
     run_search(args.datasets, args.models, parse_seeds(args.seeds),
                results=args.results, summary=args.summary,
                grid=dict(p=args.grid_p, R=args.grid_num_features,

@@ -89,7 +89,8 @@ def load_ogbn(name: str, root: Optional[str] = None,
     data = dataset[0]
     split = dataset.get_idx_split()
     if name in MAKE_UNDIRECTED:
-        data.edge_index = to_undirected(data.edge_index, num_nodes=data.num_nodes)
+        data.edge_index = to_undirected(data.edge_index,
+                                        num_nodes=data.num_nodes)
     data.y = data.y.view(-1)
     for key, part in (('train_mask', 'train'), ('val_mask', 'valid'),
                       ('test_mask', 'test')):
@@ -212,6 +213,8 @@ def add_ogb_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--results', default=DEFAULT_OGB_RESULTS)
     parser.add_argument('--resume', action='store_true')
     parser.add_argument('--device', default='auto')
+    parser.add_argument('--threads', type=int, default=None,
+                        help='CPU threads of torch (default: torch\'s)')
     parser.add_argument('--no-progress', action='store_true')
     proto = parser.add_argument_group('protocol (default: OGB_PROTOCOLS)')
     for flag, kind in (('lr', float), ('weight-decay', float),
@@ -223,6 +226,8 @@ def add_ogb_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_ogb_command(args: argparse.Namespace) -> None:
+    if args.threads:
+        torch.set_num_threads(args.threads)
     overrides = dict(lr=args.lr, weight_decay=args.weight_decay,
                      hidden=args.hidden, heads=args.heads,
                      out_heads=args.out_heads, dropout=args.dropout,

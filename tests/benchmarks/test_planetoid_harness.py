@@ -293,7 +293,7 @@ def test_summary_markdown_compares_with_our_gat():
     assert f'{gat.mean:.2f} ± {gat.std:.2f}' in text  # smoke rows excluded
     assert f'[{gat.low:.2f}, {gat.high:.2f}]' in text
     assert '83.0 ± 0.7 (GAT)' in text and '83.3 ± 0.7 (IKAN-direct)' in text
-    assert ('ikan-direct (84.40 ± 0.55, n=5) is 2.40 points above our gat'
+    assert ('ikan-direct (84.40 ± 0.55, n=5) is 2.60 points above our gat'
             in text)
     assert 'the 95% CIs do not overlap: ikan-direct is better here' in text
     assert 'gat-rbf (81.60 ± 1.14, n=5) is 0.20 points below our gat' in text
@@ -303,6 +303,9 @@ def test_summary_markdown_compares_with_our_gat():
             '--seeds 0-4 --p 2.5 --num-features 64 --tag final '
             '--results r.csv --resume') in text
     assert 'ikgat bench summary --results r.csv --tag final' in text
+    assert '--models gat-rbf --seeds 0-4 --tag final' in text  # p is fixed
+    # Cells are ordered by the models table whatever the row order:
+    assert text.index('| gat-rbf |') < text.index('| ikan-direct |')
 
 
 def test_cli_summary_and_results_schema_errors(tmp_path, capsys):
