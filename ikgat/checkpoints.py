@@ -1,0 +1,150 @@
+r"""Save a trained :class:`~ikgat.models.TwoLayerGAT` with what it takes to
+rebuild it, and load it back (``ikgat train --save-checkpoint``, read by
+``ikgat plot``).
+
+A checkpoint is a :func:`torch.save` file holding one dict of plain values
+and tensors (so it loads with ``weights_only=True``):
+
+* ``format``/``version``: ``'ikgat-checkpoint'``, :obj:`1`;
+* ``layer``: the layer class name, ``'IKGATConv'``, ``'MIKANConv'`` or
+  ``'GATConv'``;
+* ``model_kwargs``: the :class:`~ikgat.models.TwoLayerGAT` sizes
+  (``in_channels``, ``hidden_channels``, ``out_channels``, ``heads``,
+  ``out_heads``, ``dropout``);
+* ``conv_kwargs``: the extra layer arguments (``kernel``, ``p``,
+  ``num_features``, ...);
+* ``dataset``, ``normalize_features``: the data it was trained on;
+* ``state_dict``; ``log`` (optional, e.g. an
+  :class:`~ikgat.visualization.AttentionTermsRecorder` log) and ``info``
+  (optional, e.g. accuracies and the best epoch).
+"""
+import os
+import os.path as osp
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+import torch
+
+FORMAT = 'ikgat-checkpoint'
+VERSION = 1
+
+
+def layer_classes() -> Dict[str, type]:
+    r"""The layer classes a checkpoint can name."""
+    from torch_geometric.nn import GATConv
+
+    from ikgat.nn import IKGATConv, MIKANConv
+    return {'IKGATConv': IKGATConv, 'MIKANConv': MIKANConv,
+            'GATConv': GATConv}
+
+
+@dataclass
+class Checkpoint:
+    r"""A loaded checkpoint: the rebuilt :attr:`model` (weights loaded, in
+    evaluation mode) and everything saved with it."""
+    model: torch.nn.Module
+    layer: str
+    dataset: str
+    model_kwargs: Dict[str, Any]
+    conv_kwargs: Dict[str, Any]
+    normalize_features: bool = True
+    log: Optional[Dict[str, Any]] = None
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    def load_dataset(self, root: Optional[str] = None):
+        r"""The Planetoid dataset the model was trained on, with the same
+        feature normalisation."""
+        import torch_geometric.transforms as T
+
+        from ikgat.datasets import load_planetoid
+        transform = T.NormalizeFeatures() if self.normalize_features else None
+        return load_planetoid(self.dataset, root, transform=transform)
+
+
+def _model_kwargs(model: torch.nn.Module) -> Dict[str, Any]:
+    from ikgat.models import TwoLayerGAT
+    if not isinstance(model, TwoLayerGAT):
+        raise TypeError(f'save_checkpoint saves an ikgat.models.TwoLayerGAT '
+                        f'(got {type(model).__name__})')
+    conv1, conv2 = model.conv1, model.conv2
+    return dict(in_channels=conv1.in_channels,
+                hidden_channels=conv1.out_channels,
+                out_channels=conv2.out_channels, heads=conv1.heads,
+                out_heads=conv2.heads, dropout=float(model.dropout))
+
+
+def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
+                    conv_kwargs: Optional[Dict[str, Any]] = None,
+                    log: Optional[Dict[str, Any]] = None,
+                    info: Optional[Dict[str, Any]] = None,
+                    normalize_features: bool = True,
+                    state_dict: Optional[Dict[str, Any]] = None) -> None:
+    r"""Write :obj:`model` to :obj:`path` (folders are created).
+
+    Args:
+        path: The file to write.
+        model: A :class:`~ikgat.models.TwoLayerGAT`; its sizes and layer
+            class are read from it.
+        dataset: The dataset name (``'Cora'``, ...).
+        conv_kwargs: The ``conv_kwargs`` the model was built with (kernel,
+            p, num_features, ...): they cannot be read back from the layers.
+        log: A JSON-friendly training log (optional).
+        info: Anything else worth keeping, e.g. accuracies (optional).
+        normalize_features: Whether the features were row-normalised.
+        state_dict: The weights to save (default: ``model.state_dict()``),
+            e.g. the best epoch's of ``train_node_classifier``.
+    """
+    layer = type(model.conv1).__name__ if hasattr(model, 'conv1') else None
+    if layer not in layer_classes():
+        raise TypeError(f'Unsupported layer {layer!r}: a checkpoint stores '
+                        f'a TwoLayerGAT of {sorted(layer_classes())}')
+    payload = dict(
+        format=FORMAT, version=VERSION, layer=layer,
+        model_kwargs=_model_kwargs(model),
+        conv_kwargs=dict(conv_kwargs or {}), dataset=str(dataset),
+        normalize_features=bool(normalize_features),
+        state_dict={key: value.detach().cpu() for key, value in
+                    (state_dict or model.state_dict()).items()},
+        log=log, info=dict(info or {}))
+    folder = osp.dirname(osp.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    torch.save(payload, path)
+
+
+def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
+    r"""Rebuild the model saved by :func:`save_checkpoint` at :obj:`path`,
+    load its weights and return it in evaluation mode with the saved
+    information."""
+    from ikgat.models import TwoLayerGAT
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'No checkpoint at {path!r}; write one with '
+                                f'`ikgat train --save-checkpoint {path}`')
+    payload = torch.load(path, map_location=map_location, weights_only=True)
+    if not isinstance(payload, dict) or payload.get('format') != FORMAT:
+        raise ValueError(f'{path} is not an ikgat checkpoint (written by '
+                         f'ikgat.checkpoints.save_checkpoint)')
+    if payload.get('version') != VERSION:
+        raise ValueError(f'{path} has checkpoint version '
+                         f'{payload.get("version")!r}; this ikgat reads '
+                         f'version {VERSION}')
+    classes = layer_classes()
+    if payload['layer'] not in classes:
+        raise ValueError(f'{path} names the unknown layer '
+                         f'{payload["layer"]!r}; known: {sorted(classes)}')
+    model_kwargs = dict(payload['model_kwargs'])
+    conv_kwargs = dict(payload['conv_kwargs'])
+    model = TwoLayerGAT(model_kwargs['in_channels'],
+                        model_kwargs['hidden_channels'],
+                        model_kwargs['out_channels'],
+                        classes[payload['layer']],
+                        heads=model_kwargs['heads'],
+                        out_heads=model_kwargs['out_heads'],
+                        dropout=model_kwargs['dropout'],
+                        conv_kwargs=conv_kwargs)
+    model.load_state_dict(payload['state_dict'])
+    model.eval()
+    return Checkpoint(model=model, layer=payload['layer'],
+                      dataset=payload['dataset'], model_kwargs=model_kwargs,
+                      conv_kwargs=conv_kwargs,
+                      normalize_features=payload['normalize_features'],
+                      log=payload.get('log'), info=payload.get('info') or {})
