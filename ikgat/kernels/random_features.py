@@ -87,18 +87,21 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
         dense = dense.view(num_graphs, -1, *x.shape[1:])
     channels = x.size(-1)
     num_points = spectral_points[0].size(-2)
+    # Head-major layout, [G, H, N, *], so both contractions are plain
+    # batched matrix products:
+    dense = dense.permute(0, 2, 1, 3)  # [G, H, N, C]
     node_features = 0
     anchor_features = 0
     for points in spectral_points:  # [G, H, R, 2C]
         own = points[..., :channels] if side == 0 else points[..., channels:]
-        angle = torch.einsum('gnhc,ghrc->gnhr', dense, own)
+        angle = dense @ own.transpose(-1, -2)  # [G, H, N, R]
         node_features = node_features + torch.cat([angle.cos(), angle.sin()],
                                                   dim=-1)
         anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [G, H, R]
         scaled = anchor_angle.unsqueeze(-1) * slopes  # [G, H, R, T]
         anchor_features = anchor_features + torch.cat(
             [scaled.cos(), scaled.sin()], dim=2)  # [G, H, 2R, T]
-    estimate = torch.einsum('gnhk,ghkt->gnht', node_features, anchor_features)
-    estimate = estimate[0] if mask is None else estimate[mask]
+    estimate = (node_features @ anchor_features).transpose(1, 2)
+    estimate = estimate[0] if mask is None else estimate[mask]  # [N, H, T]
     estimate = estimate / (num_points * len(spectral_points)**2)
     return (estimate * estimate + eps).log()
