@@ -4,11 +4,11 @@ GAT's attention factorises into similarity kernels times an exponential of
 norms; :class:`IKGATConv` generalises both parts (Implicit Kernel Attention).
 """
 from ikgat import kernels
-from ikgat.nn import AttentionDecomposition, IKGATConv, MIKANConv
+from ikgat.nn import AttentionDecomposition, IKGATConv, KEPGATConv, MIKANConv
 
 __version__ = '0.1.0'
 
 __all__ = [
-    'IKGATConv', 'MIKANConv', 'AttentionDecomposition', 'kernels',
+    'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition', 'kernels',
     '__version__'
 ]

@@ -1,4 +1,13 @@
-from ikgat.nn.conv import AttentionDecomposition, IKGATConv, MIKANConv
+from ikgat.nn.conv import (
+    AttentionDecomposition,
+    IKGATConv,
+    KEPGATConv,
+    MIKANConv,
+    ksvd_loss,
+)
 from ikgat.nn.kl import kl_divergence
 
-__all__ = ['IKGATConv', 'MIKANConv', 'AttentionDecomposition', 'kl_divergence']
+__all__ = [
+    'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition',
+    'kl_divergence', 'ksvd_loss'
+]

@@ -1,0 +1,123 @@
+"""The uncertainty benchmark harness on a tiny synthetic graph (seconds)."""
+import csv
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ikgat.uncertainty import (COLUMNS, METHODS, UncertaintyConfig,
+                               fit_temperature, held_out_split,
+                               render_summary, report)
+
+
+@pytest.fixture
+def restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def read(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def test_smoke_writes_rows_resumes_and_summarises(tmp_path, restore_threads):
+    from benchmarks.uncertainty import main
+    results, summary = tmp_path / 'u.csv', tmp_path / 'u.md'
+    argv = ['--smoke', '--results', str(results), '--summary', str(summary)]
+    rows = main(argv + ['--resume'])
+    assert len(rows) == 2 * len(METHODS)
+    table = read(results)
+    assert len(table) == 2 * len(METHODS)
+    assert list(table[0]) == COLUMNS
+    for row in table:
+        for metric in ('accuracy', 'aurc', 'eaurc', 'ece', 'nll', 'brier'):
+            assert 0.0 <= float(row[metric]) < 30.0, (row['method'], metric)
+        assert (row['ood_auroc'] != '') == (row['setting'] == 'ood')
+        assert (row['temperature'] != '') == (row['method'] == 'gat-ts')
+    ood = [row for row in table if row['setting'] == 'ood']
+    assert {row['held_out'] for row in ood} == {'3'}
+    # A resumed run finds every row done:
+    assert main(argv + ['--resume']) == []
+    assert len(read(results)) == 2 * len(METHODS)
+    text = summary.read_text()
+    assert 'python benchmarks/uncertainty.py --smoke' in text
+    assert '## Misclassification detection' in text
+    assert '## Out-of-distribution detection' in text
+    for method in METHODS:
+        assert f'| Tiny | {method} | 1 |' in text
+
+
+def test_changed_settings_do_not_resume_old_rows():
+    config = UncertaintyConfig()
+    assert config.label('gat-msp') == '{}'
+    assert config.label('kep') != UncertaintyConfig(
+        kep_eta_ksvd=1.0).label('kep')
+    assert config.label('gat-msp') == UncertaintyConfig(
+        kep_eta_ksvd=1.0).label('gat-msp')
+
+
+def test_fit_temperature_recovers_the_generating_temperature():
+    generator = torch.Generator().manual_seed(0)
+    logits = 3 * torch.randn(20000, 5, generator=generator)
+    labels = torch.multinomial((logits / 2.5).softmax(-1), 1,
+                               generator=generator).squeeze(-1)
+    temperature = fit_temperature(logits, labels)
+    assert abs(temperature - 2.5) < 0.1
+
+    def nll(t):
+        return float(F.cross_entropy(logits.double() / t, labels))
+
+    assert nll(temperature) <= min(nll(temperature * 1.05),
+                                   nll(temperature / 1.05))
+
+
+def test_held_out_split():
+    from torch_geometric.data import Data
+    y = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3])
+    mask = torch.ones(8, dtype=torch.bool)
+    data = Data(x=torch.randn(8, 2), y=y, train_mask=mask, val_mask=mask,
+                test_mask=mask)
+    split, in_dist = held_out_split(data, 4, 2)
+    assert torch.equal(in_dist, y < 2)
+    assert torch.equal(split.train_mask, y < 2)
+    assert torch.equal(split.val_mask, y < 2)
+    assert torch.equal(split.test_mask, mask)
+    assert torch.equal(split.y, torch.tensor([0, 1, -1, -1, 0, 1, -1, -1]))
+    assert torch.equal(data.y, y)  # the original is untouched
+    for bad in (0, 4):
+        with pytest.raises(ValueError, match=f'got {bad}'):
+            held_out_split(data, 4, bad)
+
+
+def test_report_scores_in_distribution_nodes_and_ood_separation():
+    probs = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4],
+                          [0.5, 0.5], [0.55, 0.45]])
+    labels = torch.tensor([0, 1, 1, 0, 0, 0])
+    mask = torch.ones(6, dtype=torch.bool)
+    in_dist = torch.tensor([True, True, True, True, False, False])
+    row = report(probs, labels, mask, in_dist)
+    assert row['accuracy'] == pytest.approx(0.75)  # the 4 ID nodes
+    # ID confidences 0.9, 0.8, 0.7, 0.6 all above OOD 0.5, 0.55:
+    assert row['ood_auroc'] == 1.0 and row['ood_fpr95'] == 0.0
+    plain = report(probs, labels, mask)
+    assert math.isnan(plain['ood_auroc'])
+    assert plain['accuracy'] == pytest.approx(5 / 6)  # tie -> class 0
+
+
+def test_render_summary_mean_and_std():
+    rows = []
+    for seed, accuracy in enumerate((0.8, 0.9)):
+        row = {column: '' for column in COLUMNS}
+        row.update(dataset='Cora', method='kep', setting='misclassification',
+                   seed=str(seed), accuracy=str(accuracy), ece='0.05',
+                   config='{"rank":8}')
+        rows.append(row)
+    text = render_summary(rows, command='python benchmarks/uncertainty.py')
+    line = next(line for line in text.splitlines()
+                if line.startswith('| Cora | kep |'))
+    assert '| 2 | 85.00 ± 7.07 |' in line
+    assert '5.00 ± 0.00' in line
+    assert '`kep` {"rank":8}' in text
