@@ -497,9 +497,11 @@ def resolve_device(device: str = 'auto') -> torch.device:
 def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],
             hyper: Dict[str, Optional[float]], device: torch.device,
             tag: str = '', record_test: bool = True,
-            on_epoch: Optional[Callable[[int, float, float], None]] = None
-            ) -> Dict[str, Any]:
-    r"""Train one model from :obj:`seed` and return its results row."""
+            on_epoch: Optional[Callable[[int, float, float], None]] = None,
+            checkpoint_dir: Optional[str] = None) -> Dict[str, Any]:
+    r"""Train one model from :obj:`seed` and return its results row; with
+    :obj:`checkpoint_dir`, also save the best-validation weights there
+    (readable by ``ikgat plot``)."""
     from ikgat.training import train_node_classifier
     seed_everything(seed)
     net = build_model(model, bench.num_features, bench.num_classes, protocol,
@@ -508,8 +510,9 @@ def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],
     result = train_node_classifier(
         net, data, lr=protocol['lr'], weight_decay=protocol['weight_decay'],
         epochs=protocol['epochs'], patience=protocol['patience'],
-        beta=float(hyper['beta'] or 0.0), on_epoch=on_epoch)
-    return dict(
+        beta=float(hyper['beta'] or 0.0), on_epoch=on_epoch,
+        keep_best_state=checkpoint_dir is not None)
+    row = dict(
         dataset=bench.name, model=model, tag=tag, seed=int(seed),
         p=_format_float(hyper['p']), R=_format_int(hyper['R']),
         beta=_format_float(hyper['beta']), lr=repr(float(protocol['lr'])),
@@ -520,6 +523,14 @@ def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],
         seconds=f'{result.seconds:.3f}',
         num_parameters=sum(p.numel() for p in net.parameters()),
         device=str(device), git_commit=git_commit())
+    if checkpoint_dir is not None:
+        from ikgat.checkpoints import save_checkpoint
+        name = (f"{bench.name}_{model}_p{row['p'] or '-'}_R{row['R'] or '-'}"
+                f"_seed{seed}_{tag or 'untagged'}.pt")
+        save_checkpoint(osp.join(checkpoint_dir, name), net, bench.name,
+                        conv_factory(model, hyper['p'], hyper['R'])[1],
+                        info=row, state_dict=result.state_dict)
+    return row
 
 
 @dataclass
@@ -536,7 +547,8 @@ def run_plans(plans: Sequence[RunPlan], results: str, tag: str,
               resume: bool = True, device: str = 'auto',
               progress: bool = True, record_test: bool = True,
               load_dataset: Optional[Callable[[str], BenchData]] = None,
-              root: Optional[str] = None) -> List[Dict[str, Any]]:
+              root: Optional[str] = None,
+              checkpoint_dir: Optional[str] = None) -> List[Dict[str, Any]]:
     r"""Run :obj:`plans` (grouped by dataset, each dataset loaded once),
     appending each finished run to :obj:`results`.  With :obj:`resume`,
     plans whose :data:`KEY_COLUMNS` are already in :obj:`results` are
@@ -573,7 +585,8 @@ def run_plans(plans: Sequence[RunPlan], results: str, tag: str,
                 bar.start_run(label, protocol['epochs'])
                 row = run_one(bench, plan.model, plan.seed, protocol,
                               plan.hyper, torch_device, tag=tag,
-                              record_test=record_test, on_epoch=bar.epoch)
+                              record_test=record_test, on_epoch=bar.epoch,
+                              checkpoint_dir=checkpoint_dir)
                 writer.write(row)
                 rows.append(row)
                 test = (f', test {float(row["test_acc"]):.4f}'
@@ -600,7 +613,9 @@ def run_benchmark(datasets: Sequence[str], models: Sequence[str],
                   resume: bool = False, device: str = 'auto',
                   progress: bool = True,
                   load_dataset: Optional[Callable[[str], BenchData]] = None,
-                  root: Optional[str] = None) -> List[Dict[str, Any]]:
+                  root: Optional[str] = None,
+                  checkpoint_dir: Optional[str] = None
+                  ) -> List[Dict[str, Any]]:
     r"""Run every (dataset, model, seed) and append the rows to
     :obj:`results`.
 
@@ -622,7 +637,7 @@ def run_benchmark(datasets: Sequence[str], models: Sequence[str],
             plans.extend(RunPlan(dataset, model, seed, hyper)
                          for seed in seeds)
     return run_plans(plans, results, tag, protocol_overrides, resume, device,
-                     progress, True, load_dataset, root)
+                     progress, True, load_dataset, root, checkpoint_dir)
 
 
 # --------------------------------------------------------------------------
@@ -1223,6 +1238,9 @@ def add_bench_commands(bench: argparse.ArgumentParser) -> None:
                      help="label of these runs, e.g. 'final' or 'smoke' "
                      '(default: final)')
     run.add_argument('--results', default=DEFAULT_RESULTS)
+    run.add_argument('--save-checkpoints', default=None, metavar='DIR',
+                     help='save each run\'s best-validation model in DIR, '
+                     'for `ikgat plot`')
     run.add_argument('--resume', action='store_true',
                      help='skip runs already in --results')
     run.set_defaults(run=_run_planetoid)
@@ -1283,7 +1301,8 @@ def _run_planetoid(args: argparse.Namespace) -> None:
                   R=args.num_features, beta=args.beta, selected=selected,
                   protocol_overrides=_protocol_overrides(args),
                   resume=args.resume, device=args.device,
-                  progress=not args.no_progress, root=args.root)
+                  progress=not args.no_progress, root=args.root,
+                  checkpoint_dir=args.save_checkpoints)
 
 
 def _run_search(args: argparse.Namespace) -> None:

@@ -1,7 +1,6 @@
 """The Planetoid benchmark harness on a tiny synthetic graph (seconds)."""
 import csv
 import math
-import time
 
 import pytest
 import torch
@@ -50,12 +49,10 @@ QUICK = dict(epochs=6, patience=3)
 
 def test_end_to_end_writes_one_row_per_run(tmp_path):
     results = str(tmp_path / 'planetoid.csv')
-    start = time.perf_counter()
     rows = run_benchmark(['Tiny'], CORE_MODELS, [0, 1], results=results,
                          tag='test', protocol_overrides=QUICK,
                          device='cpu', progress=False,
                          load_dataset=tiny_loader)
-    assert time.perf_counter() - start < 60
     assert len(rows) == 2 * len(CORE_MODELS)
     with open(results, newline='') as f:
         header = next(csv.reader(f))
@@ -324,3 +321,27 @@ def test_cli_summary_and_results_schema_errors(tmp_path, capsys):
     bad.write_text('dataset,model,seed,p,R,beta,tag,acc\n')
     with pytest.raises(ValueError, match='has the columns'):
         bench.ResultsWriter(str(bad))
+
+
+def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
+    from ikgat.checkpoints import load_checkpoint
+
+    checkpoints = tmp_path / 'checkpoints'
+    rows = run_benchmark(['Tiny'], ['gat', 'ikan-direct', 'mikan'], [0],
+                         results=str(tmp_path / 'r.csv'), tag='test',
+                         protocol_overrides=QUICK, device='cpu',
+                         progress=False, load_dataset=tiny_loader,
+                         checkpoint_dir=str(checkpoints))
+    files = sorted(path.name for path in checkpoints.iterdir())
+    assert files == [
+        'Tiny_gat_p-_R-_seed0_test.pt', 'Tiny_ikan-direct_p2.0_R64_seed0_test.pt',
+        'Tiny_mikan_p2.0_R64_seed0_test.pt'
+    ]
+    data = tiny_graph()
+    for name, row in zip(files, rows):
+        checkpoint = load_checkpoint(str(checkpoints / name))
+        with torch.no_grad():
+            out = checkpoint.model(data.x, data.edge_index)
+        val_acc = float((out[data.val_mask].argmax(-1) ==
+                         data.y[data.val_mask]).float().mean())
+        assert math.isclose(val_acc, float(row['val_acc']), abs_tol=1e-6)
