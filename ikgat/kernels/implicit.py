@@ -9,6 +9,7 @@ from torch.nn import Parameter
 
 from ikgat.kernels.base import Kernel, check_positive
 from ikgat.kernels.random_features import (
+    check_node_path,
     fourier_estimate,
     fourier_log_similarity,
 )
@@ -74,6 +75,13 @@ class ImplicitSpectralKernel(Kernel):
             (default: :obj:`1`)
         eps (float, optional): :math:`\epsilon` in
             :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
+        node_path (str, optional): How the node-wise term is evaluated:
+            :obj:`"eager"` (fused and memory-lean, cosines recomputed in
+            backward; used when all nodes share one sample),
+            :obj:`"compile"` (the same through
+            :func:`torch.compile`, fastest on CPU once compiled) or
+            :obj:`"plain"` (stores :math:`N \times H \times 2R` features;
+            supports double backward). (default: :obj:`"eager"`)
         copula (bool, optional): Tie the heads by a learned Gaussian copula
             (MIKAN). (default: :obj:`False`)
     """
@@ -83,7 +91,8 @@ class ImplicitSpectralKernel(Kernel):
     def __init__(self, heads: int, channels: int, num_features: int = 64,
                  hidden_channels: int = 64, prior_scale: float = 0.1**0.5,
                  lengthscale: float = 1.0, num_samples: int = 1,
-                 eps: float = 1e-5, copula: bool = False):
+                 eps: float = 1e-5, copula: bool = False,
+                 node_path: str = 'eager'):
         super().__init__(heads, channels)
         owner = type(self).__name__
         check_num_features(owner, num_features)
@@ -101,6 +110,7 @@ class ImplicitSpectralKernel(Kernel):
         self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
         self.num_samples = num_samples
         self.eps = check_positive(owner, 'eps', eps)
+        self.node_path = check_node_path(owner, node_path)
         # Latent coordinates per head: two sets of R/2 points in R^{2C}.
         self.latent_dim = self.num_sets * (num_features // 2) * 2 * channels
 
@@ -218,7 +228,8 @@ class ImplicitSpectralKernel(Kernel):
                        slopes: Tensor) -> Tensor:
         return fourier_log_similarity(x, anchor, side, slopes,
                                       self.spectral_points(), self.eps,
-                                      batch=self._batches[side])
+                                      batch=self._batches[side],
+                                      node_path=self.node_path)
 
     def kl_divergence(self) -> Tensor:
         r"""The analytic KL of the last forward pass to the prior

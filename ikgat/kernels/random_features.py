@@ -23,6 +23,21 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import to_dense_batch
 
+from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
+
+#: How the node-wise term is evaluated: ``'eager'`` and ``'compile'`` are the
+#: fused, memory-lean path of :mod:`ikgat.kernels.fused_fourier` (its chunk
+#: kernels eager or through :func:`torch.compile`); ``'plain'`` stores the
+#: :math:`N \times H \times 2R` features and supports double backward.
+NODE_PATHS = ('eager', 'compile', 'plain')
+
+
+def check_node_path(owner: str, node_path: str) -> str:
+    if node_path not in NODE_PATHS:
+        raise ValueError(f"{owner}: unknown 'node_path' {node_path!r}; choose "
+                         f"one of {list(NODE_PATHS)}")
+    return node_path
+
 
 def fourier_features(x: Tensor, spectral_points: Sequence[Tensor]) -> Tensor:
     r"""Return :math:`\phi(x)` of shape :math:`(*, H, 2R)` for vectors
@@ -47,8 +62,8 @@ def fourier_estimate(x: Tensor, y: Tensor,
 
 def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
                            slopes: Tensor, spectral_points: Sequence[Tensor],
-                           eps: float, batch: Optional[Tensor] = None
-                           ) -> Tensor:
+                           eps: float, batch: Optional[Tensor] = None,
+                           node_path: str = 'eager') -> Tensor:
     r"""Return :math:`\log(f(v_n, c_t a_h)^2 + \epsilon)` of shape
     :math:`(N, H, T)`, node-wise.
 
@@ -70,7 +85,19 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
         eps (float): :math:`\epsilon` inside the logarithm.
         batch (torch.Tensor, optional): The sorted graph index of each node,
             required with per-graph sets (:math:`G > 1`).
+        node_path (str, optional): One of :obj:`NODE_PATHS`.  One shared
+            sample of spectral points goes through the fused path unless
+            this is :obj:`"plain"` or the call is being traced by
+            :func:`torch.compile` (which fuses the plain operations itself);
+            per-graph samples (:math:`G > 1`) always take the plain path.
+            (default: :obj:`"eager"`)
     """
+    shared = spectral_points[0].dim() == 3 or spectral_points[0].size(0) == 1
+    if (shared and node_path != 'plain'
+            and not torch.compiler.is_compiling()):
+        return fused_fourier_log_similarity(x, anchor, side, slopes,
+                                            spectral_points, eps,
+                                            backend=node_path)
     if spectral_points[0].dim() == 3:
         spectral_points = [points.unsqueeze(0) for points in spectral_points]
     num_graphs = spectral_points[0].size(0)

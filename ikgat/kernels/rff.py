@@ -6,6 +6,7 @@ from torch import Tensor
 
 from ikgat.kernels.base import Kernel, check_positive
 from ikgat.kernels.random_features import (
+    check_node_path,
     fourier_estimate,
     fourier_log_similarity,
 )
@@ -40,6 +41,12 @@ class RandomFourierKernel(Kernel):
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon` in
             :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
+        node_path (str, optional): How the node-wise term is evaluated:
+            :obj:`"eager"` (fused and memory-lean, cosines recomputed in
+            backward), :obj:`"compile"` (the same through
+            :func:`torch.compile`, fastest on CPU once compiled) or
+            :obj:`"plain"` (stores :math:`N \times H \times 2R` features;
+            supports double backward). (default: :obj:`"eager"`)
     """
     #: Number of spectral point sets :math:`m` in the feature map.
     num_sets = 1
@@ -47,9 +54,11 @@ class RandomFourierKernel(Kernel):
     learnable = False
 
     def __init__(self, heads: int, channels: int, num_features: int = 64,
-                 lengthscale: float = 1.0, eps: float = 1e-5):
+                 lengthscale: float = 1.0, eps: float = 1e-5,
+                 node_path: str = 'eager'):
         super().__init__(heads, channels)
         owner = type(self).__name__
+        self.node_path = check_node_path(owner, node_path)
         self.num_features = check_num_features(owner, num_features)
         self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
         self.eps = check_positive(owner, 'eps', eps)
@@ -88,7 +97,7 @@ class RandomFourierKernel(Kernel):
                        slopes: Tensor) -> Tensor:
         return fourier_log_similarity(x, anchor, side, slopes,
                                       self.spectral_point_sets,
-                                      self.eps)
+                                      self.eps, node_path=self.node_path)
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, num_features={self.num_features}, '
