@@ -7,12 +7,17 @@ from torch import Tensor
 
 from torch_geometric.typing import Adj
 
+from ikgat.nn.dropout import nonzero_dropout
+
 
 class TwoLayerGAT(torch.nn.Module):
     r"""The two-layer architecture of the GAT paper for node classification:
     dropout → conv (:obj:`heads` × :obj:`hidden_channels`, concatenated) →
     ELU → dropout → conv (:obj:`out_heads` heads of :obj:`out_channels`,
     averaged).  Attention dropout equals feature dropout, as in the paper.
+    The input dropout draws random numbers only for non-zero features
+    (:func:`ikgat.nn.dropout.nonzero_dropout`: same distribution, several
+    times faster on sparse bag-of-words inputs).
 
     Args:
         in_channels (int): Input features.
@@ -46,7 +51,7 @@ class TwoLayerGAT(torch.nn.Module):
         self.conv2.reset_parameters()
 
     def forward(self, x: Tensor, edge_index: Adj, **kwargs: Any) -> Tensor:
-        x = F.dropout(x, p=self.dropout, training=self.training)
+        x = nonzero_dropout(x, p=self.dropout, training=self.training)
         x = F.elu(self.conv1(x, edge_index, **kwargs))
         x = F.dropout(x, p=self.dropout, training=self.training)
         return self.conv2(x, edge_index, **kwargs)
