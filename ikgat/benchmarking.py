@@ -1159,7 +1159,7 @@ def write_text(path: str, text: str) -> None:
 
 
 # --------------------------------------------------------------------------
-# Command line: ``ikgat bench planetoid | search | summary | ogb``
+# Command line: ``ikgat bench planetoid | search | summary | ogb | speed``
 # --------------------------------------------------------------------------
 
 
@@ -1207,10 +1207,10 @@ def _protocol_overrides(args: argparse.Namespace) -> Dict[str, Any]:
 
 def add_bench_parser(subparsers) -> None:
     r"""Register ``ikgat bench`` with its subcommands ``planetoid``,
-    ``search``, ``summary`` and ``ogb``."""
+    ``search``, ``summary``, ``ogb`` and ``speed``."""
     bench = subparsers.add_parser(
         'bench', help='benchmarks: Planetoid runs, hyperparameter search, '
-        'Markdown summary, OGB')
+        'Markdown summary, OGB, speed and memory against GATConv')
     add_bench_commands(bench)
 
 
@@ -1273,6 +1273,13 @@ def add_bench_commands(bench: argparse.ArgumentParser) -> None:
         'ogb', help='full-batch GAT-style runs on ogbn-arxiv / '
         'ogbn-products (needs the ogb package)')
     add_ogb_arguments(ogb)
+
+    from ikgat.speed import add_speed_arguments
+    speed = commands.add_parser(
+        'speed', help='forward+backward time and peak memory of IKGATConv, '
+        'MIKANConv and a naive edge-wise evaluation against GATConv, in one '
+        'process; writes a Markdown report')
+    add_speed_arguments(speed)
 
 
 def _set_threads(args: argparse.Namespace) -> None:
@@ -1337,7 +1344,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     ...``; the subcommand defaults to ``planetoid``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in ('planetoid', 'search', 'summary', 'ogb',
-                                   '-h', '--help'):
+                                   'speed', '-h', '--help'):
         argv = ['planetoid'] + argv
     parser = argparse.ArgumentParser(prog='ikgat bench',
                                      description=__doc__.split('\n\n')[0])
