@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
+from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.dense.linear import Linear
 from torch_geometric.nn.inits import glorot, zeros
@@ -28,6 +29,7 @@ from torch_geometric.utils.sparse import set_sparse_value
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_positive
 from ikgat.kernels.rff import check_num_features
+from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.inputs import (
     check_batch,
     check_edge_attr,
@@ -326,9 +328,14 @@ class IKGATConv(MessagePassing):
         if passes > 1:
             alpha = alpha / passes
 
-        # propagate_type: (x: OptPairTensor, alpha: Tensor)
-        out = self.propagate(edge_index, x=(x_src, x_dst), alpha=alpha,
-                             size=size)
+        if self._lean_aggregation_applies(edge_index):
+            assert isinstance(edge_index, Tensor)
+            out = attention_aggregate(alpha, x_src, edge_index,
+                                      _num_targets(x_src, x_dst, size))
+        else:
+            # propagate_type: (x: OptPairTensor, alpha: Tensor)
+            out = self.propagate(edge_index, x=(x_src, x_dst), alpha=alpha,
+                                 size=size)
         out = self._finish(out, res)
 
         if return_attention_weights:
@@ -428,6 +435,36 @@ class IKGATConv(MessagePassing):
 
     def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
         return alpha.unsqueeze(-1) * x_j
+
+    def _lean_aggregation_applies(self, edge_index: Adj) -> bool:
+        r"""Whether :meth:`propagate` would only sum :obj:`alpha * x_j`
+        over the edges of an :obj:`edge_index` tensor, so that
+        :func:`~ikgat.nn.aggregation.attention_aggregate` computes the same
+        without an :math:`E \times H \times C` message tensor.  PyG's path
+        stays in charge of sparse adjacencies, :class:`EdgeIndex` (which
+        carries its own sizes), explain mode (edge masks), hooks, inference
+        decomposition, other flows, aggregations or overridden methods,
+        TorchScript and :func:`torch.compile` (which traces PyG's ops)."""
+        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+            return False
+        if (type(edge_index) is not Tensor
+                or edge_index.layout != torch.strided):
+            return False
+        cls = type(self)
+        return (not self.explain and self.decomposed_layers == 1
+                and self.flow == 'source_to_target'
+                and type(self.aggr_module) is SumAggregation
+                and cls.message is IKGATConv.message
+                and cls.aggregate is MessagePassing.aggregate
+                and cls.update is MessagePassing.update
+                and not any((
+                    self._propagate_forward_pre_hooks,
+                    self._propagate_forward_hooks,
+                    self._message_forward_pre_hooks,
+                    self._message_forward_hooks,
+                    self._aggregate_forward_pre_hooks,
+                    self._aggregate_forward_hooks,
+                )))
 
     @torch.no_grad()
     def attention_decomposition(
@@ -615,6 +652,16 @@ class IKGATConv(MessagePassing):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads})')
+
+
+def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
+    r"""The number of target nodes, as :meth:`propagate` infers it: from
+    the target features, else from :obj:`size`, else square."""
+    if x_dst is not None:
+        return x_dst.size(0)
+    if size is not None:
+        return size[1] if size[1] is not None else size[0]
+    return x_src.size(0)
 
 
 def _check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],

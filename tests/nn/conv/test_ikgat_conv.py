@@ -3,7 +3,8 @@ import torch
 from torch_geometric.nn import GATConv
 from torch_geometric.utils import coalesce, scatter, to_torch_coo_tensor
 
-from ikgat import IKGATConv
+import ikgat.nn.conv.ikgat_conv as ikgat_conv_module
+from ikgat import IKGATConv, MIKANConv
 from ikgat.kernels import KERNELS, RBFKernel
 from tests.helpers import edge_wise_reference, random_graph
 
@@ -381,3 +382,128 @@ def test_no_nan_for_large_features_and_any_p(kernel, p):
     out = conv(zero_row, torch.tensor([[0, 1], [1, 2]]))
     out.sum().backward()
     assert torch.isfinite(zero_row.grad).all()
+
+
+# ------------------------------------------------------- lean aggregation
+
+
+def count_lean_calls(monkeypatch):
+    calls = []
+    lean = ikgat_conv_module.attention_aggregate
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return lean(*args, **kwargs)
+
+    monkeypatch.setattr(ikgat_conv_module, 'attention_aggregate', counting)
+    return calls
+
+
+def both_paths(conv, monkeypatch, *args, **kwargs):
+    """Output, attention weights and all gradients (parameters and inputs)
+    of one forward+backward through the lean aggregation, then through
+    PyG's propagate; the same seed gives both the same dropout masks."""
+    calls = count_lean_calls(monkeypatch)
+    inputs = [t for t in args if torch.is_tensor(t) and t.is_floating_point()]
+    if isinstance(args[0], tuple):
+        inputs += [t for t in args[0] if t is not None]
+    results = []
+    for lean in (True, False):
+        if not lean:
+            monkeypatch.setattr(IKGATConv, '_lean_aggregation_applies',
+                                lambda self, edge_index: False)
+        conv.zero_grad()
+        for tensor in inputs:
+            tensor.grad = None
+        torch.manual_seed(7)
+        out, (_, alpha) = conv(*args, return_attention_weights=True,
+                               **kwargs)
+        out.backward(torch.linspace(-1, 1, out.numel()).view_as(out))
+        grads = [p.grad.clone() for p in conv.parameters()
+                 if p.grad is not None]
+        grads += [t.grad.clone() for t in inputs]
+        results.append((out.detach(), alpha.detach(), grads))
+    assert len(calls) == 1  # the first pass was lean, the second was not
+    return results
+
+
+@pytest.mark.parametrize('kernel', ['direct', 'rbf', 'rff'])
+@pytest.mark.parametrize('concat', [True, False])
+@pytest.mark.parametrize('add_self_loops', [True, False])
+def test_lean_aggregation_equals_propagate(monkeypatch, kernel, concat,
+                                           add_self_loops):
+    torch.manual_seed(8)
+    x, edge_index = random_graph(40, 200, 6, seed=23)
+    edge_index[:, :6] = torch.tensor([[3] * 6, [3] * 6])  # self-loops too
+    edge_attr = torch.randn(200, 3)
+    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_features=8,
+                     concat=concat, add_self_loops=add_self_loops,
+                     edge_dim=3, residual=True, dropout=0.3)
+    x = x.requires_grad_()
+    edge_attr = edge_attr.requires_grad_()
+    (out, alpha, grads), (ref_out, ref_alpha, ref_grads) = both_paths(
+        conv, monkeypatch, x, edge_index, edge_attr)
+    assert torch.equal(alpha, ref_alpha)
+    assert (out - ref_out).abs().max() < 1e-6
+    assert len(grads) == len(ref_grads) == len(list(conv.parameters())) + 2
+    for grad, ref_grad in zip(grads, ref_grads):
+        assert (grad - ref_grad).abs().max() < 1e-5 * (1 +
+                                                      ref_grad.abs().max())
+
+
+@pytest.mark.parametrize('with_dst', [True, False])
+def test_lean_aggregation_equals_propagate_bipartite(monkeypatch, with_dst):
+    torch.manual_seed(9)
+    x_src, _ = random_graph(20, 0, 7, seed=24)
+    x_dst, _ = random_graph(12, 0, 5, seed=25)
+    _, edge_index = random_graph(20, 70, 1, seed=26, num_dst=12)
+    conv = IKGATConv((7, 5), 4, heads=2, add_self_loops=False)
+    x_src.requires_grad_()
+    inputs = (x_src, x_dst.requires_grad_() if with_dst else None)
+    size = None if with_dst else (20, 12)
+    (out, _, grads), (ref_out, _, ref_grads) = both_paths(
+        conv, monkeypatch, inputs, edge_index, size=size)
+    assert out.shape == ref_out.shape == (12, 8)
+    assert (out - ref_out).abs().max() < 1e-6
+    for grad, ref_grad in zip(grads, ref_grads):
+        assert (grad - ref_grad).abs().max() < 1e-5
+
+
+def test_lean_aggregation_equals_propagate_mikan(monkeypatch):
+    x, edge_index = random_graph(30, 120, 6, seed=27)
+    torch.manual_seed(10)
+    conv = MIKANConv(6, 4, heads=3, num_features=8)
+    x.requires_grad_()
+    (out, _, grads), (ref_out, _, ref_grads) = both_paths(
+        conv, monkeypatch, x, edge_index)
+    assert (out - ref_out).abs().max() < 1e-6
+    for grad, ref_grad in zip(grads, ref_grads):
+        assert (grad - ref_grad).abs().max() < 1e-5
+
+
+def test_lean_aggregation_only_where_propagate_would_just_sum(monkeypatch):
+    calls = count_lean_calls(monkeypatch)
+    x, edge_index = random_graph(15, 50, 5, seed=28)
+    conv = IKGATConv(5, 4, heads=2)
+    expected = conv(x, edge_index)
+    assert len(calls) == 1
+    # A sparse adjacency keeps PyG's path:
+    adj_t = to_torch_coo_tensor(coalesce(edge_index).flip(0), size=(15, 15))
+    conv(x, adj_t)
+    assert len(calls) == 1
+    # Hooks see PyG's messages:
+    seen = []
+    handle = conv.register_message_forward_pre_hook(
+        lambda module, inputs: seen.append(inputs[0]['alpha']))
+    assert torch.allclose(conv(x, edge_index), expected, atol=1e-6)
+    assert len(calls) == 1 and len(seen) == 1
+    handle.remove()
+    # Explain mode (edge masks):
+    from torch_geometric.explain.algorithm.utils import clear_masks, set_masks
+    set_masks(conv, torch.zeros(50), edge_index)  # sigmoid(0) on each edge
+    masked = conv(x, edge_index)
+    assert len(calls) == 1
+    assert not torch.allclose(masked, expected, atol=1e-3)
+    clear_masks(conv)
+    assert torch.allclose(conv(x, edge_index), expected, atol=1e-6)
+    assert len(calls) == 2
