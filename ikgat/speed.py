@@ -114,7 +114,10 @@ class Report:
         return step_maker(seeded(make, self.args.seed), graph, kind)
 
     # ---- one graph: every layer, and the split ---------------------------
-    def graph_section(self, graph: Graph, split: bool) -> None:
+    def graph_section(self, graph: Graph, split: bool, plain: bool) -> None:
+        r"""The layer table of :obj:`graph`; with :obj:`split` also the
+        split of IKGATConv over the node paths (``plain`` only if
+        :obj:`plain`)."""
         args = self.args
         F, R, path = graph.x.size(1), args.num_features, args.node_path
         session = self.session()
@@ -149,8 +152,9 @@ class Report:
                 session.add(('rest', kernel), self.layer(
                     lambda kernel=kernel: make_ikgat(F, kernel, R), graph,
                     rest_step))
-                paths = (args.node_paths
-                         if takes_node_path(kernel) else [None])
+                paths = [p for p in args.node_paths if plain or p != 'plain']
+                if not takes_node_path(kernel):
+                    paths = [None]
                 for node_path in paths:
                     def make(kernel=kernel, node_path=node_path):
                         return make_ikgat(F, kernel, R, node_path or 'eager')
@@ -478,6 +482,11 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
                         help='node paths compared in the split tables')
     parser.add_argument('--split-graphs', nargs='+',
                         default=['Cora', 'PubMed', 'arxiv'])
+    parser.add_argument('--plain-graphs', nargs='*',
+                        default=['Cora', 'PubMed'],
+                        help='split graphs that also time the plain node '
+                        'path (on the arxiv-size graph it costs ~7x a '
+                        'GATConv step per round)')
     parser.add_argument('--split-kernels', nargs='+', default=['rbf',
                                                                'direct'],
                         choices=list(KERNELS), metavar='KERNEL')
@@ -502,9 +511,9 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
                         help='N of the edge-doubling sweep')
     parser.add_argument('--degree-features', type=int,
                         default=ARXIV['num_features'])
-    parser.add_argument('--degree-reps', type=int, default=7,
+    parser.add_argument('--degree-reps', type=int, default=5,
                         help='rounds of the edge-doubling sweep')
-    parser.add_argument('--naive-degree-nodes', type=int, default=20_000,
+    parser.add_argument('--naive-degree-nodes', type=int, default=10_000,
                         help='N of the naive-versus-factorised sweep')
     parser.add_argument('--memory', action=argparse.BooleanOptionalAction,
                         default=True, help='measure peak memory')
@@ -515,6 +524,7 @@ def expand_smoke(args: argparse.Namespace) -> argparse.Namespace:
     r"""``--smoke``: the sections asked for (every one by default) on tiny
     synthetic graphs, 2 rounds, no ``compile`` node path."""
     args.graphs = args.split_graphs = ['tiny']
+    args.plain_graphs = ['tiny'] if args.plain_graphs else []
     args.node_paths = [p for p in args.node_paths if p != 'compile']
     args.naive = [p for p in args.naive if p != 'compile']
     if args.node_path == 'compile':
@@ -616,7 +626,8 @@ def _run(args: argparse.Namespace, command: str) -> str:
          'not add up exactly to the layer.')
     emit()
     for name in args.graphs:
-        report.graph_section(graph(name), name in args.split_graphs)
+        report.graph_section(graph(name), name in args.split_graphs,
+                             name in args.plain_graphs)
     if args.r_sweep:
         emit('## R sweep')
         emit()
