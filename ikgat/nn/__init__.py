@@ -5,9 +5,10 @@ from ikgat.nn.conv import (
     MIKANConv,
     ksvd_loss,
 )
+from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.kl import kl_divergence
 
 __all__ = [
     'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition',
-    'kl_divergence', 'ksvd_loss'
+    'kl_divergence', 'ksvd_loss', 'attention_aggregate'
 ]
