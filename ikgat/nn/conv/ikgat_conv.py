@@ -3,24 +3,18 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn import Parameter
 
 from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.nn.conv import MessagePassing
-from torch_geometric.nn.dense.linear import Linear
-from torch_geometric.nn.inits import glorot, zeros
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
     OptTensor,
     Size,
     SparseTensor,
-    torch_sparse,
 )
 from torch_geometric.utils import (
-    add_self_loops,
     is_torch_sparse_tensor,
-    remove_self_loops,
     softmax,
     to_edge_index,
 )
@@ -30,11 +24,9 @@ from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_positive
 from ikgat.kernels.rff import check_num_features
 from ikgat.nn.aggregation import attention_aggregate
+from ikgat.nn.conv.gat_base import GATStyleConv
 from ikgat.nn.conv.inputs import (
     check_batch,
-    check_edge_attr,
-    check_edge_index,
-    check_node_features,
     node_counts,
 )
 from ikgat.norms import lp_norm_squared
@@ -63,7 +55,7 @@ class NodeTerms(NamedTuple):
     gate_dst: Tensor  # [N_dst, H]  a_dst·x_i
 
 
-class IKGATConv(MessagePassing):
+class IKGATConv(GATStyleConv):
     r"""Graph attention whose attention is a similarity kernel times an
     :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
     <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
@@ -192,79 +184,20 @@ class IKGATConv(MessagePassing):
         kernel_kwargs: Optional[Dict[str, Any]] = None,
         **kwargs,
     ):
-        kwargs.setdefault('aggr', 'add')
-        super().__init__(node_dim=0, **kwargs)
+        super().__init__(in_channels, out_channels, heads, concat,
+                         negative_slope, dropout, add_self_loops, edge_dim,
+                         fill_value, bias, residual, **kwargs)
         name = type(self).__name__
-        _check_sizes(name, in_channels, out_channels, heads, edge_dim)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"{name}: 'dropout' must lie in [0, 1) "
-                             f"(got {dropout!r})")
-
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.heads = heads
-        self.concat = concat
-        self.negative_slope = float(negative_slope)
-        self.dropout = dropout
-        self.add_self_loops = add_self_loops
-        self.edge_dim = edge_dim
-        self.fill_value = fill_value
-        self.residual = residual
         self.num_features = check_num_features(name, num_features)
         self.p = check_positive(name, 'p', p)
         self.kernel = resolve_kernel(kernel, heads, out_channels,
                                      num_features, kernel_kwargs)
         self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
 
-        # Parameters carry GATConv's names, so that a trained GATConv's state
-        # dict loads into this layer (``strict=False`` for the kernel's own).
-        self.lin = self.lin_src = self.lin_dst = None
-        if isinstance(in_channels, int):
-            self.lin = Linear(in_channels, heads * out_channels, bias=False,
-                              weight_initializer='glorot')
-        else:
-            self.lin_src = Linear(in_channels[0], heads * out_channels, False,
-                                  weight_initializer='glorot')
-            self.lin_dst = Linear(in_channels[1], heads * out_channels, False,
-                                  weight_initializer='glorot')
-
-        self.att_src = Parameter(torch.empty(1, heads, out_channels))
-        self.att_dst = Parameter(torch.empty(1, heads, out_channels))
-
-        if edge_dim is not None:
-            self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False,
-                                   weight_initializer='glorot')
-            self.att_edge = Parameter(torch.empty(1, heads, out_channels))
-        else:
-            self.lin_edge = None
-            self.register_parameter('att_edge', None)
-
-        total_out_channels = out_channels * (heads if concat else 1)
-        if residual:
-            self.res = Linear(
-                in_channels if isinstance(in_channels, int) else
-                in_channels[1], total_out_channels, bias=False,
-                weight_initializer='glorot')
-        else:
-            self.register_parameter('res', None)
-
-        if bias:
-            self.bias = Parameter(torch.empty(total_out_channels))
-        else:
-            self.register_parameter('bias', None)
-
         self.reset_parameters()
 
     def reset_parameters(self):
         super().reset_parameters()
-        for lin in (self.lin, self.lin_src, self.lin_dst, self.lin_edge,
-                    self.res):
-            if lin is not None:
-                lin.reset_parameters()
-        glorot(self.att_src)
-        glorot(self.att_dst)
-        glorot(self.att_edge)
-        zeros(self.bias)
         self.kernel.reset_parameters()
 
     def redraw_spectral_points(self,
@@ -433,9 +366,6 @@ class IKGATConv(MessagePassing):
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         return alpha
 
-    def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
-        return alpha.unsqueeze(-1) * x_j
-
     def _lean_aggregation_applies(self, edge_index: Adj) -> bool:
         r"""Whether :meth:`propagate` would only sum :obj:`alpha * x_j`
         over the edges of an :obj:`edge_index` tensor, so that
@@ -454,7 +384,7 @@ class IKGATConv(MessagePassing):
         return (not self.explain and self.decomposed_layers == 1
                 and self.flow == 'source_to_target'
                 and type(self.aggr_module) is SumAggregation
-                and cls.message is IKGATConv.message
+                and cls.message is GATStyleConv.message
                 and cls.aggregate is MessagePassing.aggregate
                 and cls.update is MessagePassing.update
                 and not any((
@@ -524,84 +454,17 @@ class IKGATConv(MessagePassing):
 
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
                       edge_attr: OptTensor, size: Size,
-                      batch: Union[OptTensor, Tuple[Tensor, Tensor]]):
+                      batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None):
+        super()._check_inputs(x, edge_index, edge_attr, size)
         if torch.jit.is_scripting() or torch.compiler.is_compiling():
             return
         name = type(self).__name__
-        src_channels, dst_channels = (
-            (self.in_channels, self.in_channels) if isinstance(
-                self.in_channels, int) else self.in_channels)
-        if isinstance(x, (tuple, list)):
-            if len(x) != 2:
-                raise ValueError(f"{name}: a tuple 'x' must be "
-                                 f"(x_src, x_dst) (got {len(x)} items)")
-            check_node_features(name, 'x_src', x[0], src_channels)
-            if x[1] is not None:
-                check_node_features(name, 'x_dst', x[1], dst_channels)
-        else:
-            check_node_features(name, 'x', x, src_channels)
         num_src, num_dst = node_counts(x, size)
-        check_edge_index(name, edge_index, num_src, num_dst)
-        check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
         if isinstance(batch, (tuple, list)):
             check_batch(name, 'batch[0]', batch[0], num_src)
             check_batch(name, 'batch[1]', batch[1], num_dst)
         else:
             check_batch(name, 'batch', batch, num_src)
-
-    def _project(
-        self, x: Union[Tensor, OptPairTensor]
-    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
-        H, C = self.heads, self.out_channels
-        res: Optional[Tensor] = None
-        if isinstance(x, Tensor):
-            if self.res is not None:
-                res = self.res(x)
-            if self.lin is not None:
-                x_src = x_dst = self.lin(x).view(-1, H, C)
-            else:
-                assert self.lin_src is not None and self.lin_dst is not None
-                x_src = self.lin_src(x).view(-1, H, C)
-                x_dst = self.lin_dst(x).view(-1, H, C)
-        else:
-            x_src, x_dst = x
-            if x_dst is not None and self.res is not None:
-                res = self.res(x_dst)
-            lin_src = self.lin if self.lin is not None else self.lin_src
-            lin_dst = self.lin if self.lin is not None else self.lin_dst
-            assert lin_src is not None and lin_dst is not None
-            x_src = lin_src(x_src).view(-1, H, C)
-            if x_dst is not None:
-                x_dst = lin_dst(x_dst).view(-1, H, C)
-        return x_src, x_dst, res
-
-    def _add_self_loops(self, edge_index: Adj, edge_attr: OptTensor,
-                        x_src: Tensor, x_dst: OptTensor,
-                        size: Size) -> Tuple[Adj, OptTensor]:
-        if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
-                edge_index) and edge_index.dtype != torch.long:
-            edge_index = edge_index.long()
-        if not self.add_self_loops:
-            return edge_index, edge_attr
-        if isinstance(edge_index, Tensor):
-            # Self-loops only for nodes that are both sources and targets:
-            num_nodes = x_src.size(0)
-            if x_dst is not None:
-                num_nodes = min(num_nodes, x_dst.size(0))
-            num_nodes = min(size) if size is not None else num_nodes
-            edge_index, edge_attr = remove_self_loops(edge_index, edge_attr)
-            edge_index, edge_attr = add_self_loops(
-                edge_index, edge_attr, fill_value=self.fill_value,
-                num_nodes=num_nodes)
-        elif isinstance(edge_index, SparseTensor):
-            if self.edge_dim is None:
-                edge_index = torch_sparse.set_diag(edge_index)
-            else:
-                raise NotImplementedError(
-                    "The usage of 'edge_attr' and 'add_self_loops' "
-                    "simultaneously is currently not yet supported for "
-                    "'edge_index' in a 'SparseTensor' form")
-        return edge_index, edge_attr
 
     def _node_terms(self, x_src: Tensor, x_dst: OptTensor) -> NodeTerms:
         H, C = self.heads, self.out_channels
@@ -627,32 +490,6 @@ class IKGATConv(MessagePassing):
         return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
                          half_norm_dst, anchor_norm, gate_src, gate_dst)
 
-    def _edge_gate(self, edge_attr: OptTensor) -> OptTensor:
-        r"""Return :math:`\mathbf{a}_e^\top\mathbf{\Theta}_e\mathbf{e}_{ij}`
-        of shape :math:`(E, H)`, or :obj:`None` without edge features."""
-        if edge_attr is None or self.lin_edge is None:
-            return None
-        if edge_attr.dim() == 1:
-            edge_attr = edge_attr.view(-1, 1)
-        edge_attr = self.lin_edge(edge_attr)
-        edge_attr = edge_attr.view(-1, self.heads, self.out_channels)
-        return (edge_attr * self.att_edge).sum(dim=-1)
-
-    def _finish(self, out: Tensor, res: OptTensor) -> Tensor:
-        if self.concat:
-            out = out.view(-1, self.heads * self.out_channels)
-        else:
-            out = out.mean(dim=1)
-        if res is not None:
-            out = out + res
-        if self.bias is not None:
-            out = out + self.bias
-        return out
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}({self.in_channels}, '
-                f'{self.out_channels}, heads={self.heads})')
-
 
 def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     r"""The number of target nodes, as :meth:`propagate` infers it: from
@@ -662,25 +499,3 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
-
-
-def _check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],
-                 out_channels: int, heads: int,
-                 edge_dim: Optional[int]) -> None:
-    def valid(value: Any, allow_lazy: bool) -> bool:
-        return (isinstance(value, int) and not isinstance(value, bool)
-                and (value >= 1 or (allow_lazy and value == -1)))
-
-    sizes = in_channels if isinstance(in_channels,
-                                      (tuple, list)) else (in_channels, )
-    if len(sizes) not in (1, 2) or not all(valid(s, True) for s in sizes):
-        raise ValueError(f"{name}: 'in_channels' must be a positive integer, "
-                         f"-1 (lazy), or a pair of them for bipartite graphs "
-                         f"(got {in_channels!r})")
-    for option, value in (('out_channels', out_channels), ('heads', heads)):
-        if not valid(value, False):
-            raise ValueError(f"{name}: '{option}' must be a positive integer "
-                             f"(got {value!r})")
-    if edge_dim is not None and not valid(edge_dim, False):
-        raise ValueError(f"{name}: 'edge_dim' must be a positive integer or "
-                         f"None (got {edge_dim!r})")

@@ -8,37 +8,25 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
-from torch_geometric.nn.conv import MessagePassing
-from torch_geometric.nn.dense.linear import Linear
-from torch_geometric.nn.inits import glorot, zeros
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
     OptTensor,
     Size,
     SparseTensor,
-    torch_sparse,
 )
 from torch_geometric.utils import (
-    add_self_loops,
     is_torch_sparse_tensor,
-    remove_self_loops,
     scatter,
     softmax,
     to_edge_index,
 )
 from torch_geometric.utils.sparse import set_sparse_value
 
-from ikgat.nn.conv.ikgat_conv import _check_sizes
-from ikgat.nn.conv.inputs import (
-    check_edge_attr,
-    check_edge_index,
-    check_node_features,
-    node_counts,
-)
+from ikgat.nn.conv.gat_base import GATStyleConv
 
 
-class KEPGATConv(MessagePassing):
+class KEPGATConv(GATStyleConv):
     r"""Bayesian graph attention after the `"Self-Attention through
     Kernel-Eigen Pair Sparse Variational Gaussian Processes"
     <https://arxiv.org/abs/2402.01476>`_ paper (KEP-SVGP, ICML 2024),
@@ -271,13 +259,10 @@ class KEPGATConv(MessagePassing):
         init_scale: float = 0.1,
         **kwargs,
     ):
-        kwargs.setdefault('aggr', 'add')
-        super().__init__(node_dim=0, **kwargs)
+        super().__init__(in_channels, out_channels, heads, concat,
+                         negative_slope, dropout, add_self_loops, edge_dim,
+                         fill_value, bias, residual, **kwargs)
         name = type(self).__name__
-        _check_sizes(name, in_channels, out_channels, heads, edge_dim)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"{name}: 'dropout' must lie in [0, 1) "
-                             f"(got {dropout!r})")
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
             raise ValueError(f"{name}: 'rank' must be a positive integer "
                              f"(got {rank!r})")
@@ -287,39 +272,8 @@ class KEPGATConv(MessagePassing):
             raise ValueError(f"{name}: 'init_scale' must be a positive "
                              f"number (got {init_scale!r})")
 
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.heads = heads
-        self.concat = concat
-        self.negative_slope = float(negative_slope)
-        self.dropout = dropout
-        self.add_self_loops = add_self_loops
-        self.edge_dim = edge_dim
-        self.fill_value = fill_value
-        self.residual = residual
         self.rank = rank
         self.init_scale = float(init_scale)
-
-        # GATConv's parameters under GATConv's names: a GATConv state dict
-        # loads into the attention part (``strict=False``).
-        self.lin = self.lin_src = self.lin_dst = None
-        if isinstance(in_channels, int):
-            self.lin = Linear(in_channels, heads * out_channels, bias=False,
-                              weight_initializer='glorot')
-        else:
-            self.lin_src = Linear(in_channels[0], heads * out_channels, False,
-                                  weight_initializer='glorot')
-            self.lin_dst = Linear(in_channels[1], heads * out_channels, False,
-                                  weight_initializer='glorot')
-        self.att_src = Parameter(torch.empty(1, heads, out_channels))
-        self.att_dst = Parameter(torch.empty(1, heads, out_channels))
-        if edge_dim is not None:
-            self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False,
-                                   weight_initializer='glorot')
-            self.att_edge = Parameter(torch.empty(1, heads, out_channels))
-        else:
-            self.lin_edge = None
-            self.register_parameter('att_edge', None)
 
         # KSVD: eigen-directions U_e (targets/queries), U_r (sources/keys)
         # and log singular values; the SVGP pair, branch 0 = e, 1 = r.
@@ -330,19 +284,6 @@ class KEPGATConv(MessagePassing):
         self.inducing_mean = Parameter(torch.empty(2, H, s, C))
         self.inducing_scale_offdiag = Parameter(torch.empty(2, H, C, s, s))
         self.inducing_log_scale_diag = Parameter(torch.empty(2, H, C, s))
-
-        total_out_channels = out_channels * (heads if concat else 1)
-        if residual:
-            self.res = Linear(
-                in_channels if isinstance(in_channels, int) else
-                in_channels[1], total_out_channels, bias=False,
-                weight_initializer='glorot')
-        else:
-            self.register_parameter('res', None)
-        if bias:
-            self.bias = Parameter(torch.empty(total_out_channels))
-        else:
-            self.register_parameter('bias', None)
 
         self._ksvd_loss: Optional[Tensor] = None
         self.reset_parameters()
@@ -361,14 +302,6 @@ class KEPGATConv(MessagePassing):
 
     def reset_parameters(self):
         super().reset_parameters()
-        for lin in (self.lin, self.lin_src, self.lin_dst, self.lin_edge,
-                    self.res):
-            if lin is not None:
-                lin.reset_parameters()
-        glorot(self.att_src)
-        glorot(self.att_dst)
-        glorot(self.att_edge)
-        zeros(self.bias)
         with torch.no_grad():
             for directions in (self.eigen_directions_dst,
                                self.eigen_directions_src):
@@ -457,7 +390,7 @@ class KEPGATConv(MessagePassing):
                 :obj:`None`. (default: :obj:`None`)
         """
         self._check_inputs(x, edge_index, edge_attr, size)
-        H, C = self.heads, self.out_channels
+        H = self.heads
         x_src, x_dst, res = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
@@ -506,14 +439,7 @@ class KEPGATConv(MessagePassing):
         out = f_e + self.propagate(coo, x=(f_r, None), alpha=alpha,
                                    size=pair_size)
 
-        if self.concat:
-            out = out.reshape(-1, H * C)
-        else:
-            out = out.mean(dim=1)
-        if res is not None:
-            out = out + res
-        if self.bias is not None:
-            out = out + self.bias
+        out = self._finish(out, res)
 
         if return_attention_weights:
             if isinstance(edge_index, Tensor):
@@ -549,95 +475,14 @@ class KEPGATConv(MessagePassing):
         alpha = gate_j if gate_i is None else gate_j + gate_i
         if index.numel() == 0:
             return alpha
-        if edge_attr is not None and self.lin_edge is not None:
-            if edge_attr.dim() == 1:
-                edge_attr = edge_attr.view(-1, 1)
-            edge_attr = self.lin_edge(edge_attr)
-            edge_attr = edge_attr.view(-1, self.heads, self.out_channels)
-            alpha = alpha + (edge_attr * self.att_edge).sum(dim=-1)
+        edge_gate = self._edge_gate(edge_attr)
+        if edge_gate is not None:
+            alpha = alpha + edge_gate
         alpha = F.leaky_relu(alpha, self.negative_slope)
         alpha = softmax(alpha, index, ptr, dim_size)
         return F.dropout(alpha, p=self.dropout, training=self.training)
 
-    def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
-        return alpha.unsqueeze(-1) * x_j
-
     # --------------------------------------------------------------- helpers
-
-    def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
-                      edge_attr: OptTensor, size: Size) -> None:
-        if torch.jit.is_scripting() or torch.compiler.is_compiling():
-            return
-        name = type(self).__name__
-        src_channels, dst_channels = (
-            (self.in_channels, self.in_channels) if isinstance(
-                self.in_channels, int) else self.in_channels)
-        if isinstance(x, (tuple, list)):
-            if len(x) != 2:
-                raise ValueError(f"{name}: a tuple 'x' must be "
-                                 f"(x_src, x_dst) (got {len(x)} items)")
-            check_node_features(name, 'x_src', x[0], src_channels)
-            if x[1] is not None:
-                check_node_features(name, 'x_dst', x[1], dst_channels)
-        else:
-            check_node_features(name, 'x', x, src_channels)
-        num_src, num_dst = node_counts(x, size)
-        check_edge_index(name, edge_index, num_src, num_dst)
-        check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
-
-    def _project(
-        self, x: Union[Tensor, OptPairTensor]
-    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
-        H, C = self.heads, self.out_channels
-        res: Optional[Tensor] = None
-        if isinstance(x, Tensor):
-            if self.res is not None:
-                res = self.res(x)
-            if self.lin is not None:
-                x_src = x_dst = self.lin(x).view(-1, H, C)
-            else:
-                assert self.lin_src is not None and self.lin_dst is not None
-                x_src = self.lin_src(x).view(-1, H, C)
-                x_dst = self.lin_dst(x).view(-1, H, C)
-        else:
-            x_src, x_dst = x
-            if x_dst is not None and self.res is not None:
-                res = self.res(x_dst)
-            lin_src = self.lin if self.lin is not None else self.lin_src
-            lin_dst = self.lin if self.lin is not None else self.lin_dst
-            assert lin_src is not None and lin_dst is not None
-            x_src = lin_src(x_src).view(-1, H, C)
-            if x_dst is not None:
-                x_dst = lin_dst(x_dst).view(-1, H, C)
-        return x_src, x_dst, res
-
-    def _add_self_loops(self, edge_index: Adj, edge_attr: OptTensor,
-                        x_src: Tensor, x_dst: OptTensor,
-                        size: Size) -> Tuple[Adj, OptTensor]:
-        if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
-                edge_index) and edge_index.dtype != torch.long:
-            edge_index = edge_index.long()
-        if not self.add_self_loops:
-            return edge_index, edge_attr
-        if isinstance(edge_index, Tensor):
-            # As GATConv: self-loops for nodes both sources and targets.
-            num_nodes = x_src.size(0)
-            if x_dst is not None:
-                num_nodes = min(num_nodes, x_dst.size(0))
-            num_nodes = min(size) if size is not None else num_nodes
-            edge_index, edge_attr = remove_self_loops(edge_index, edge_attr)
-            edge_index, edge_attr = add_self_loops(
-                edge_index, edge_attr, fill_value=self.fill_value,
-                num_nodes=num_nodes)
-        elif isinstance(edge_index, SparseTensor):
-            if self.edge_dim is None:
-                edge_index = torch_sparse.set_diag(edge_index)
-            else:
-                raise NotImplementedError(
-                    "The usage of 'edge_attr' and 'add_self_loops' "
-                    "simultaneously is currently not yet supported for "
-                    "'edge_index' in a 'SparseTensor' form")
-        return edge_index, edge_attr
 
     def _coo(self, edge_index: Adj, x_src: Tensor, x_dst: OptTensor,
              size: Size) -> Tuple[Tensor, int, int]:
@@ -659,11 +504,6 @@ class KEPGATConv(MessagePassing):
         else:  # as MessagePassing: from the largest target index
             num_dst = int(edge_index[1].max()) + 1 if edge_index.numel() else 0
         return edge_index, num_src, num_dst
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}({self.in_channels}, '
-                f'{self.out_channels}, heads={self.heads})')
-
 
 def ksvd_loss(model: torch.nn.Module) -> Tensor:
     r"""Return :math:`\sum_m L_{\mathrm{ksvd}, m}` over the modules of

@@ -3,7 +3,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 from torch import Tensor
 
 from ikgat.kernels import ImplicitSpectralKernel
-from ikgat.nn.conv.ikgat_conv import IKGATConv, _check_sizes
+from ikgat.nn.conv.gat_base import check_sizes
+from ikgat.nn.conv.ikgat_conv import IKGATConv
 
 
 class MIKANConv(IKGATConv):
@@ -94,8 +95,8 @@ class MIKANConv(IKGATConv):
         kernel_kwargs: Optional[Dict[str, Any]] = None,
         **kwargs,
     ):
-        _check_sizes(type(self).__name__, in_channels, out_channels, heads,
-                     edge_dim)
+        check_sizes(type(self).__name__, in_channels, out_channels, heads,
+                    edge_dim)
         kernel = ImplicitSpectralKernel(
             heads, out_channels, num_features=num_features,
             hidden_channels=hidden_channels, prior_scale=prior_scale,

@@ -1,0 +1,260 @@
+r"""What every GATConv-compatible layer of ikgat shares: GATConv's
+constructor, parameters (under GATConv's names), input checks, projections,
+self-loops and output (concatenate or average heads, residual, bias)."""
+from typing import Any, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch.nn import Parameter
+
+from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.dense.linear import Linear
+from torch_geometric.nn.inits import glorot, zeros
+from torch_geometric.typing import (
+    Adj,
+    OptPairTensor,
+    OptTensor,
+    Size,
+    SparseTensor,
+    torch_sparse,
+)
+from torch_geometric.utils import (
+    add_self_loops,
+    is_torch_sparse_tensor,
+    remove_self_loops,
+)
+
+from ikgat.nn.conv.inputs import (
+    check_edge_attr,
+    check_edge_index,
+    check_node_features,
+    node_counts,
+)
+
+
+class GATStyleConv(MessagePassing):
+    r"""The part of :class:`torch_geometric.nn.conv.GATConv` that does not
+    depend on how attention is computed.  Subclasses add their own
+    parameters, call :meth:`reset_parameters` at the end of their
+    constructor and implement :meth:`forward`.
+
+    Parameters keep GATConv's names (``lin`` or ``lin_src``/``lin_dst``,
+    ``att_src``, ``att_dst``, ``lin_edge``, ``att_edge``, ``res``,
+    ``bias``), so a trained GATConv's state dict loads into a subclass
+    (``strict=False`` for the subclass's own parameters).  The arguments are
+    GATConv's and are validated with errors that name the value.
+    """
+    def __init__(
+        self,
+        in_channels: Union[int, Tuple[int, int]],
+        out_channels: int,
+        heads: int = 1,
+        concat: bool = True,
+        negative_slope: float = 0.2,
+        dropout: float = 0.0,
+        add_self_loops: bool = True,
+        edge_dim: Optional[int] = None,
+        fill_value: Union[float, Tensor, str] = 'mean',
+        bias: bool = True,
+        residual: bool = False,
+        **kwargs,
+    ):
+        kwargs.setdefault('aggr', 'add')
+        super().__init__(node_dim=0, **kwargs)
+        name = type(self).__name__
+        check_sizes(name, in_channels, out_channels, heads, edge_dim)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"{name}: 'dropout' must lie in [0, 1) "
+                             f"(got {dropout!r})")
+
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.heads = heads
+        self.concat = concat
+        self.negative_slope = float(negative_slope)
+        self.dropout = dropout
+        self.add_self_loops = add_self_loops
+        self.edge_dim = edge_dim
+        self.fill_value = fill_value
+        self.residual = residual
+
+        self.lin = self.lin_src = self.lin_dst = None
+        if isinstance(in_channels, int):
+            self.lin = Linear(in_channels, heads * out_channels, bias=False,
+                              weight_initializer='glorot')
+        else:
+            self.lin_src = Linear(in_channels[0], heads * out_channels, False,
+                                  weight_initializer='glorot')
+            self.lin_dst = Linear(in_channels[1], heads * out_channels, False,
+                                  weight_initializer='glorot')
+
+        self.att_src = Parameter(torch.empty(1, heads, out_channels))
+        self.att_dst = Parameter(torch.empty(1, heads, out_channels))
+
+        if edge_dim is not None:
+            self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False,
+                                   weight_initializer='glorot')
+            self.att_edge = Parameter(torch.empty(1, heads, out_channels))
+        else:
+            self.lin_edge = None
+            self.register_parameter('att_edge', None)
+
+        total_out_channels = out_channels * (heads if concat else 1)
+        if residual:
+            self.res = Linear(
+                in_channels if isinstance(in_channels, int) else
+                in_channels[1], total_out_channels, bias=False,
+                weight_initializer='glorot')
+        else:
+            self.register_parameter('res', None)
+
+        if bias:
+            self.bias = Parameter(torch.empty(total_out_channels))
+        else:
+            self.register_parameter('bias', None)
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        for lin in (self.lin, self.lin_src, self.lin_dst, self.lin_edge,
+                    self.res):
+            if lin is not None:
+                lin.reset_parameters()
+        glorot(self.att_src)
+        glorot(self.att_dst)
+        glorot(self.att_edge)
+        zeros(self.bias)
+
+    def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
+        return alpha.unsqueeze(-1) * x_j
+
+    def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
+                      edge_attr: OptTensor, size: Size) -> None:
+        r"""Raise an error naming the offending value for malformed node
+        features, edges or edge features (skipped when scripted or
+        compiled)."""
+        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+            return
+        name = type(self).__name__
+        src_channels, dst_channels = (
+            (self.in_channels, self.in_channels) if isinstance(
+                self.in_channels, int) else self.in_channels)
+        if isinstance(x, (tuple, list)):
+            if len(x) != 2:
+                raise ValueError(f"{name}: a tuple 'x' must be "
+                                 f"(x_src, x_dst) (got {len(x)} items)")
+            check_node_features(name, 'x_src', x[0], src_channels)
+            if x[1] is not None:
+                check_node_features(name, 'x_dst', x[1], dst_channels)
+        else:
+            check_node_features(name, 'x', x, src_channels)
+        num_src, num_dst = node_counts(x, size)
+        check_edge_index(name, edge_index, num_src, num_dst)
+        check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
+
+    def _project(
+        self, x: Union[Tensor, OptPairTensor]
+    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        r"""Return the source and target projections :math:`(N, H, C)`
+        (the target one :obj:`None` for ``x_dst=None``) and the residual."""
+        H, C = self.heads, self.out_channels
+        res: Optional[Tensor] = None
+        if isinstance(x, Tensor):
+            if self.res is not None:
+                res = self.res(x)
+            if self.lin is not None:
+                x_src = x_dst = self.lin(x).view(-1, H, C)
+            else:
+                assert self.lin_src is not None and self.lin_dst is not None
+                x_src = self.lin_src(x).view(-1, H, C)
+                x_dst = self.lin_dst(x).view(-1, H, C)
+        else:
+            x_src, x_dst = x
+            if x_dst is not None and self.res is not None:
+                res = self.res(x_dst)
+            lin_src = self.lin if self.lin is not None else self.lin_src
+            lin_dst = self.lin if self.lin is not None else self.lin_dst
+            assert lin_src is not None and lin_dst is not None
+            x_src = lin_src(x_src).view(-1, H, C)
+            if x_dst is not None:
+                x_dst = lin_dst(x_dst).view(-1, H, C)
+        return x_src, x_dst, res
+
+    def _add_self_loops(self, edge_index: Adj, edge_attr: OptTensor,
+                        x_src: Tensor, x_dst: OptTensor,
+                        size: Size) -> Tuple[Adj, OptTensor]:
+        r"""GATConv's self-loops: removed, then added for the nodes that are
+        both sources and targets, with :obj:`fill_value` edge features."""
+        if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
+                edge_index) and edge_index.dtype != torch.long:
+            edge_index = edge_index.long()
+        if not self.add_self_loops:
+            return edge_index, edge_attr
+        if isinstance(edge_index, Tensor):
+            num_nodes = x_src.size(0)
+            if x_dst is not None:
+                num_nodes = min(num_nodes, x_dst.size(0))
+            num_nodes = min(size) if size is not None else num_nodes
+            edge_index, edge_attr = remove_self_loops(edge_index, edge_attr)
+            edge_index, edge_attr = add_self_loops(
+                edge_index, edge_attr, fill_value=self.fill_value,
+                num_nodes=num_nodes)
+        elif isinstance(edge_index, SparseTensor):
+            if self.edge_dim is None:
+                edge_index = torch_sparse.set_diag(edge_index)
+            else:
+                raise NotImplementedError(
+                    "The usage of 'edge_attr' and 'add_self_loops' "
+                    "simultaneously is currently not yet supported for "
+                    "'edge_index' in a 'SparseTensor' form")
+        return edge_index, edge_attr
+
+    def _edge_gate(self, edge_attr: OptTensor) -> OptTensor:
+        r"""Return :math:`\mathbf{a}_e^\top\mathbf{\Theta}_e\mathbf{e}_{ij}`
+        of shape :math:`(E, H)`, or :obj:`None` without edge features."""
+        if edge_attr is None or self.lin_edge is None:
+            return None
+        if edge_attr.dim() == 1:
+            edge_attr = edge_attr.view(-1, 1)
+        edge_attr = self.lin_edge(edge_attr)
+        edge_attr = edge_attr.view(-1, self.heads, self.out_channels)
+        return (edge_attr * self.att_edge).sum(dim=-1)
+
+    def _finish(self, out: Tensor, res: OptTensor) -> Tensor:
+        r"""Concatenate or average the heads, then add residual and bias."""
+        if self.concat:
+            out = out.reshape(-1, self.heads * self.out_channels)
+        else:
+            out = out.mean(dim=1)
+        if res is not None:
+            out = out + res
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.in_channels}, '
+                f'{self.out_channels}, heads={self.heads})')
+
+
+def check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],
+                out_channels: int, heads: int,
+                edge_dim: Optional[int]) -> None:
+    r"""Raise an error naming the value unless the sizes are GATConv's:
+    positive integers (``in_channels`` may be -1, lazy, or a pair)."""
+    def valid(value: Any, allow_lazy: bool) -> bool:
+        return (isinstance(value, int) and not isinstance(value, bool)
+                and (value >= 1 or (allow_lazy and value == -1)))
+
+    sizes = in_channels if isinstance(in_channels,
+                                      (tuple, list)) else (in_channels, )
+    if len(sizes) not in (1, 2) or not all(valid(s, True) for s in sizes):
+        raise ValueError(f"{name}: 'in_channels' must be a positive integer, "
+                         f"-1 (lazy), or a pair of them for bipartite graphs "
+                         f"(got {in_channels!r})")
+    for option, value in (('out_channels', out_channels), ('heads', heads)):
+        if not valid(value, False):
+            raise ValueError(f"{name}: '{option}' must be a positive integer "
+                             f"(got {value!r})")
+    if edge_dim is not None and not valid(edge_dim, False):
+        raise ValueError(f"{name}: 'edge_dim' must be a positive integer or "
+                         f"None (got {edge_dim!r})")
