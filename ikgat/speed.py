@@ -16,10 +16,10 @@ on whatever machine and load the run sees.
   untimed ones, wall clock and process CPU time;
 * **peak memory**: live tensors (:mod:`torch.profiler`) and peak RSS growth
   during one step (:mod:`ikgat.measurement`);
-* **node-wise kernel part** of IKGATConv: forward + backward of
-  ``kernel.log_similarity`` for both sides on the layer's projections;
-  **rest of the layer**: the layer with the kernel's output precomputed
-  (:func:`~ikgat.speed_steps.without_kernel`);
+* **rest of the layer**: IKGATConv with the kernel's output precomputed
+  (:func:`~ikgat.speed_steps.without_kernel`): projection, norms, per-edge
+  work, aggregation; **node-wise kernel part**: the layer minus its rest,
+  the median over rounds of the paired differences;
 * **node paths** of the random-feature kernels, the kernels' own option
   ``node_path``: ``plain`` stores :math:`N \times H \times 2R` features,
   ``eager`` and ``compile`` are the fused path (DESIGN.md section 3);
@@ -43,14 +43,12 @@ from ikgat.benchmarking import RESULTS_DIR, git_commit, write_text
 from ikgat.kernels import KERNELS
 from ikgat.kernels.random_features import NODE_PATHS
 from ikgat.measurement import (Measurement, Session, Step, fmt_bytes,
-                               fmt_ratio,
-                               fmt_speed, fmt_time, load_average,
+                               fmt_ratio, fmt_speed, fmt_time, load_average,
                                machine_info, paired_differences, quantile,
                                table)
 from ikgat.speed_steps import (ARXIV, CHANNELS, HEADS, Graph, NaiveEdgeWise,
                                layer_step, load_graph, make_gat, make_ikgat,
-                               make_mikan, random_edges,
-                               random_features,
+                               make_mikan, random_edges, random_features,
                                rest_step, seeded, step_maker, takes_node_path)
 
 DEFAULT_SPEED_RESULTS = osp.join(RESULTS_DIR, 'speed.md')
@@ -100,10 +98,11 @@ class Report:
         self.lines.append(text)
         print(text, flush=True)
 
-    def session(self, reps: Optional[int] = None,
-                memory: bool = True) -> Session:
+    def session(self, reps: Optional[int] = None, memory: bool = True,
+                warmup: Optional[int] = None) -> Session:
         args = self.args
-        return Session(args.reps if reps is None else reps, args.warmup,
+        return Session(args.reps if reps is None else reps,
+                       args.warmup if warmup is None else warmup,
                        memory=memory and args.memory, seed=args.seed)
 
     def layer(self, make: Callable[[], torch.nn.Module], graph: Graph,
@@ -124,10 +123,12 @@ class Report:
         session.add(('gat', ), self.layer(lambda: make_gat(F), graph), True)
         rows: List[Tuple[str, Key]] = [('GATConv', ('gat', ))]
         for kernel in args.kernels:
+            # The profiler costs up to ~5x a step: peak tensors only for the
+            # kernels of the split (peak RSS for all).
             key = ikgat_key(kernel, path)
             session.add(key, self.layer(
                 lambda kernel=kernel: make_ikgat(F, kernel, R, path), graph),
-                True)
+                kernel in args.split_kernels)
             rows.append((f'IKGATConv `{kernel}`', key))
         if args.mikan:
             session.add(('mikan', ), self.layer(
@@ -299,7 +300,10 @@ class Report:
                    lambda: make_ikgat(F, 'direct', R, path), layer_step),
                   ('rest of IKGATConv', 'rest',
                    lambda: make_ikgat(F, 'direct', R, path), rest_step)]
-        session = self.session(args.degree_reps, memory=False)
+        # No warm-up round: no compile here, and each step's setup already
+        # runs a forward pass; medians and paired differences absorb the
+        # rest.
+        session = self.session(args.degree_reps, memory=False, warmup=0)
         for degree, graph in graphs.items():
             for _, name, make, kind in models:
                 session.add((name, degree), self.layer(make, graph, kind))
@@ -308,8 +312,8 @@ class Report:
         self.emit(f'### Edge doubling at fixed N: {N:,} nodes, {F} features, '
                   f'R={R}, random edges (node path `{path}`)')
         self.emit()
-        self.emit(f'One session, {args.degree_reps} rounds after '
-                  f'{args.warmup} warm-up, every (model, degree) once per '
+        self.emit(f'One session, {args.degree_reps} rounds (no warm-up '
+                  f'round), every (model, degree) once per '
                   f'round in a shuffled order. *Added* = the median over '
                   f'rounds of the paired difference time(d) - time(d/2) '
                   f'within a round (wall clock; process CPU time in '
@@ -501,7 +505,7 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
                         'need more bytes than this (default: %(default)s)')
     parser.add_argument('--r-sweep', nargs='*', type=int,
                         default=[16, 32, 64, 128, 256])
-    parser.add_argument('--r-sweep-graph', default='arxiv')
+    parser.add_argument('--r-sweep-graph', default='PubMed')
     parser.add_argument('--degrees', nargs='*', type=int,
                         default=[4, 8, 16, 32],
                         help='average degrees of the edge-doubling and naive '
@@ -602,7 +606,9 @@ def _run(args: argparse.Namespace, command: str) -> str:
          f'times); random-feature node path in the layer tables and '
          f'sweeps: `{args.node_path}`')
     emit('- peak tensors: peak bytes of live tensors during one step '
-         '(torch.profiler memory timeline; input and parameters included). '
+         '(torch.profiler memory timeline; input and parameters included; '
+         'measured for GATConv, MIKANConv and the --split-kernels only, as '
+         'the profiler costs up to ~5x a step). '
          'Peak RSS Δ: growth of the peak resident set over the resident '
          'set before the step (VmHWM reset via /proc/self/clear_refs after '
          'malloc_trim).')

@@ -18,12 +18,11 @@ import torch
 from torch import Tensor
 
 from ikgat.kernels import KERNELS, Kernel
+from ikgat.measurement import Step
 
 HEADS, CHANNELS = 8, 8
 #: A synthetic graph of ogbn-arxiv's size.
 ARXIV = dict(num_nodes=169_343, num_edges=1_166_243, num_features=128)
-
-Step = Callable[[], None]
 
 # --------------------------------------------------------------------------
 # Graphs
