@@ -188,12 +188,7 @@ def model_hyperparameters(model: str, p: Optional[float] = None,
 def conv_factory(model: str, p: Optional[float] = None,
                  R: Optional[int] = None) -> Tuple[type, Dict[str, Any]]:
     r"""Return ``(conv_class, conv_kwargs)`` of :obj:`model` for
-    :class:`ikgat.models.TwoLayerGAT`.
-
-    ``ikan`` and ``mikan`` are imported here, lazily, so that the table lists
-    them before their layers exist; building them without the layer raises
-    an error that says so.
-    """
+    :class:`ikgat.models.TwoLayerGAT`."""
     spec = MODELS[check_models([model])[0]]
     if spec.layer == 'gat':
         from torch_geometric.nn import GATConv
@@ -205,20 +200,9 @@ def conv_factory(model: str, p: Optional[float] = None,
     if hyper['R'] is not None:
         kwargs['num_features'] = hyper['R']
     if spec.layer == 'mikan':
-        try:
-            from ikgat import MIKANConv
-        except ImportError as error:
-            raise RuntimeError(
-                "Model 'mikan' needs ikgat.MIKANConv, which this version of "
-                "ikgat does not provide yet") from error
+        from ikgat import MIKANConv
         return MIKANConv, kwargs
-    from ikgat.kernels import KERNELS
     from ikgat.nn import IKGATConv
-    if spec.kernel not in KERNELS:
-        raise RuntimeError(
-            f"Model {model!r} needs IKGATConv's kernel {spec.kernel!r}, which "
-            f"this version of ikgat does not provide yet (kernels: "
-            f"{sorted(KERNELS)})")
     kwargs['kernel'] = spec.kernel
     return IKGATConv, kwargs
 

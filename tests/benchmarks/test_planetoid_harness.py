@@ -208,16 +208,19 @@ def test_protocol_follows_the_gat_paper():
         protocol_for('Cora', learning_rate=0.1)
 
 
-def test_variational_models_are_registered_lazily():
+def test_variational_models_build_their_layers():
+    from ikgat import IKGATConv, MIKANConv
+    from ikgat.kernels import ImplicitSpectralKernel
     for name in ('ikan', 'mikan'):
         spec = MODELS[name]
         assert spec.variational and spec.uses_num_features
-    # Building them either works or says which layer is missing.
-    for name in ('ikan', 'mikan'):
-        try:
-            build_model(name, 12, 3, protocol_for('Cora'))
-        except RuntimeError as error:
-            assert 'does not provide' in str(error)
+    ikan = build_model('ikan', 12, 3, protocol_for('Cora'), R=8)
+    assert isinstance(ikan.conv1, IKGATConv)
+    assert isinstance(ikan.conv1.kernel, ImplicitSpectralKernel)
+    assert ikan.conv1.kernel.num_features == 8
+    mikan = build_model('mikan', 12, 3, protocol_for('Cora'), R=8)
+    assert isinstance(mikan.conv1, MIKANConv)
+    assert mikan.conv1.kernel.raw_correlation is not None
 
 
 def _row(dataset, model, seed, val, test, p='', R='', beta='', tag='final'):
