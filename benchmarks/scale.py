@@ -15,11 +15,15 @@ backward and an Adam step.  Models:
 
 * ``gat``: :class:`torch_geometric.nn.GATConv`;
 * ``ikgat``: :class:`ikgat.IKGATConv` (``kernel='direct'``, ``R = 64``),
-  aggregating with the memory-lean :func:`ikgat.nn.aggregation.
-  attention_aggregate` (its default for an ``edge_index`` tensor);
+  with its defaults for an ``edge_index`` tensor: attention weights from the
+  chunked :func:`ikgat.nn.edge_softmax.kernel_edge_softmax` and the
+  memory-lean :func:`ikgat.nn.aggregation.attention_aggregate`;
 * ``ikgat-propagate``: the same layer forced onto PyG's ``propagate``
-  (gather, multiply, scatter: an :math:`E \times H \times C` message tensor),
-  to measure what the lean aggregation saves.
+  (gather, multiply, scatter: an :math:`E \times H \times C` message tensor)
+  and ``edge_updater``, to measure what the lean operators save;
+* ``ikgat-edge-updater``: lean aggregation, but the attention weights from
+  ``edge_update`` (:math:`E \times H \times 3` gathers, PyG's softmax)
+  instead of :func:`ikgat.nn.edge_softmax.kernel_edge_softmax`.
 
 Each model and size runs in its own subprocess (one thread by default), so
 an out-of-memory or a crash is reported as such and the next one still runs.
@@ -47,7 +51,7 @@ step (bytes per edge), which is where the memory of a step goes.  The
 tables and notes of these runs are in ``benchmarks/results/scale.md``::
 
     python -m benchmarks.scale --breakdown --fraction 0.0078125 \
-        --models gat ikgat ikgat-propagate
+        --models gat ikgat ikgat-edge-updater ikgat-propagate
 """
 import argparse
 import json
@@ -68,7 +72,7 @@ GRAPHS = {
     'products': (2_449_029, 61_859_140, 100, 47),
     'arxiv': (169_343, 1_166_243, 128, 40),
 }
-MODELS = ('gat', 'ikgat', 'ikgat-propagate')
+MODELS = ('gat', 'ikgat', 'ikgat-propagate', 'ikgat-edge-updater')
 HEADS, CHANNELS, NUM_FEATURES = 8, 8, 64
 
 
@@ -137,6 +141,9 @@ def build_model(name: str, in_channels: int, num_classes: int):
                          num_features=NUM_FEATURES)
         if name == 'ikgat-propagate':  # force PyG's gather-multiply-scatter
             conv._lean_aggregation_applies = lambda edge_index: False
+        if name in ('ikgat-propagate', 'ikgat-edge-updater'):
+            # force edge_update's [E, H, 3] gathers and PyG's softmax
+            conv._lean_edge_softmax_applies = lambda edge_index: False
     return OneLayer(conv)
 
 

@@ -6,11 +6,11 @@ from benchmarks.scale import main, predict_peak
 def test_scale_runs_and_writes_a_table(tmp_path):
     output = tmp_path / 'scale.md'
     main(['--fractions', '0.0001', '--models', 'gat', 'ikgat',
-          'ikgat-propagate', '--steps', '1', '--warmup', '0', '--output',
-          str(output)])
+          'ikgat-propagate', 'ikgat-edge-updater', '--steps', '1',
+          '--warmup', '0', '--output', str(output)])
     lines = [line for line in output.read_text().splitlines()
              if line.startswith('| 0.000')]
-    assert len(lines) == 3 and all(line.endswith('| ok |') for line in lines)
+    assert len(lines) == 4 and all(line.endswith('| ok |') for line in lines)
 
 
 def test_scale_reports_out_of_memory_and_skips_larger_sizes(tmp_path):

@@ -29,6 +29,7 @@ from ikgat.nn.conv.inputs import (
     check_batch,
     node_counts,
 )
+from ikgat.nn.edge_softmax import kernel_edge_softmax
 from ikgat.norms import lp_norm_squared
 
 
@@ -103,7 +104,11 @@ class IKGATConv(GATStyleConv):
     :math:`c` takes two values, so all kernel terms are evaluated once per
     node, head and slope (:math:`O(N H R)` random features); each edge only
     picks and adds them (:math:`O(E H)`, like GATConv).  No
-    :math:`E \times H \times R` tensor is ever formed.
+    :math:`E \times H \times R` tensor is ever formed.  For an
+    :obj:`edge_index` tensor the per-edge logits, their softmax over the
+    targets (:func:`~ikgat.nn.edge_softmax.kernel_edge_softmax`) and the
+    aggregation (:func:`~ikgat.nn.aggregation.attention_aggregate`) run in
+    edge chunks and keep only :math:`\alpha` per edge for backward.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -293,6 +298,15 @@ class IKGATConv(GATStyleConv):
         # ½‖q_i‖_p² is constant over the softmax group of i and cancels:
         score_dst = torch.cat(
             [terms.log_sim_dst, terms.gate_dst.unsqueeze(-1)], dim=-1)
+        if self._lean_edge_softmax_applies(edge_index):
+            assert isinstance(edge_index, Tensor)
+            # edge_update's logit and softmax, chunked over the edges: no
+            # [E, H, 3] gathers, only alpha saved for backward.
+            alpha = kernel_edge_softmax(
+                score_src, score_dst, edge_index,
+                _num_targets(x_src, x_dst, size), self._edge_gate(edge_attr),
+                self.negative_slope)
+            return F.dropout(alpha, p=self.dropout, training=self.training)
         score_missing_dst: OptTensor = None
         if x_dst is None:
             score_missing_dst, score_dst = score_dst, None
@@ -395,6 +409,24 @@ class IKGATConv(GATStyleConv):
                     self._aggregate_forward_pre_hooks,
                     self._aggregate_forward_hooks,
                 )))
+
+    def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
+        r"""Whether :meth:`edge_updater` would only call this class's
+        :meth:`edge_update` on the edges of an :obj:`edge_index` tensor, so
+        that :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` computes the
+        same attention weights without :math:`E \times H \times 3` gathers.
+        PyG's path stays in charge of sparse adjacencies, :class:`EdgeIndex`,
+        explain mode, edge-update hooks, other flows, an overridden
+        :meth:`edge_update`, TorchScript and :func:`torch.compile`."""
+        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+            return False
+        if (type(edge_index) is not Tensor
+                or edge_index.layout != torch.strided):
+            return False
+        return (not self.explain and self.flow == 'source_to_target'
+                and type(self).edge_update is IKGATConv.edge_update
+                and not self._edge_update_forward_pre_hooks
+                and not self._edge_update_forward_hooks)
 
     @torch.no_grad()
     def attention_decomposition(
