@@ -13,17 +13,24 @@ def kl_divergence(model: torch.nn.Module) -> Tensor:
     The training loss of a variational model is
     ``nll + beta * kl_divergence(model)``.
     """
+    return sum_outermost(model, 'kl_divergence')
+
+
+def sum_outermost(model: torch.nn.Module, method: str) -> Tensor:
+    r"""Return the sum of ``module.<method>()`` over the outermost modules of
+    :obj:`model` that define :obj:`method` (a module below one that defines
+    it is not counted again); a zero scalar when there are none."""
     owners = []
     for name, module in model.named_modules():
-        if not callable(getattr(module, 'kl_divergence', None)):
+        if not callable(getattr(module, method, None)):
             continue
         if any(owner == '' or name.startswith(owner + '.')
                for owner, _ in owners):
             continue
         owners.append((name, module))
     if owners:
-        return torch.stack(
-            [module.kl_divergence().reshape(()) for _, module in owners]).sum()
+        return torch.stack([getattr(module, method)().reshape(())
+                            for _, module in owners]).sum()
     parameter = next(model.parameters(), None)
     return torch.zeros((), device=None if parameter is None else
                        parameter.device)

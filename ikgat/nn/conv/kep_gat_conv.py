@@ -24,6 +24,7 @@ from torch_geometric.utils import (
 from torch_geometric.utils.sparse import set_sparse_value
 
 from ikgat.nn.conv.gat_base import GATStyleConv
+from ikgat.nn.kl import sum_outermost
 
 
 class KEPGATConv(GATStyleConv):
@@ -512,17 +513,4 @@ def ksvd_loss(model: torch.nn.Module) -> Tensor:
     :func:`ikgat.nn.kl_divergence`, the outermost module defining the method
     accounts for everything below it.  Training adds
     ``eta_ksvd * ksvd_loss(model)`` to the loss."""
-    owners = []
-    for name, module in model.named_modules():
-        if not callable(getattr(module, 'ksvd_loss', None)):
-            continue
-        if any(owner == '' or name.startswith(owner + '.')
-               for owner, _ in owners):
-            continue
-        owners.append((name, module))
-    if owners:
-        return torch.stack(
-            [module.ksvd_loss().reshape(()) for _, module in owners]).sum()
-    parameter = next(model.parameters(), None)
-    return torch.zeros((), device=None if parameter is None else
-                       parameter.device)
+    return sum_outermost(model, 'ksvd_loss')
