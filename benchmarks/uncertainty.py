@@ -89,10 +89,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     defaults = UncertaintyConfig()
     for name in ('mc_dropout_passes', 'mikan_num_samples',
                  'mikan_num_features', 'mikan_beta', 'kep_passes',
-                 'kep_rank', 'kep_eta_ksvd', 'kep_beta'):
+                 'kep_eta_ksvd', 'kep_beta'):
         value = getattr(defaults, name)
         parser.add_argument('--' + name.replace('_', '-'), type=type(value),
                             default=value)
+    parser.add_argument('--mikan-output-magnitude', action='store_true',
+                        help="keep MIKAN's magnitude term in the output "
+                        "layer (the paper's model; under-confident)")
     return parser.parse_args(argv)
 
 
@@ -123,7 +126,8 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
                              mikan_num_features=args.mikan_num_features,
                              kep_passes=args.kep_passes)
     config = UncertaintyConfig(
-        mikan_beta=args.mikan_beta, kep_rank=args.kep_rank,
+        mikan_beta=args.mikan_beta,
+        mikan_output_magnitude=args.mikan_output_magnitude,
         kep_eta_ksvd=args.kep_eta_ksvd, kep_beta=args.kep_beta,
         epochs=epochs, patience=patience, **config_kwargs)
     rows: List[dict] = []

@@ -32,19 +32,24 @@ class TwoLayerGAT(torch.nn.Module):
             (default: :obj:`0.6`)
         conv_kwargs (dict, optional): More arguments of both layers, e.g.
             ``{'kernel': 'direct', 'p': 2.0}``. (default: :obj:`None`)
+        out_conv_kwargs (dict, optional): Arguments of the output layer
+            only, added to (and overriding) :obj:`conv_kwargs`, e.g.
+            ``{'magnitude': False}``. (default: :obj:`None`)
     """
     def __init__(self, in_channels: int, hidden_channels: int,
                  out_channels: int, conv: Type[torch.nn.Module], heads: int = 8,
                  out_heads: int = 1, dropout: float = 0.6,
-                 conv_kwargs: Optional[Dict[str, Any]] = None):
+                 conv_kwargs: Optional[Dict[str, Any]] = None,
+                 out_conv_kwargs: Optional[Dict[str, Any]] = None):
         super().__init__()
         kwargs = dict(conv_kwargs or {})
+        out_kwargs = {**kwargs, **(out_conv_kwargs or {})}
         self.dropout = dropout
         self.conv1 = conv(in_channels, hidden_channels, heads=heads,
                           dropout=dropout, **kwargs)
         self.conv2 = conv(hidden_channels * heads, out_channels,
                           heads=out_heads, concat=False, dropout=dropout,
-                          **kwargs)
+                          **out_kwargs)
 
     def reset_parameters(self):
         self.conv1.reset_parameters()

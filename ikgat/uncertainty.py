@@ -32,7 +32,16 @@ method is:
 * ``gat-mcdropout``: dropout kept on, softmax probabilities averaged over
   :obj:`mc_dropout_passes` passes;
 * ``mikan``: :class:`ikgat.MIKANConv` with :obj:`num_samples` spectral draws
-  averaged inside each layer (its Monte-Carlo evaluation), one pass;
+  averaged inside each layer (its Monte-Carlo evaluation), one pass.  By
+  default the output layer has no magnitude term
+  (``mikan_output_magnitude=False``): there the projections are the class
+  logits, and the factor :math:`\exp(\tfrac12\|k_j\|_p^2)` (which the RBF
+  similarity cancels in GAT, but a bounded random-feature similarity does
+  not) makes attention collapse onto the most confident neighbours as the
+  logits grow, so training keeps them small.  Measured on Cora's
+  validation split (seed 0, selected by validation NLL): mean confidence
+  35.8% at 80.8% accuracy, ECE 45.0%, with the term; 65.5% at 80.0%,
+  ECE 14.5%, without it.  The hidden layer keeps it;
 * ``kep``: :class:`KEPGATConv` in both layers, logits averaged over
   :obj:`kep_passes` stochastic passes (the KEP-SVGP authors' protocol), the
   loss ``nll + eta_ksvd * L_ksvd + beta * KL / n_train``.
@@ -85,8 +94,8 @@ class UncertaintyConfig:
     mikan_num_samples: int = 10
     mikan_num_features: int = 64
     mikan_beta: float = 0.1
+    mikan_output_magnitude: bool = False
     kep_passes: int = 10
-    kep_rank: int = 8
     kep_eta_ksvd: float = 0.1
     kep_beta: float = 0.01
     epochs: Optional[int] = None
@@ -100,10 +109,10 @@ class UncertaintyConfig:
             values['passes'] = self.mc_dropout_passes
         elif method == 'mikan':
             values.update(S=self.mikan_num_samples, R=self.mikan_num_features,
-                          beta=self.mikan_beta)
+                          beta=self.mikan_beta,
+                          out_magnitude=self.mikan_output_magnitude)
         elif method == 'kep':
-            values.update(passes=self.kep_passes, rank=self.kep_rank,
-                          eta_ksvd=self.kep_eta_ksvd, beta=self.kep_beta)
+            values.update(passes=self.kep_passes, eta_ksvd=self.kep_eta_ksvd, beta=self.kep_beta)
         if self.epochs is not None:
             values['epochs'] = self.epochs
         if self.patience is not None:
@@ -225,6 +234,7 @@ def build(method: str, in_channels: int, num_classes: int,
           protocol: Dict[str, Any], config: UncertaintyConfig
           ) -> torch.nn.Module:
     from ikgat.models import TwoLayerGAT
+    out_kwargs: Dict[str, Any] = {}
     if method in GAT_METHODS:
         from torch_geometric.nn import GATConv
         conv, kwargs = GATConv, {}
@@ -232,16 +242,18 @@ def build(method: str, in_channels: int, num_classes: int,
         from ikgat.nn.conv.mikan_conv import MIKANConv
         conv = MIKANConv
         kwargs = dict(num_features=config.mikan_num_features, num_samples=1)
+        out_kwargs = dict(magnitude=config.mikan_output_magnitude)
     elif method == 'kep':
         from ikgat.nn.conv.kep_gat_conv import KEPGATConv
-        conv, kwargs = KEPGATConv, dict(rank=config.kep_rank, num_samples=0)
+        conv, kwargs = KEPGATConv, dict(num_samples=0)
     else:
         raise ValueError(f"Unknown method {method!r}; choose from "
                          f"{list(METHODS)}")
     return TwoLayerGAT(in_channels, protocol['hidden'], num_classes, conv,
                        heads=protocol['heads'],
                        out_heads=protocol['out_heads'],
-                       dropout=protocol['dropout'], conv_kwargs=kwargs)
+                       dropout=protocol['dropout'], conv_kwargs=kwargs,
+                       out_conv_kwargs=out_kwargs)
 
 
 def _set_kep_samples(model: torch.nn.Module, num_samples: int) -> None:

@@ -121,3 +121,25 @@ def test_render_summary_mean_and_std():
     assert '| 2 | 85.00 ± 7.07 |' in line
     assert '5.00 ± 0.00' in line
     assert '`kep` {"rank":8}' in text
+
+
+@pytest.mark.parametrize('keep', [False, True])
+def test_mikan_output_layer_magnitude_follows_the_config(keep):
+    from ikgat.uncertainty import build
+    protocol = dict(hidden=4, heads=2, out_heads=1, dropout=0.6)
+    config = UncertaintyConfig(mikan_output_magnitude=keep)
+    model = build('mikan', 6, 3, protocol, config)
+    assert model.conv1.magnitude and model.conv2.magnitude == keep
+    assert (f'"out_magnitude":{str(keep).lower()}' in config.label('mikan'))
+
+
+def test_two_layer_gat_output_layer_arguments_override():
+    from ikgat import IKGATConv
+    from ikgat.kernels.rbf import RBFKernel
+    from ikgat.models import TwoLayerGAT
+    model = TwoLayerGAT(6, 4, 3, IKGATConv, heads=2,
+                        conv_kwargs=dict(kernel='rbf', p=3.0),
+                        out_conv_kwargs=dict(p=1.5))
+    assert model.conv1.p == 3.0 and model.conv2.p == 1.5
+    assert type(model.conv1.kernel) is RBFKernel
+    assert type(model.conv2.kernel) is RBFKernel

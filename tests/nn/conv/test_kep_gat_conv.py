@@ -29,16 +29,15 @@ def randomise_posterior(conv, scale=0.3):
 
 def dense_reference(conv, x, edge_index):
     """The layer's posterior mean from the docstring's formulas with dense
-    matrices: K from the attention weights, e = K H_r, r = K^T H_e, the
-    edge-space primal weights W_e = Phi_k^T H_r, W_r = Phi_q^T H_e and J."""
+    matrices: K from the attention weights, dual vectors H_e = H_r = the
+    projections, e = K H_r, r = K^T H_e, the edge-space primal weights
+    W_e = Phi_k^T H_r, W_r = Phi_q^T H_e and J."""
     conv.eval()
     conv.num_samples = 0
     out, (ei, alpha) = conv(x, edge_index, return_attention_weights=True)
     H, C, n = conv.heads, conv.out_channels, x.size(0)
     z = conv.lin(x).view(n, H, C)
-    z_hat = z / z.norm(dim=-1, keepdim=True)
-    h_e = torch.einsum('nhc,hcs->hns', z_hat, conv.eigen_directions_dst)
-    h_r = torch.einsum('nhc,hcs->hns', z_hat, conv.eigen_directions_src)
+    h_e = h_r = z.transpose(0, 1)  # the values, [H, n, C]
     inv = (-conv.log_singular_values).exp()
     outputs, losses = [], []
     for h in range(H):
@@ -71,7 +70,7 @@ def dense_reference(conv, x, edge_index):
 
 def test_matches_the_dense_derivation():
     x, edge_index = random_graph(15, 50, 6, seed=0)
-    conv = make_conv(6, 4, heads=3, rank=3).double()
+    conv = make_conv(6, 4, heads=3).double()
     randomise_posterior(conv)
     out, expected, loss = dense_reference(conv, x.double(), edge_index)
     assert (out - expected).abs().max() < 1e-10
@@ -96,6 +95,29 @@ def test_attention_is_gatconv_attention():
     assert torch.allclose(sums, torch.ones_like(sums), atol=1e-5)
 
 
+@pytest.mark.parametrize('concat', [True, False])
+def test_target_branch_mean_is_gatconv_output(concat):
+    # The dual vectors are the values and m starts at Lambda: with the
+    # adjoint branch's mean switched off, the posterior mean is GATConv's
+    # output for any singular values (tied weights).
+    x, edge_index = random_graph(20, 70, 8, seed=16)
+    torch.manual_seed(0)
+    gat = GATConv(8, 4, heads=3, concat=concat, edge_dim=2).double()
+    conv = KEPGATConv(8, 4, heads=3, concat=concat, edge_dim=2,
+                      num_samples=0).double().eval()
+    conv.load_state_dict(gat.state_dict(), strict=False)
+    with torch.no_grad():
+        conv.log_singular_values.normal_(0, 0.5)
+        conv.inducing_mean[0].copy_(torch.diag_embed(conv.singular_values))
+        conv.inducing_mean[1].zero_()
+    x, edge_attr = x.double(), torch.randn(70, 2, dtype=torch.double)
+    expected = gat(x, edge_index, edge_attr)
+    assert (conv(x, edge_index, edge_attr) - expected).abs().max() < 1e-12
+    fresh = KEPGATConv(8, 4, heads=3)
+    assert torch.equal(fresh.inducing_mean,
+                       torch.eye(4).expand(2, 3, 4, 4))  # m = Lambda = I
+
+
 def test_monte_carlo_mean_and_variance():
     # 1000 disjoint copies of one graph: the noise is drawn per node, so one
     # forward pass gives 1000 independent draws of every node's output.
@@ -104,7 +126,7 @@ def test_monte_carlo_mean_and_variance():
     x_rep = x.double().repeat(copies, 1)
     offsets = 8 * torch.arange(copies).repeat_interleave(20)
     edges_rep = edge_index.repeat(1, copies) + offsets
-    conv = make_conv(5, 3, heads=2, rank=4).double().eval()
+    conv = make_conv(5, 3, heads=2).double().eval()
     randomise_posterior(conv)
     conv.num_samples = 0
     mean = conv(x.double(), edge_index)
@@ -148,7 +170,7 @@ def test_repr_and_shapes():
     assert str(conv) == 'KEPGATConv(8, 32, heads=2)'
     x, edge_index = random_graph(10, 30, 8, seed=4)
     assert conv(x, edge_index).shape == (10, 64)
-    conv = KEPGATConv(8, 32, heads=2, concat=False, residual=True, rank=3)
+    conv = KEPGATConv(8, 32, heads=2, concat=False, residual=True)
     assert conv(x, edge_index).shape == (10, 32)
     lazy = KEPGATConv(-1, 4, heads=3)
     assert lazy(x, edge_index).shape == (10, 12)
@@ -227,7 +249,7 @@ def test_permutation_equivariance():
 
 
 def test_kl_equals_torch_distributions_and_is_non_negative():
-    conv = make_conv(5, 3, heads=2, rank=4).double()
+    conv = make_conv(5, 3, heads=2).double()  # rank s = C = 3
     randomise_posterior(conv, scale=0.5)
     with torch.no_grad():
         conv.inducing_mean.normal_()
@@ -237,7 +259,7 @@ def test_kl_equals_torch_distributions_and_is_non_negative():
     for branch in range(2):
         for h in range(2):
             prior = MultivariateNormal(
-                torch.zeros(4, dtype=torch.double),
+                torch.zeros(3, dtype=torch.double),
                 covariance_matrix=torch.diag(lam[h]**2))
             for d in range(3):
                 q = MultivariateNormal(conv.inducing_mean[branch, h, :, d],
@@ -251,7 +273,7 @@ def test_kl_equals_torch_distributions_and_is_non_negative():
 
 
 def test_kl_is_zero_when_q_is_the_prior():
-    conv = make_conv(5, 3, heads=2, rank=4)
+    conv = make_conv(5, 3, heads=2)  # rank s = C = 3
     with torch.no_grad():
         conv.log_singular_values.normal_(0, 0.5)
         conv.inducing_mean.zero_()
@@ -259,7 +281,7 @@ def test_kl_is_zero_when_q_is_the_prior():
         conv.inducing_scale_offdiag.copy_(
             conv.inducing_scale_offdiag.triu())  # ignored part only
         conv.inducing_log_scale_diag.copy_(
-            conv.log_singular_values.view(1, 2, 1, 4).expand(2, 2, 3, 4))
+            conv.log_singular_values.view(1, 2, 1, 3).expand(2, 2, 3, 3))
     assert abs(conv.kl_divergence().item()) < 1e-5
     with torch.no_grad():
         conv.inducing_mean.fill_(0.5)
@@ -291,17 +313,17 @@ def test_model_helpers_sum_kl_and_ksvd_loss():
 
 def test_ksvd_loss_is_finite_and_differentiable():
     x, edge_index = random_graph(15, 50, 6, seed=11)
-    conv = make_conv(6, 4, heads=2, rank=3)
+    conv = make_conv(6, 4, heads=2)
     conv(x, edge_index)
     loss = conv.ksvd_loss()
     assert loss.dim() == 0 and torch.isfinite(loss) and loss.item() > 0
     loss.backward()
-    for name in ('eigen_directions_dst', 'eigen_directions_src',
-                 'log_singular_values', 'att_src', 'att_dst'):
-        grad = getattr(conv, name).grad
-        assert grad is not None and torch.isfinite(grad).all(), name
-        assert grad.abs().sum() > 0, name
-    assert conv.lin.weight.grad.abs().sum() > 0
+    # It fits the singular values only: the features enter it detached.
+    grad = conv.log_singular_values.grad
+    assert torch.isfinite(grad).all() and grad.abs().sum() > 0
+    for name, parameter in conv.named_parameters():
+        if name != 'log_singular_values':
+            assert parameter.grad is None, name
 
 
 # ------------------------------------------------------------- gradients
@@ -323,7 +345,7 @@ def test_gradients_reach_all_parameters():
 
 def test_gradcheck():
     x, edge_index = random_graph(6, 14, 4, seed=13)
-    conv = make_conv(4, 3, heads=2, rank=2, edge_dim=2).double()
+    conv = make_conv(4, 3, heads=2, edge_dim=2).double()
     randomise_posterior(conv)
     edge_attr = torch.randn(14, 2, dtype=torch.double)
     names = [name for name, _ in conv.named_parameters()]
@@ -335,11 +357,23 @@ def test_gradcheck():
         out = torch.func.functional_call(
             conv, state, (x, edge_index, edge_attr),
             dict(generator=seeded(0)))  # the same draw every call
-        return out, conv.ksvd_loss()
+        return out
 
     x = x.double().requires_grad_()
     assert torch.autograd.gradcheck(function, (x, ) + values, eps=1e-6,
                                     atol=1e-5, fast_mode=True)
+
+    # The KSVD loss depends differentiably on the singular values only:
+    def ksvd(log_singular_values):
+        state = dict(zip(names, values))
+        state['log_singular_values'] = log_singular_values
+        torch.func.functional_call(conv, state, (x, edge_index, edge_attr),
+                                   dict(generator=seeded(0)))
+        return conv.ksvd_loss()
+
+    log_lambda = conv.log_singular_values.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(ksvd, (log_lambda, ), eps=1e-6,
+                                    atol=1e-5)
 
 
 def test_no_nan_for_large_features():
@@ -367,8 +401,6 @@ def test_no_nan_for_large_features():
 
 
 @pytest.mark.parametrize('kwargs, error, match', [
-    (dict(rank=0), ValueError, "'rank'.*0"),
-    (dict(rank=2.5), ValueError, "'rank'.*2.5"),
     (dict(num_samples=-1), ValueError, "'num_samples'.*-1"),
     (dict(init_scale=0.0), ValueError, "'init_scale'.*0.0"),
     (dict(heads=0), ValueError, "'heads'.*0"),
