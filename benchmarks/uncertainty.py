@@ -82,6 +82,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='a tiny synthetic graph, a few epochs: seconds')
     parser.add_argument('--threads', type=int, default=1,
                         help='torch CPU threads')
+    parser.add_argument('--device', default='auto',
+                        help="'cpu', 'cuda' or 'auto' (CUDA when available)")
     parser.add_argument('--epochs', type=int, default=None,
                         help="override the protocol's maximum epochs")
     parser.add_argument('--patience', type=int, default=None,
@@ -137,7 +139,7 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
                                resume=args.resume,
                                load_dataset=load_dataset,
                                ood_classes={'Tiny': 1} if args.smoke else
-                               None)
+                               None, device=args.device)
     text = render_summary(read_rows(results), command=command)
     directory = osp.dirname(summary)
     if directory:

@@ -345,8 +345,12 @@ _GIT_COMMIT: Optional[str] = None
 def git_commit() -> str:
     r"""The short commit of the ikgat checkout, ``+dirty`` when tracked files
     differ from it, ``'unknown'`` outside a git checkout.  Only reads (no
-    index refresh is written)."""
+    index refresh is written).  A copy of a checkout without its ``.git``
+    (e.g. on a remote machine) names its commit in the environment variable
+    ``IKGAT_GIT_COMMIT``."""
     global _GIT_COMMIT
+    if _GIT_COMMIT is None and os.environ.get('IKGAT_GIT_COMMIT'):
+        _GIT_COMMIT = os.environ['IKGAT_GIT_COMMIT']
     if _GIT_COMMIT is None:
         folder = osp.dirname(osp.dirname(osp.abspath(__file__)))
         env = dict(os.environ, GIT_OPTIONAL_LOCKS='0')

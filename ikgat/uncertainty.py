@@ -79,7 +79,7 @@ OOD_METRICS = ('ood_auroc', 'ood_fpr95')
 COLUMNS = (['dataset', 'method', 'setting', 'seed', 'held_out'] +
            list(METRICS) + list(OOD_METRICS) +
            ['temperature', 'epochs', 'best_epoch', 'seconds', 'config',
-            'git_commit'])
+            'device', 'git_commit'])
 KEY_COLUMNS = ('dataset', 'method', 'setting', 'seed', 'config')
 
 DEFAULT_RESULTS = osp.join('benchmarks', 'results', 'uncertainty.csv')
@@ -427,7 +427,9 @@ def run_unit(bench, setting: str, seed: int, methods: Sequence[str],
                                                   num_classes + num_held_out))
     family = methods[0]
     seed_everything(seed)
-    model = build(family, bench.num_features, num_classes, protocol, config)
+    device = data.x.device
+    model = build(family, bench.num_features, num_classes, protocol,
+                  config).to(device)
     num_train = max(int(data.train_mask.sum()), 1)
     regulariser = None
     if family == 'mikan':
@@ -456,7 +458,7 @@ def run_unit(bench, setting: str, seed: int, methods: Sequence[str],
             temperature = fit_temperature(logits[data.val_mask],
                                           data.y[data.val_mask])
         torch.manual_seed(seed)
-        generator = torch.Generator().manual_seed(seed)
+        generator = torch.Generator(device=device).manual_seed(seed)
         probs = predictive_probabilities(
             method, trained.model, data, config,
             temperature=1.0 if math.isnan(temperature) else temperature,
@@ -466,8 +468,9 @@ def run_unit(bench, setting: str, seed: int, methods: Sequence[str],
             held_out=held_out, temperature=temperature,
             epochs=trained.epochs, best_epoch=trained.best_epoch,
             seconds=trained.seconds + time.perf_counter() - start,
-            config=config.label(method))
-        row.update(report(probs, labels, data.test_mask, in_dist))
+            config=config.label(method), device=str(device))
+        row.update(report(probs.cpu(), labels.cpu(), data.test_mask.cpu(),
+                          None if in_dist is None else in_dist.cpu()))
         rows.append(row)
     return rows
 
@@ -480,12 +483,16 @@ def run_uncertainty(datasets: Sequence[str], methods: Sequence[str],
                     load_dataset: Optional[Callable[[str], Any]] = None,
                     protocol_overrides: Optional[Dict[str, Any]] = None,
                     ood_classes: Optional[Dict[str, int]] = None,
-                    log: Callable[[str], None] = print
-                    ) -> List[Dict[str, Any]]:
+                    log: Callable[[str], None] = print,
+                    device: str = 'auto') -> List[Dict[str, Any]]:
     r"""Run every (dataset, seed, setting, method), seeds outermost within
     a dataset so that each finished seed adds complete rows; append them to
-    :obj:`results`; skip the rows already there when :obj:`resume`."""
-    from ikgat.benchmarking import load_planetoid_data, protocol_for
+    :obj:`results`; skip the rows already there when :obj:`resume`.
+    :obj:`device` is ``'cpu'``, ``'cuda'`` or ``'auto'`` (CUDA when
+    available)."""
+    from ikgat.benchmarking import (load_planetoid_data, protocol_for,
+                                    resolve_device)
+    torch_device = resolve_device(device)
     config = config or UncertaintyConfig()
     load_dataset = load_dataset or load_planetoid_data
     unknown = set(methods) - set(METHODS)
@@ -511,6 +518,7 @@ def run_uncertainty(datasets: Sequence[str], methods: Sequence[str],
     try:
         for name in datasets:
             bench = load_dataset(name)
+            bench = bench._replace(data=bench.data.to(torch_device))
             protocol = protocol_for(bench.name, **overrides)
             held = (ood_classes or {}).get(
                 bench.name, DEFAULT_OOD_CLASSES.get(bench.name, 1))

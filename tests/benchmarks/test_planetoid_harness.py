@@ -348,3 +348,13 @@ def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
         val_acc = float((out[data.val_mask].argmax(-1) ==
                          data.y[data.val_mask]).float().mean())
         assert math.isclose(val_acc, float(row['val_acc']), abs_tol=1e-6)
+
+
+def test_git_commit_can_be_named_by_the_environment(monkeypatch):
+    import ikgat.benchmarking as benchmarking
+    monkeypatch.setattr(benchmarking, '_GIT_COMMIT', None)
+    monkeypatch.setenv('IKGAT_GIT_COMMIT', 'abc123def456')
+    assert benchmarking.git_commit() == 'abc123def456'
+    monkeypatch.setattr(benchmarking, '_GIT_COMMIT', None)
+    monkeypatch.delenv('IKGAT_GIT_COMMIT')
+    assert benchmarking.git_commit() != 'abc123def456'
