@@ -105,7 +105,8 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     command = 'python benchmarks/uncertainty.py ' + ' '.join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+        if a != '--summary-only')
     load_dataset = None
     if args.smoke:
         folder = tempfile.mkdtemp(prefix='ikgat-uncertainty-')

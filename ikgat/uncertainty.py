@@ -584,15 +584,27 @@ def _mean_std(values: List[float]) -> str:
 
 def render_summary(rows: Iterable[Dict[str, str]], command: str = '') -> str:
     r"""Markdown: per setting, one table of dataset × method with mean ±
-    std (sample, ``n - 1``) over seeds, the seeds counted."""
+    std (sample, ``n - 1``) over seeds, the seeds counted.  A method run
+    with several settings gets one line per setting, labelled with it."""
+    rows = list(rows)
+    configs_of: Dict[str, set] = defaultdict(set)
+    for row in rows:
+        configs_of[row['method']].add(row.get('config', ''))
+
+    def label(row: Dict[str, str]) -> str:
+        if len(configs_of[row['method']]) < 2:
+            return row['method']
+        return f"{row['method']} {row.get('config', '')}"
+
     cells: Dict[tuple, List[Dict[str, str]]] = defaultdict(list)
     for row in rows:
-        cells[(row['setting'], row['dataset'], row['method'])].append(row)
+        cells[(row['setting'], row['dataset'], label(row))].append(row)
     order = {name: i for i, name in enumerate(['Cora', 'CiteSeer',
                                                 'PubMed'])}
     lines = ['# Uncertainty benchmark (Planetoid, public split)', '']
     if command:
-        lines += ['Command:', '', '```', command, '```', '']
+        lines += ['Rows written by (resumable; `--summary-only` renders this '
+                  'file from the CSV alone):', '', '```', command, '```', '']
     lines += [
         'Mean ± sample std over seeds (n = seeds run); test split. '
         'Confidence = MSP of the predictive distribution. Misclassification '
@@ -605,8 +617,9 @@ def render_summary(rows: Iterable[Dict[str, str]], command: str = '') -> str:
                              ('ood', OOD_COLUMNS)):
         keys = sorted({(d, m) for s, d, m in cells if s == setting},
                       key=lambda k: (order.get(k[0], 9), k[0],
-                                     METHODS.index(k[1])
-                                     if k[1] in METHODS else 99))
+                                     METHODS.index(k[1].split()[0])
+                                     if k[1].split()[0] in METHODS else 99,
+                                     k[1]))
         if not keys:
             continue
         title = ('Misclassification detection and calibration'
@@ -630,13 +643,10 @@ def render_summary(rows: Iterable[Dict[str, str]], command: str = '') -> str:
                 values.append(_mean_std(numbers))
             lines.append('| ' + ' | '.join(values) + ' |')
         lines.append('')
-    configs = sorted({(r['method'], r['config']) for r in rows_list(cells)})
+    configs = sorted({(r['method'], r['config']) for r in rows})
     if configs:
         lines += ['Settings per method: ' + '; '.join(
             f'`{m}` {c}' for m, c in configs if c not in ('', '{}')), '']
     return '\n'.join(lines)
 
 
-def rows_list(cells: Dict[tuple, List[Dict[str, str]]]
-              ) -> List[Dict[str, str]]:
-    return [row for group in cells.values() for row in group]

@@ -143,3 +143,23 @@ def test_two_layer_gat_output_layer_arguments_override():
     assert model.conv1.p == 3.0 and model.conv2.p == 1.5
     assert type(model.conv1.kernel) is RBFKernel
     assert type(model.conv2.kernel) is RBFKernel
+
+
+def test_render_summary_separates_settings_of_one_method():
+    rows = []
+    for config, accuracy in (('{"out_magnitude":false}', 0.8),
+                             ('{"out_magnitude":true}', 0.6)):
+        for seed in range(2):
+            row = {column: '' for column in COLUMNS}
+            row.update(dataset='Cora', method='mikan',
+                       setting='misclassification', seed=str(seed),
+                       accuracy=str(accuracy), config=config)
+            rows.append(row)
+    text = render_summary(rows)
+    lines = [line for line in text.splitlines()
+             if line.startswith('| Cora | mikan')]
+    assert len(lines) == 2
+    assert '| Cora | mikan {"out_magnitude":false} | 2 | 80.00 ± 0.00 |' in (
+        lines[0])
+    assert '| Cora | mikan {"out_magnitude":true} | 2 | 60.00 ± 0.00 |' in (
+        lines[1])
