@@ -112,7 +112,8 @@ class UncertaintyConfig:
                           beta=self.mikan_beta,
                           out_magnitude=self.mikan_output_magnitude)
         elif method == 'kep':
-            values.update(passes=self.kep_passes, eta_ksvd=self.kep_eta_ksvd, beta=self.kep_beta)
+            values.update(passes=self.kep_passes,
+                          eta_ksvd=self.kep_eta_ksvd, beta=self.kep_beta)
         if self.epochs is not None:
             values['epochs'] = self.epochs
         if self.patience is not None:
