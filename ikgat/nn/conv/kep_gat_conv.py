@@ -148,8 +148,8 @@ class KEPGATConv(GATStyleConv):
       tokens at fixed sequence positions (:math:`W_e = X_{\text{landmarks}}
       ^\top w_e`), which is not permutation-invariant; here the dual vectors
       are node-wise (the values :math:`k_j`, :math:`q_i`), and the graph
-      enters through the neighbourhood sums :math:`K H_r`, :math:`K^\top H_e`.  Everything
-      is permutation-equivariant.
+      enters through the neighbourhood sums :math:`K H_r`,
+      :math:`K^\top H_e`.  Everything is permutation-equivariant.
     - *Merging*: in a transformer a token is both query and key, so the paper
       adds :math:`e(x_n) + r(x_n)` at the same token.  On a (possibly
       bipartite) graph :math:`r` lives on the sources, so its GP sample is
