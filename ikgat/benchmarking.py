@@ -39,6 +39,8 @@ from typing import (Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
 
 import torch
 
+from ikgat.kernels.random_features import NODE_PATHS, check_node_path
+
 # --------------------------------------------------------------------------
 # Models and protocol
 # --------------------------------------------------------------------------
@@ -186,9 +188,13 @@ def model_hyperparameters(model: str, p: Optional[float] = None,
 
 
 def conv_factory(model: str, p: Optional[float] = None,
-                 R: Optional[int] = None) -> Tuple[type, Dict[str, Any]]:
+                 R: Optional[int] = None, node_path: str = 'eager'
+                 ) -> Tuple[type, Dict[str, Any]]:
     r"""Return ``(conv_class, conv_kwargs)`` of :obj:`model` for
-    :class:`ikgat.models.TwoLayerGAT`."""
+    :class:`ikgat.models.TwoLayerGAT`.  :obj:`node_path` is how the
+    random-feature kernels evaluate their node-wise term (one of
+    :data:`ikgat.kernels.random_features.NODE_PATHS`): it changes speed and
+    memory, not the function computed."""
     spec = MODELS[check_models([model])[0]]
     if spec.layer == 'gat':
         from torch_geometric.nn import GATConv
@@ -199,6 +205,8 @@ def conv_factory(model: str, p: Optional[float] = None,
         kwargs['p'] = hyper['p']
     if hyper['R'] is not None:
         kwargs['num_features'] = hyper['R']
+        kwargs['kernel_kwargs'] = dict(
+            node_path=check_node_path(model, node_path))
     if spec.layer == 'mikan':
         from ikgat import MIKANConv
         return MIKANConv, kwargs
@@ -209,7 +217,8 @@ def conv_factory(model: str, p: Optional[float] = None,
 
 def build_model(model: str, in_channels: int, out_channels: int,
                 protocol: Dict[str, Any], p: Optional[float] = None,
-                R: Optional[int] = None) -> torch.nn.Module:
+                R: Optional[int] = None,
+                node_path: str = 'eager') -> torch.nn.Module:
     r"""The GAT paper's two-layer architecture with :obj:`model`'s layer.
 
     ``gat`` and ``gat-rbf`` draw their initial parameters from the global
@@ -219,7 +228,7 @@ def build_model(model: str, in_channels: int, out_channels: int,
     equivalence is checked by training, not by copying a state dict.
     """
     from ikgat.models import TwoLayerGAT
-    conv, conv_kwargs = conv_factory(model, p, R)
+    conv, conv_kwargs = conv_factory(model, p, R, node_path)
     return TwoLayerGAT(in_channels, protocol['hidden'], out_channels, conv,
                        heads=protocol['heads'],
                        out_heads=protocol['out_heads'],
@@ -486,14 +495,16 @@ def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],
             hyper: Dict[str, Optional[float]], device: torch.device,
             tag: str = '', record_test: bool = True,
             on_epoch: Optional[Callable[[int, float, float], None]] = None,
-            checkpoint_dir: Optional[str] = None) -> Dict[str, Any]:
+            checkpoint_dir: Optional[str] = None,
+            node_path: str = 'eager') -> Dict[str, Any]:
     r"""Train one model from :obj:`seed` and return its results row; with
     :obj:`checkpoint_dir`, also save the best-validation weights there
     (readable by ``ikgat plot``)."""
     from ikgat.training import train_node_classifier
     seed_everything(seed)
     net = build_model(model, bench.num_features, bench.num_classes, protocol,
-                      p=hyper['p'], R=hyper['R']).to(device)
+                      p=hyper['p'], R=hyper['R'],
+                      node_path=node_path).to(device)
     data = bench.data
     result = train_node_classifier(
         net, data, lr=protocol['lr'], weight_decay=protocol['weight_decay'],
@@ -516,7 +527,8 @@ def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],
         name = (f"{bench.name}_{model}_p{row['p'] or '-'}_R{row['R'] or '-'}"
                 f"_seed{seed}_{tag or 'untagged'}.pt")
         save_checkpoint(osp.join(checkpoint_dir, name), net, bench.name,
-                        conv_factory(model, hyper['p'], hyper['R'])[1],
+                        conv_factory(model, hyper['p'], hyper['R'],
+                                     node_path)[1],
                         info=row, state_dict=result.state_dict)
     return row
 
@@ -536,7 +548,8 @@ def run_plans(plans: Sequence[RunPlan], results: str, tag: str,
               progress: bool = True, record_test: bool = True,
               load_dataset: Optional[Callable[[str], BenchData]] = None,
               root: Optional[str] = None,
-              checkpoint_dir: Optional[str] = None) -> List[Dict[str, Any]]:
+              checkpoint_dir: Optional[str] = None,
+              node_path: str = 'eager') -> List[Dict[str, Any]]:
     r"""Run :obj:`plans` (grouped by dataset, each dataset loaded once),
     appending each finished run to :obj:`results`.  With :obj:`resume`,
     plans whose :data:`KEY_COLUMNS` are already in :obj:`results` are
@@ -574,7 +587,8 @@ def run_plans(plans: Sequence[RunPlan], results: str, tag: str,
                 row = run_one(bench, plan.model, plan.seed, protocol,
                               plan.hyper, torch_device, tag=tag,
                               record_test=record_test, on_epoch=bar.epoch,
-                              checkpoint_dir=checkpoint_dir)
+                              checkpoint_dir=checkpoint_dir,
+                              node_path=node_path)
                 writer.write(row)
                 rows.append(row)
                 test = (f', test {float(row["test_acc"]):.4f}'
@@ -602,8 +616,8 @@ def run_benchmark(datasets: Sequence[str], models: Sequence[str],
                   progress: bool = True,
                   load_dataset: Optional[Callable[[str], BenchData]] = None,
                   root: Optional[str] = None,
-                  checkpoint_dir: Optional[str] = None
-                  ) -> List[Dict[str, Any]]:
+                  checkpoint_dir: Optional[str] = None,
+                  node_path: str = 'eager') -> List[Dict[str, Any]]:
     r"""Run every (dataset, model, seed) and append the rows to
     :obj:`results`.
 
@@ -625,7 +639,8 @@ def run_benchmark(datasets: Sequence[str], models: Sequence[str],
             plans.extend(RunPlan(dataset, model, seed, hyper)
                          for seed in seeds)
     return run_plans(plans, results, tag, protocol_overrides, resume, device,
-                     progress, True, load_dataset, root, checkpoint_dir)
+                     progress, True, load_dataset, root, checkpoint_dir,
+                     node_path)
 
 
 # --------------------------------------------------------------------------
@@ -670,7 +685,7 @@ def run_search(datasets: Sequence[str], models: Sequence[str],
     rows = run_plans(plans, results, tag, record_test=False, **{
         k: v for k, v in kwargs.items()
         if k in ('protocol_overrides', 'resume', 'device', 'progress',
-                 'load_dataset', 'root')})
+                 'load_dataset', 'root', 'node_path')})
     if summary:
         write_text(summary, render_search_summary(read_results(results),
                                                   results=results, tag=tag))
@@ -1174,6 +1189,11 @@ def _add_common_run_arguments(parser: argparse.ArgumentParser,
                         help='CPU threads of torch (default: torch\'s; 1 is '
                         'fastest on a shared, busy CPU)')
     parser.add_argument('--no-progress', action='store_true')
+    parser.add_argument('--node-path', default='eager', choices=NODE_PATHS,
+                        help='how random-feature kernels evaluate their '
+                        'node-wise term: speed and memory only, the same '
+                        'model (compile: torch.compile, fastest on CPU; '
+                        'default: eager)')
     proto = parser.add_argument_group(
         'protocol (default: the GAT paper\'s, per dataset)')
     proto.add_argument('--lr', type=float, default=None)
@@ -1297,7 +1317,8 @@ def _run_planetoid(args: argparse.Namespace) -> None:
                   protocol_overrides=_protocol_overrides(args),
                   resume=args.resume, device=args.device,
                   progress=not args.no_progress, root=args.root,
-                  checkpoint_dir=args.save_checkpoints)
+                  checkpoint_dir=args.save_checkpoints,
+                  node_path=args.node_path)
 
 
 def _run_search(args: argparse.Namespace) -> None:
@@ -1308,7 +1329,7 @@ def _run_search(args: argparse.Namespace) -> None:
                          beta=args.grid_beta),
                protocol_overrides=_protocol_overrides(args),
                device=args.device, progress=not args.no_progress,
-               root=args.root)
+               root=args.root, node_path=args.node_path)
     print(f'wrote {args.summary}')
 
 

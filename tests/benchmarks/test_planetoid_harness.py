@@ -223,6 +223,23 @@ def test_variational_models_build_their_layers():
     assert mikan.conv1.kernel.raw_correlation is not None
 
 
+def test_node_path_changes_the_evaluation_not_the_model():
+    data = tiny_graph()
+    for name in ('ika', 'ikan-direct', 'mikan'):
+        outputs = []
+        for node_path in ('eager', 'plain'):
+            torch.manual_seed(0)
+            net = build_model(name, 12, 3, protocol_for('Cora'), R=8,
+                              node_path=node_path).eval()
+            assert net.conv1.kernel.node_path == node_path
+            assert net.conv2.kernel.node_path == node_path
+            outputs.append(net(data.x, data.edge_index))
+        torch.testing.assert_close(outputs[0], outputs[1], rtol=1e-4,
+                                   atol=1e-5)
+    with pytest.raises(ValueError, match="'node_path' 'fast'"):
+        build_model('ika', 12, 3, protocol_for('Cora'), node_path='fast')
+
+
 def _row(dataset, model, seed, val, test, p='', R='', beta='', tag='final'):
     return dict(dataset=dataset, model=model, tag=tag, seed=str(seed), p=p,
                 R=R, beta=beta, lr='0.005', weight_decay='0.0005',
