@@ -24,6 +24,7 @@ sys.path[:] = [p for p in sys.path if osp.abspath(p or '.') != _here]
 
 import torch  # noqa: E402
 
+from ikgat.kernels.random_features import NODE_PATHS  # noqa: E402
 from ikgat.uncertainty import (  # noqa: E402
     DEFAULT_RESULTS, DEFAULT_SUMMARY, METHODS, SETTINGS, UncertaintyConfig,
     read_rows, render_summary, run_uncertainty)
@@ -84,6 +85,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='torch CPU threads')
     parser.add_argument('--device', default='auto',
                         help="'cpu', 'cuda' or 'auto' (CUDA when available)")
+    parser.add_argument('--node-path', default='eager', choices=NODE_PATHS,
+                        help="how MIKAN's random features evaluate their "
+                        "node-wise term: speed only (compile: torch.compile,"
+                        " fastest on CPU)")
     parser.add_argument('--epochs', type=int, default=None,
                         help="override the protocol's maximum epochs")
     parser.add_argument('--patience', type=int, default=None,
@@ -132,7 +137,8 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
         mikan_beta=args.mikan_beta,
         mikan_output_magnitude=args.mikan_output_magnitude,
         kep_eta_ksvd=args.kep_eta_ksvd, kep_beta=args.kep_beta,
-        epochs=epochs, patience=patience, **config_kwargs)
+        epochs=epochs, patience=patience, node_path=args.node_path,
+        **config_kwargs)
     rows: List[dict] = []
     if not args.summary_only:
         rows = run_uncertainty(datasets, args.methods, args.settings, seeds,

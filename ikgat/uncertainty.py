@@ -100,6 +100,10 @@ class UncertaintyConfig:
     kep_beta: float = 0.01
     epochs: Optional[int] = None
     patience: Optional[int] = None
+    #: How MIKAN's random features evaluate their node-wise term
+    #: (:data:`ikgat.kernels.random_features.NODE_PATHS`): speed and memory
+    #: only, so it is not part of :meth:`label`.
+    node_path: str = 'eager'
 
     def label(self, method: str) -> str:
         r"""The settings that affect :obj:`method`, as compact JSON (part of
@@ -242,7 +246,8 @@ def build(method: str, in_channels: int, num_classes: int,
     elif method == 'mikan':
         from ikgat.nn.conv.mikan_conv import MIKANConv
         conv = MIKANConv
-        kwargs = dict(num_features=config.mikan_num_features, num_samples=1)
+        kwargs = dict(num_features=config.mikan_num_features, num_samples=1,
+                      kernel_kwargs=dict(node_path=config.node_path))
         out_kwargs = dict(magnitude=config.mikan_output_magnitude)
     elif method == 'kep':
         from ikgat.nn.conv.kep_gat_conv import KEPGATConv

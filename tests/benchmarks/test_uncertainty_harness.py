@@ -133,6 +133,18 @@ def test_mikan_output_layer_magnitude_follows_the_config(keep):
     assert (f'"out_magnitude":{str(keep).lower()}' in config.label('mikan'))
 
 
+def test_mikan_node_path_reaches_the_kernels_and_not_the_key():
+    from ikgat.uncertainty import build
+    protocol = dict(hidden=4, heads=2, out_heads=1, dropout=0.6)
+    config = UncertaintyConfig(node_path='plain')
+    model = build('mikan', 6, 3, protocol, config)
+    assert model.conv1.kernel.node_path == 'plain'
+    assert model.conv2.kernel.node_path == 'plain'
+    assert config.label('mikan') == UncertaintyConfig().label('mikan')
+    with pytest.raises(ValueError, match="'node_path' 'fast'"):
+        build('mikan', 6, 3, protocol, UncertaintyConfig(node_path='fast'))
+
+
 def test_two_layer_gat_output_layer_arguments_override():
     from ikgat import IKGATConv
     from ikgat.kernels.rbf import RBFKernel
