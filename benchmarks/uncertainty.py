@@ -30,30 +30,11 @@ from ikgat.uncertainty import (  # noqa: E402
     read_rows, render_summary, run_uncertainty)
 
 
-def tiny_graph(num_nodes: int = 60, num_classes: int = 4,
-               channels: int = 12, seed: int = 0):
-    r"""A small homophilous graph with every class in every split."""
-    from torch_geometric.data import Data
-    generator = torch.Generator().manual_seed(seed)
-    y = torch.arange(num_nodes) % num_classes
-    centers = torch.randn(num_classes, channels, generator=generator)
-    x = (centers[y] + 0.8 * torch.randn(num_nodes, channels,
-                                        generator=generator)).abs()
-    src = torch.randint(0, num_nodes, (4 * num_nodes, ), generator=generator)
-    shift = torch.randint(0, num_nodes // num_classes, src.shape,
-                          generator=generator) * num_classes
-    dst = (src + shift) % num_nodes
-    edge_index = torch.cat([torch.stack([src, dst]),
-                            torch.stack([dst, src])], dim=1)
-    index = torch.arange(num_nodes)
-    return Data(x=x / x.sum(-1, keepdim=True), edge_index=edge_index, y=y,
-                train_mask=index < 16, val_mask=(index >= 16) & (index < 32),
-                test_mask=index >= 32)
-
-
 def tiny_loader(name: str):
     from ikgat.benchmarking import BenchData
-    data = tiny_graph()
+    from ikgat.datasets import toy_citation_graph
+    data = toy_citation_graph(num_nodes=60, num_classes=4, num_train=16,
+                              num_val=16)
     return BenchData(name, data, data.num_features, 4)
 
 

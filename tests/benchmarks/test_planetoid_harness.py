@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-from torch_geometric.data import Data
 
 from ikgat import benchmarking as bench
 from ikgat.benchmarking import (COLUMNS, BenchData, MODELS, build_model,
@@ -12,6 +11,7 @@ from ikgat.benchmarking import (COLUMNS, BenchData, MODELS, build_model,
                                 protocol_for, read_results, render_summary,
                                 run_benchmark, run_search,
                                 select_hyperparameters, t_quantile)
+from ikgat.datasets import toy_citation_graph
 from ikgat.training import train_node_classifier
 
 # Models whose layers exist in every version of the package (``ikan`` and
@@ -19,24 +19,9 @@ from ikgat.training import train_node_classifier
 CORE_MODELS = [name for name in MODELS if name not in ('ikan', 'mikan')]
 
 
-def tiny_graph(num_nodes: int = 48, num_classes: int = 3, channels: int = 12,
-               seed: int = 0) -> Data:
-    generator = torch.Generator().manual_seed(seed)
-    y = torch.arange(num_nodes) % num_classes
-    centers = torch.randn(num_classes, channels, generator=generator)
-    x = (centers[y] + 0.8 * torch.randn(num_nodes, channels,
-                                        generator=generator)).abs()
-    src = torch.randint(0, num_nodes, (4 * num_nodes, ), generator=generator)
-    # Mostly same-class neighbours (homophily), like citation graphs:
-    shift = torch.randint(0, num_nodes // num_classes, src.shape,
-                          generator=generator) * num_classes
-    dst = (src + shift) % num_nodes
-    edge_index = torch.cat([torch.stack([src, dst]), torch.stack([dst, src])],
-                           dim=1)
-    index = torch.arange(num_nodes)
-    return Data(x=x / x.sum(-1, keepdim=True), edge_index=edge_index, y=y,
-                train_mask=index < 12, val_mask=(index >= 12) & (index < 30),
-                test_mask=index >= 30)
+def tiny_graph():
+    return toy_citation_graph(num_nodes=48, num_classes=3, num_train=12,
+                              num_val=18)
 
 
 def tiny_loader(name: str) -> BenchData:
