@@ -353,7 +353,8 @@ _GIT_COMMIT: Optional[str] = None
 
 def git_commit() -> str:
     r"""The short commit of the ikgat checkout, ``+dirty`` when tracked files
-    differ from it, ``'unknown'`` outside a git checkout.  Only reads (no
+    other than the benchmark results (``benchmarks/results/``, which runs
+    append to) differ from it, ``'unknown'`` outside a git checkout.  Only reads (no
     index refresh is written).  A copy of a checkout without its ``.git``
     (e.g. on a remote machine) names its commit in the environment variable
     ``IKGAT_GIT_COMMIT``."""
@@ -370,8 +371,9 @@ def git_commit() -> str:
                 timeout=10).stdout.strip()
             dirty = subprocess.run(
                 ['git', '-C', folder, 'status', '--porcelain',
-                 '--untracked-files=no'], capture_output=True, text=True,
-                check=True, env=env, timeout=30).stdout.strip()
+                 '--untracked-files=no', '--', '.',
+                 ':(exclude)benchmarks/results'], capture_output=True,
+                text=True, check=True, env=env, timeout=30).stdout.strip()
             _GIT_COMMIT = commit + ('+dirty' if dirty else '')
         except (OSError, subprocess.SubprocessError):
             _GIT_COMMIT = 'unknown'
