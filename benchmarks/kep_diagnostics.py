@@ -126,11 +126,11 @@ def predictive_rules(model: torch.nn.Module, data, seed: int,
 
 
 def render(dataset: str, seeds: List[int], epochs: int, curves: Dict,
-           rules: Dict, command: str) -> str:
+           rules: Dict, command: str, commit: str) -> str:
     lines = [
         '# KEPGATConv diagnostics (validation split only)', '',
         f'Command: `{command}`', '',
-        f'Code: ikgat commit {git_commit()}; {dataset}, seeds '
+        f'Code: ikgat commit {commit}; {dataset}, seeds '
         f'{", ".join(map(str, seeds))}; the uncertainty benchmark\'s '
         f'protocol and KEP settings ({UncertaintyConfig().label("kep")}).',
         '',
@@ -182,6 +182,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     torch.set_num_threads(args.threads)
     command = 'python benchmarks/kep_diagnostics.py ' + ' '.join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    commit = git_commit()  # the code that runs, before anything changes
     bench = load_planetoid_data(args.dataset, args.root)
     data, protocol = bench.data, protocol_for(bench.name)
     config = UncertaintyConfig()
@@ -210,7 +211,7 @@ def main(argv: Optional[List[str]] = None) -> str:
                                             data.val_mask)},
             **predictive_rules(trained.model, data, seed))
     text = render(bench.name, args.seeds, args.epochs, curves, rules,
-                  command)
+                  command, commit)
     output = args.output.format(dataset=bench.name)
     write_text(output, text)
     print(f'wrote {output}', file=sys.stderr)
