@@ -162,7 +162,8 @@ def render(dataset: str, seeds: List[int], epochs: int, curves: Dict,
                          f"{100 * row['auroc']:.1f} | {100 * row['ece']:.1f} |"
                          f" {row['nll']:.3f} |")
     lines += ['', '| seed | per-logit std of the draws (mean over nodes and '
-              'classes) | std of the mean logits over nodes |', '|---|---|---|']
+              'classes) | std of the mean logits over nodes |',
+              '|---|---|---|']
     for seed in seeds:
         noise = rules[seed]['noise']
         lines.append(f"| {seed} | {noise['noise_std']:.3f} | "

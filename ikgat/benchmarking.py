@@ -354,8 +354,8 @@ _GIT_COMMIT: Optional[str] = None
 def git_commit() -> str:
     r"""The short commit of the ikgat checkout, ``+dirty`` when tracked files
     other than the benchmark results (``benchmarks/results/``, which runs
-    append to) differ from it, ``'unknown'`` outside a git checkout.  Only reads (no
-    index refresh is written).  A copy of a checkout without its ``.git``
+    append to) differ from it, ``'unknown'`` outside a git checkout.  Only
+    reads (no index refresh is written).  A copy of a checkout without its ``.git``
     (e.g. on a remote machine) names its commit in the environment variable
     ``IKGAT_GIT_COMMIT``."""
     global _GIT_COMMIT
