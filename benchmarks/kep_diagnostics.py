@@ -35,22 +35,14 @@ import torch.nn.functional as F  # noqa: E402
 from ikgat.benchmarking import (  # noqa: E402
     git_commit, load_planetoid_data, protocol_for, seed_everything,
     write_text)
-from ikgat.nn import kl_divergence  # noqa: E402
-from ikgat.nn.conv.kep_gat_conv import KEPGATConv, ksvd_loss  # noqa: E402
+from ikgat.nn.conv.kep_gat_conv import KEPGATConv  # noqa: E402
 from ikgat.uncertainty import (  # noqa: E402
-    UncertaintyConfig, _optimizer, _set_kep_samples, build, report, train)
+    UncertaintyConfig, _optimizer, _set_kep_samples, build, extra_loss, report,
+    train)
 
 DEFAULT_OUTPUT = osp.join('benchmarks', 'results',
                           'kep_diagnostics_{dataset}.md')
 VARIANTS = ('gat', 'kep', 'kep, m frozen')
-
-
-def kep_regulariser(model: torch.nn.Module, config: UncertaintyConfig,
-                    num_train: int) -> Callable[[], torch.Tensor]:
-    r"""The uncertainty benchmark's extra loss of KEPGATConv:
-    :math:`\eta\,L_{\mathrm{ksvd}} + \beta\,\mathrm{KL} / N_{train}`."""
-    return lambda: (config.kep_eta_ksvd * ksvd_loss(model) +
-                    config.kep_beta * kl_divergence(model) / num_train)
 
 
 def build_variant(variant: str, bench, protocol: Dict,
@@ -194,7 +186,7 @@ def main(argv: Optional[List[str]] = None) -> str:
             seed_everything(seed)
             model = build_variant(variant, bench, protocol, config)
             regulariser = (None if variant == 'gat' else
-                           kep_regulariser(model, config, num_train))
+                           extra_loss('kep', model, config, num_train))
             curves[(seed, variant)] = logit_curve(model, data, protocol,
                                                   regulariser, args.epochs)
             print(f'seed {seed} {variant}: done', file=sys.stderr)
@@ -206,7 +198,7 @@ def main(argv: Optional[List[str]] = None) -> str:
         seed_everything(seed)
         model = build_variant('kep', bench, protocol, config)
         trained = train(model, data, protocol,
-                        kep_regulariser(model, config, num_train))
+                        extra_loss('kep', model, config, num_train))
         rules[seed] = dict(
             {'GATConv, max-softmax': report(gat_probs, data.y,
                                             data.val_mask)},

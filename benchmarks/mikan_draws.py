@@ -30,10 +30,9 @@ import torch  # noqa: E402
 from ikgat.benchmarking import (  # noqa: E402
     git_commit, load_planetoid_data, protocol_for, seed_everything,
     write_text)
-from ikgat.nn import kl_divergence  # noqa: E402
 from ikgat.nn.conv.mikan_conv import MIKANConv  # noqa: E402
 from ikgat.uncertainty import (  # noqa: E402
-    UncertaintyConfig, _set_mikan_samples, build, report, train)
+    UncertaintyConfig, _set_mikan_samples, build, extra_loss, report, train)
 
 DEFAULT_OUTPUT = osp.join('benchmarks', 'results', 'mikan_draws_{dataset}.md')
 
@@ -157,8 +156,8 @@ def main(argv: Optional[List[str]] = None) -> str:
         torch.random.set_rng_state(rng)
         initial[seed] = dict(draw_std=float(logits.std(0).mean()),
                              logit_std=float(deterministic.std()))
-        trained = train(model, data, protocol, lambda: config.mikan_beta *
-                        kl_divergence(model) / num_train)
+        trained = train(model, data, protocol,
+                        extra_loss('mikan', model, config, num_train))
         rules[seed] = predictive_rules(trained.model, data, config)
         print(f'seed {seed}: done', file=sys.stderr)
     text = render(bench.name, args.seeds, rules, initial, command, commit,

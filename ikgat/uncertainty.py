@@ -417,6 +417,24 @@ def _git_commit() -> str:
         return ''
 
 
+def extra_loss(method: str, model: torch.nn.Module,
+               config: UncertaintyConfig, num_train: int
+               ) -> Optional[Callable[[], Tensor]]:
+    r"""What :obj:`method` adds to the training NLL after each forward pass:
+    :math:`\beta\,\mathrm{KL}/N_{train}` for MIKAN,
+    :math:`\eta\,L_{\mathrm{ksvd}} + \beta\,\mathrm{KL}/N_{train}` for
+    KEPGATConv, nothing (:obj:`None`) for the GAT methods."""
+    from ikgat.nn import kl_divergence
+    if method == 'mikan':
+        return lambda: (config.mikan_beta * kl_divergence(model) /
+                        num_train)
+    if method == 'kep':
+        from ikgat.nn.conv.kep_gat_conv import ksvd_loss
+        return lambda: (config.kep_eta_ksvd * ksvd_loss(model) +
+                        config.kep_beta * kl_divergence(model) / num_train)
+    return None
+
+
 def run_unit(bench, setting: str, seed: int, methods: Sequence[str],
              config: UncertaintyConfig, protocol: Dict[str, Any],
              num_held_out: int) -> List[Dict[str, Any]]:
@@ -437,22 +455,8 @@ def run_unit(bench, setting: str, seed: int, methods: Sequence[str],
     model = build(family, bench.num_features, num_classes, protocol,
                   config).to(device)
     num_train = max(int(data.train_mask.sum()), 1)
-    regulariser = None
-    if family == 'mikan':
-        from ikgat.nn import kl_divergence
-        beta = config.mikan_beta
-
-        def regulariser():
-            return beta * kl_divergence(model) / num_train
-    elif family == 'kep':
-        from ikgat.nn import kl_divergence
-        from ikgat.nn.conv.kep_gat_conv import ksvd_loss
-
-        def regulariser():
-            return (config.kep_eta_ksvd * ksvd_loss(model) +
-                    config.kep_beta * kl_divergence(model) / num_train)
-
-    trained = train(model, data, protocol, regulariser)
+    trained = train(model, data, protocol,
+                    extra_loss(family, model, config, num_train))
     labels = data.y.clamp(min=0)
     rows = []
     for method in methods:

@@ -2,11 +2,11 @@
 import torch
 
 from benchmarks.kep_diagnostics import (VARIANTS, build_variant,
-                                        kep_regulariser, logit_curve,
-                                        predictive_rules, render)
+                                        logit_curve, predictive_rules,
+                                        render)
 from ikgat.benchmarking import BenchData
 from ikgat.datasets import toy_citation_graph
-from ikgat.uncertainty import UncertaintyConfig
+from ikgat.uncertainty import UncertaintyConfig, extra_loss
 
 PROTOCOL = dict(lr=0.01, weight_decay=5e-4, hidden=4, heads=2, out_heads=1,
                 dropout=0.6)
@@ -21,7 +21,7 @@ def test_frozen_read_out_stays_and_the_rest_trains():
     mean = model.conv1.inducing_mean.detach().clone()
     weight = model.conv1.lin.weight.detach().clone()
     points = logit_curve(model, data, PROTOCOL,
-                         kep_regulariser(model, config, 12), epochs=4,
+                         extra_loss('kep', model, config, 12), epochs=4,
                          every=2)
     assert [p['epoch'] for p in points] == [2, 4]
     assert all(p['logit_std'] > 0 and 0 <= p['acc'] <= 1 for p in points)
