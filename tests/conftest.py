@@ -2,7 +2,6 @@ import os
 import os.path as osp
 
 import pytest
-import torch
 
 SHARED_DATA = osp.join(osp.dirname(__file__), '..', '..', 'shared', 'data')
 

@@ -173,7 +173,7 @@ def _run_compiled(name: str, function, *args):
         except Exception as error:  # no C++ compiler, unsupported platform
             warnings.warn(f"fused_fourier_log_similarity: torch.compile of "
                           f"the chunk kernels failed ({type(error).__name__}:"
-                          f" {error}); using backend='eager'")
+                          f" {error}); using backend='eager'", stacklevel=2)
             _COMPILED[name] = None
     return function(*args)
 

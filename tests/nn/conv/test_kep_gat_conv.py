@@ -267,7 +267,7 @@ def test_kl_equals_torch_distributions_and_is_non_negative():
                 expected = expected + torch_kl(q, prior)
     assert abs(conv.kl_divergence().item() - expected.item()) < 1e-8 * max(
         1.0, expected.item())
-    for seed in range(5):
+    for _ in range(5):
         randomise_posterior(conv, scale=1.0)
         assert conv.kl_divergence().item() >= 0
 
