@@ -355,9 +355,9 @@ def git_commit() -> str:
     r"""The short commit of the ikgat checkout, ``+dirty`` when tracked files
     other than the benchmark results (``benchmarks/results/``, which runs
     append to) differ from it, ``'unknown'`` outside a git checkout.  Only
-    reads (no index refresh is written).  A copy of a checkout without its ``.git``
-    (e.g. on a remote machine) names its commit in the environment variable
-    ``IKGAT_GIT_COMMIT``."""
+    reads (no index refresh is written).  A copy of a checkout without its
+    ``.git`` (e.g. on a remote machine) names its commit in the environment
+    variable ``IKGAT_GIT_COMMIT``."""
     global _GIT_COMMIT
     if _GIT_COMMIT is None and os.environ.get('IKGAT_GIT_COMMIT'):
         _GIT_COMMIT = os.environ['IKGAT_GIT_COMMIT']

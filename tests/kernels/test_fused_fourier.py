@@ -69,7 +69,8 @@ def assert_matches_plain(x, anchor, side, slopes, sets, atol, rtol,
         torch.testing.assert_close(grad, expected_grad,
                                    atol=grad_atol * _scale(expected_grad),
                                    rtol=rtol,
-                                   msg=lambda m, name=name: f'grad of {name}: {m}')
+                                   msg=lambda m, name=name:
+                                   f'grad of {name}: {m}')
 
 
 def _scale(tensor):
