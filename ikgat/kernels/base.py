@@ -83,6 +83,31 @@ class Kernel(torch.nn.Module):
         """
         raise NotImplementedError
 
+    @property
+    def node_norm_coefficient(self) -> float:
+        r"""The coefficient :math:`\gamma` of the node's own squared norm in
+        :math:`\log\mathrm{sim}(v_n, c_t a) = r_{n,t} + \gamma\|v_n\|_2^2`
+        (see :meth:`reduced_log_similarity`); :obj:`0` unless a kernel
+        declares otherwise (the RBF kernel: :math:`-1/(2l^2)`)."""
+        return 0.0
+
+    def reduced_log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                               slopes: Tensor) -> Tensor:
+        r"""Evaluate :math:`r_{n,h,t} = \log\mathrm{sim}(v_n, c_t a_h) -
+        \gamma\|v_n\|_2^2` node-wise, :math:`\gamma` =
+        :attr:`node_norm_coefficient`; same arguments and shape as
+        :meth:`log_similarity`, which it equals for :math:`\gamma = 0` (the
+        default).
+
+        A kernel whose log-similarity holds :math:`\gamma\|v_n\|^2` returns
+        the rest here, so that the layer adds that term exactly once: it
+        cancels against the magnitude :math:`\tfrac12\|v_n\|_2^2` (RBF,
+        :math:`l = 1`, :math:`p = 2`), and on the target side it is constant
+        over a softmax group and is left out.  Adding and then subtracting
+        two huge squared norms would lose every digit of the logit.
+        """
+        return self.log_similarity(x, anchor, side, slopes)
+
     def extra_repr(self) -> str:
         return f'heads={self.heads}, channels={self.channels}'
 

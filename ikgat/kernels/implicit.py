@@ -15,6 +15,14 @@ from ikgat.kernels.random_features import (
 )
 from ikgat.kernels.rff import check_num_features
 
+#: :math:`|\log\sigma|` is clamped at this bound (:math:`\sigma` between
+#: :math:`4.5 \cdot 10^{-5}` and :math:`2.2 \cdot 10^4`): far from the
+#: initial :math:`\log\sigma_p \approx -1.15` and from anything training
+#: reaches on Planetoid, but it keeps :math:`\sigma`, the spectral points and
+#: the KL finite when the graph summary is huge (features scaled by
+#: :math:`10^5`).
+LOG_STD_BOUND = 10.0
+
 
 class ImplicitSpectralKernel(Kernel):
     r"""IKAN: the non-stationary random-feature kernel whose spectral points
@@ -59,6 +67,15 @@ class ImplicitSpectralKernel(Kernel):
     :math:`\mathrm{KL}(q(\tilde z \mid h_s) \,\|\, \mathcal{N}(0,
     \sigma_p^2 I))` of the last forward pass, summed over heads and latent
     coordinates and averaged over the graphs of the batch.
+
+    Numbers: the summary :math:`h_s` averages the nodes with finite
+    projections only, so a NaN or infinite input row spoils only the rows
+    that attend to it, as in GATConv (the mask is computed on the device, no
+    host synchronisation); :math:`\log\sigma` is clamped to
+    :math:`[-10, 10]` (``LOG_STD_BOUND``), inactive in normal training, so
+    that huge inputs give finite spectral points and a finite KL; and
+    :meth:`prepare` computes in the dtype of its inputs, which the layer
+    makes float32 for a float16 or bfloat16 model.
 
     Args:
         heads (int): Number of heads :math:`H`.
@@ -163,11 +180,14 @@ class ImplicitSpectralKernel(Kernel):
     def correlation_cholesky(self) -> Tensor:
         r"""The Cholesky factor :math:`L` of the correlation across heads,
         :math:`(H, H)`; the identity for IKAN."""
+        return self._correlation_cholesky(self.head_mean.dtype)
+
+    def _correlation_cholesky(self, dtype: torch.dtype) -> Tensor:
         eye = torch.eye(self.heads, device=self.head_mean.device,
-                        dtype=self.head_mean.dtype)
+                        dtype=dtype)
         if self.raw_correlation is None:
             return eye
-        lower = eye + torch.tril(self.raw_correlation, diagonal=-1)
+        lower = eye + torch.tril(self.raw_correlation.to(dtype), diagonal=-1)
         return lower / lower.norm(dim=1, keepdim=True)
 
     def correlation(self) -> Tensor:
@@ -178,9 +198,11 @@ class ImplicitSpectralKernel(Kernel):
     def transform(self, magnitude: Tensor) -> Tensor:
         r""":math:`g_\psi(t) = \mathrm{softplus}(s)\, t +
         \mathrm{MLP}_\psi(t)`, element-wise."""
-        hidden = torch.tanh(self.transform_hidden(magnitude.unsqueeze(-1)))
-        return (F.softplus(self.raw_transform_scale) * magnitude +
-                self.transform_out(hidden).squeeze(-1))
+        hidden = torch.tanh(
+            _linear(self.transform_hidden, magnitude.unsqueeze(-1)))
+        scale = F.softplus(self.raw_transform_scale.to(magnitude.dtype))
+        return (scale * magnitude +
+                _linear(self.transform_out, hidden).squeeze(-1))
 
     def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
                 batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
@@ -193,16 +215,21 @@ class ImplicitSpectralKernel(Kernel):
         mean_q = (torch.zeros_like(mean_k) if x_dst is None else _graph_mean(
             x_dst, batch_dst, num_graphs))
         summary = torch.cat([mean_q, mean_k], dim=-1)  # [G, H, 2C]
-        out = self.encoder_out(F.elu(self.encoder_hidden(summary)))
-        mean = out[..., :self.latent_dim] + self.head_mean  # [G, H, D]
-        log_std = out[..., self.latent_dim:]
-        self._mean, self._log_std = mean, log_std
+        out = _linear(self.encoder_out,
+                      F.elu(_linear(self.encoder_hidden, summary)))
+        mean = out[..., :self.latent_dim] + self.head_mean.to(out.dtype)
+        # A clamp inactive in normal training; it bounds sigma for huge
+        # summaries, where exp(log_std) overflowed to inf (and the KL too):
+        log_std = out[..., self.latent_dim:].clamp(-LOG_STD_BOUND,
+                                                   LOG_STD_BOUND)
+        self._mean, self._log_std = mean, log_std  # [G, H, D]
         latent = mean
         if sample:
             noise = torch.randn(mean.shape, generator=generator,
                                 device=mean.device, dtype=mean.dtype)
             # Correlate the heads: (L eps) over the head dimension.
-            noise = torch.einsum('hk,gkd->ghd', self.correlation_cholesky(),
+            noise = torch.einsum('hk,gkd->ghd',
+                                 self._correlation_cholesky(mean.dtype),
                                  noise)
             latent = mean + log_std.exp() * noise
         half = self.num_features // 2
@@ -248,7 +275,8 @@ class ImplicitSpectralKernel(Kernel):
             return self.head_mean.new_zeros(())
         mean, log_std = self._mean, self._log_std
         prior_var = self.prior_scale**2
-        log_diag = self.correlation_cholesky().diagonal().log().sum()
+        log_diag = self._correlation_cholesky(
+            mean.dtype).diagonal().log().sum()
         per_coordinate = 0.5 * (
             ((2 * log_std).exp() + mean**2).sum(1) / prior_var - self.heads +
             2 * self.heads * math.log(self.prior_scale) -
@@ -261,13 +289,29 @@ class ImplicitSpectralKernel(Kernel):
                 f'num_samples={self.num_samples}, copula={self.copula}')
 
 
+def _linear(layer: torch.nn.Linear, x: Tensor) -> Tensor:
+    r""":obj:`layer` applied in the dtype of :obj:`x` (float32 inputs for a
+    float16 or bfloat16 model; a no-op cast otherwise)."""
+    bias = None if layer.bias is None else layer.bias.to(x.dtype)
+    return F.linear(x, layer.weight.to(x.dtype), bias)
+
+
 def _graph_mean(x: Tensor, batch: Optional[Tensor],
                 num_graphs: int) -> Tensor:
     r"""Mean of :math:`x` of shape :math:`(N, H, C)` over the nodes of each
-    graph, :math:`(G, H, C)` (zeros for a graph without nodes)."""
+    graph, :math:`(G, H, C)` (zeros for a graph without nodes).
+
+    Per head, a node whose projection is not finite (a NaN or infinite
+    input) is left out of the mean instead of turning every graph-level
+    quantity into NaN; the mask is computed on the device, with no host
+    synchronisation."""
+    finite = torch.isfinite(x).all(-1, keepdim=True)  # [N, H, 1]
+    x = x.masked_fill(~finite, 0.0)
+    weight = finite.to(x.dtype)
     if batch is None:
-        return x.mean(0, keepdim=True) if x.size(0) else x.new_zeros(
-            1, *x.shape[1:])
-    total = x.new_zeros(num_graphs, *x.shape[1:]).index_add_(0, batch, x)
-    count = torch.bincount(batch, minlength=num_graphs).clamp_min(1)
-    return total / count.view(-1, 1, 1).to(x.dtype)
+        total, count = x.sum(0, keepdim=True), weight.sum(0, keepdim=True)
+    else:
+        total = x.new_zeros(num_graphs, *x.shape[1:]).index_add_(0, batch, x)
+        count = weight.new_zeros(num_graphs, x.size(1), 1).index_add_(
+            0, batch, weight)
+    return total / count.clamp_min(1.0)

@@ -1,7 +1,12 @@
 r"""The exact RBF kernel: GAT's own similarity."""
 from torch import Tensor
 
-from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_distance_sq
+from ikgat.kernels.base import (
+    Kernel,
+    check_positive,
+    scaled_anchor_distance_sq,
+    scaled_anchor_dot,
+)
 
 
 class RBFKernel(Kernel):
@@ -13,7 +18,11 @@ class RBFKernel(Kernel):
     With :math:`l = 1` and :math:`p = 2` the factorisation
     :math:`\exp(c\,e_{ij}) = k(q_i, c a)\, k(c a, k_j)\,
     \exp(\|c a\|^2 + \tfrac12\|q_i\|^2 + \tfrac12\|k_j\|^2)` reproduces GAT
-    exactly.
+    exactly.  The layer evaluates it through :meth:`reduced_log_similarity`,
+    :math:`(v^\top c a - \tfrac12\|c a\|^2)/l^2`, in which the squared
+    norms of the nodes cancel algebraically, so the logits are GAT's
+    :math:`c\,e_{ij}` (plus a parameter-only constant that cancels) at any
+    input scale, not a difference of huge squared norms.
 
     Args:
         heads (int): Number of heads :math:`H`.
@@ -33,6 +42,19 @@ class RBFKernel(Kernel):
                        slopes: Tensor) -> Tensor:
         distance_sq = scaled_anchor_distance_sq(x, anchor, side, slopes)
         return -distance_sq / (2 * self.lengthscale**2)
+
+    @property
+    def node_norm_coefficient(self) -> float:
+        return -0.5 / self.lengthscale**2
+
+    def reduced_log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+                               slopes: Tensor) -> Tensor:
+        # -|v - c a|^2 / 2l^2 = (v^T (c a) - |c a|^2 / 2) / l^2 - |v|^2 / 2l^2,
+        # where |c a|^2 = c^2 |a|^2 over both halves of a; the last term is
+        # the node_norm_coefficient's and is left out here:
+        dot = scaled_anchor_dot(x, anchor, side, slopes)  # [N, H, T]
+        anchor_sq = (anchor * anchor).sum(-1, keepdim=True) * slopes**2
+        return (dot - 0.5 * anchor_sq) / self.lengthscale**2  # [H, T] bcast
 
     def extra_repr(self) -> str:
         return f'{super().extra_repr()}, lengthscale={self.lengthscale}'

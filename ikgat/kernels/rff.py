@@ -95,8 +95,10 @@ class RandomFourierKernel(Kernel):
 
     def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
                        slopes: Tensor) -> Tensor:
-        return fourier_log_similarity(x, anchor, side, slopes,
-                                      self.spectral_point_sets,
+        # The spectral points follow the dtype of x: the layer evaluates
+        # the node terms in float32 for a float16 or bfloat16 model.
+        sets = [points.to(x.dtype) for points in self.spectral_point_sets]
+        return fourier_log_similarity(x, anchor, side, slopes, sets,
                                       self.eps, node_path=self.node_path)
 
     def extra_repr(self) -> str:

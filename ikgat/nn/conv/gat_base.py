@@ -1,9 +1,10 @@
 r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
-from typing import Any, Optional, Tuple, Union
+from typing import Any, ContextManager, Optional, Tuple, Union
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
@@ -28,8 +29,23 @@ from ikgat.nn.conv.inputs import (
     check_edge_attr,
     check_edge_index,
     check_node_features,
+    check_size,
     node_counts,
 )
+
+
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    r"""The dtype in which logits, norms and softmaxes accumulate: float32
+    for float16 and bfloat16 (float16 overflows at 65504 and bfloat16 keeps
+    8 significant bits), the dtype itself for float32 and float64."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def without_autocast(device: torch.device) -> ContextManager:
+    r"""A context in which :func:`torch.autocast` does not lower the
+    precision of matrix products on :obj:`device`: the node terms of the
+    attention run in :func:`accumulation_dtype` under autocast too."""
+    return torch.autocast(device.type, enabled=False)
 
 
 class GATStyleConv(MessagePassing):
@@ -130,9 +146,9 @@ class GATStyleConv(MessagePassing):
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
                       edge_attr: OptTensor, size: Size) -> None:
         r"""Raise an error naming the offending value for malformed node
-        features, edges or edge features (skipped when scripted or
-        compiled)."""
-        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+        features, edges, edge features or ``size`` (skipped while
+        :func:`torch.compile` traces)."""
+        if torch.compiler.is_compiling():
             return
         name = type(self).__name__
         src_channels, dst_channels = (
@@ -147,37 +163,68 @@ class GATStyleConv(MessagePassing):
                 check_node_features(name, 'x_dst', x[1], dst_channels)
         else:
             check_node_features(name, 'x', x, src_channels)
+        check_size(name, size, x)
         num_src, num_dst = node_counts(x, size)
         check_edge_index(name, edge_index, num_src, num_dst)
         check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
 
     def _project(
         self, x: Union[Tensor, OptPairTensor]
-    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], torch.dtype]:
         r"""Return the source and target projections :math:`(N, H, C)`
-        (the target one :obj:`None` for ``x_dst=None``) and the residual."""
+        (the target one :obj:`None` for ``x_dst=None``), the residual, and
+        the dtype GATConv's projections would have.
+
+        The projections come in :func:`accumulation_dtype`: where GATConv's
+        would be float16 or bfloat16 (a reduced-precision model, or
+        autocast), the same products are computed in float32.  The
+        magnitude term :math:`\tfrac12\|k_j\|_p^2` scales a rounding error
+        :math:`\delta k` of the projection by :math:`\|k_j\|` where GAT's
+        :math:`a^\top k_j` scales it by :math:`\|a\|`, so rounded
+        projections would make the attention far less accurate than
+        GATConv's.  The residual is computed as GATConv computes it."""
         H, C = self.heads, self.out_channels
-        res: Optional[Tensor] = None
         if isinstance(x, Tensor):
-            if self.res is not None:
-                res = self.res(x)
-            if self.lin is not None:
-                x_src = x_dst = self.lin(x).view(-1, H, C)
-            else:
-                assert self.lin_src is not None and self.lin_dst is not None
-                x_src = self.lin_src(x).view(-1, H, C)
-                x_dst = self.lin_dst(x).view(-1, H, C)
+            x_in_src, x_in_dst = x, x
         else:
-            x_src, x_dst = x
-            if x_dst is not None and self.res is not None:
-                res = self.res(x_dst)
-            lin_src = self.lin if self.lin is not None else self.lin_src
-            lin_dst = self.lin if self.lin is not None else self.lin_dst
-            assert lin_src is not None and lin_dst is not None
-            x_src = lin_src(x_src).view(-1, H, C)
-            if x_dst is not None:
-                x_dst = lin_dst(x_dst).view(-1, H, C)
-        return x_src, x_dst, res
+            x_in_src, x_in_dst = x
+        res: Optional[Tensor] = None
+        if x_in_dst is not None and self.res is not None:
+            res = self.res(x_in_dst)
+        lin_src = self.lin if self.lin is not None else self.lin_src
+        lin_dst = self.lin if self.lin is not None else self.lin_dst
+        assert lin_src is not None and lin_dst is not None
+        # The dtype of GATConv's product, autocast included, from an empty
+        # product (no work):
+        dtype = lin_src(x_in_src[:0]).dtype
+        accumulation = accumulation_dtype(dtype)
+
+        def project(lin: Linear, features: Tensor) -> Tensor:
+            if accumulation == dtype:
+                return lin(features).view(-1, H, C)
+            with without_autocast(features.device):
+                return F.linear(features.to(accumulation),
+                                lin.weight.to(accumulation)).view(-1, H, C)
+
+        x_src = project(lin_src, x_in_src)
+        x_dst: Optional[Tensor] = None
+        if isinstance(x, Tensor) and self.lin is not None:
+            x_dst = x_src
+        elif x_in_dst is not None:
+            x_dst = project(lin_dst, x_in_dst)
+        return x_src, x_dst, res, dtype
+
+    def _gat_dtypes(self, projection_dtype: torch.dtype
+                    ) -> Tuple[torch.dtype, torch.dtype]:
+        r"""The dtypes of GATConv's attention weights (those of
+        :math:`x_j^\top a_s`) and output (of :math:`\alpha_{ij} x_j`) for
+        projections of :obj:`projection_dtype`: float16 for a float16
+        model, float32 under bfloat16 autocast (float32 attention
+        parameters)."""
+        alpha_dtype = torch.promote_types(projection_dtype,
+                                          self.att_src.dtype)
+        return alpha_dtype, torch.promote_types(alpha_dtype,
+                                                projection_dtype)
 
     def _add_self_loops(self, edge_index: Adj, edge_attr: OptTensor,
                         x_src: Tensor, x_dst: OptTensor,

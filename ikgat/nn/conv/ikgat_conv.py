@@ -24,7 +24,11 @@ from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_positive
 from ikgat.kernels.rff import check_num_features
 from ikgat.nn.aggregation import attention_aggregate
-from ikgat.nn.conv.gat_base import GATStyleConv
+from ikgat.nn.conv.gat_base import (
+    GATStyleConv,
+    accumulation_dtype,
+    without_autocast,
+)
 from ikgat.nn.conv.inputs import (
     check_batch,
     node_counts,
@@ -109,6 +113,20 @@ class IKGATConv(GATStyleConv):
     targets (:func:`~ikgat.nn.edge_softmax.kernel_edge_softmax`) and the
     aggregation (:func:`~ikgat.nn.aggregation.attention_aggregate`) run in
     edge chunks and keep only :math:`\alpha` per edge for backward.
+
+    **Numbers.**  The projections, kernel terms, norms, logits, softmax and
+    aggregation run in at least float32: a float16 or bfloat16 model
+    (``model.half()``, ``model.bfloat16()``) or :func:`torch.autocast`
+    computes them in float32 and rounds the attention weights and the output
+    once, to the dtypes GATConv returns (so autocast does not make this
+    layer faster).  The magnitude term would amplify the rounding of a
+    half-precision projection :math:`k_j` by :math:`\|k_j\|`.  With
+    ``kernel='rbf', p=2`` the node terms are written so that the nodes'
+    squared norms cancel algebraically
+    (:meth:`~ikgat.kernels.Kernel.reduced_log_similarity`): the logits are
+    GAT's at any input scale.  Other kernels clamp :math:`\|\cdot\|_p^2`
+    at :math:`e^{40}` (:mod:`ikgat.norms`).  A NaN or infinite input row
+    makes NaN only the output rows that attend to it, as in GATConv.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -248,7 +266,7 @@ class IKGATConv(GATStyleConv):
                 kernels ignore it. (default: :obj:`None`)
         """
         self._check_inputs(x, edge_index, edge_attr, size, batch)
-        x_src, x_dst, res = self._project(x)
+        x_src, x_dst, res, projection_dtype = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
         # A stochastic kernel in evaluation averages the attention weights of
@@ -257,24 +275,30 @@ class IKGATConv(GATStyleConv):
         if self.kernel.stochastic and not self.training:
             passes = self.kernel.num_samples
         alpha = torch.empty(0)
-        for draw in range(passes):
-            self._prepare_kernel(x_src, x_dst, batch,
-                                 sample=self.training or passes > 1)
-            weights = self._attention(edge_index, x_src, x_dst, edge_attr,
-                                      size)
-            alpha = weights if draw == 0 else alpha + weights
-        if passes > 1:
-            alpha = alpha / passes
+        # Kernel, norms, logits, softmax and aggregation run in at least
+        # float32, autocast or not (accumulation_dtype); the attention
+        # weights and the output then take the dtypes GATConv gives them.
+        alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
+        with without_autocast(x_src.device):
+            for draw in range(passes):
+                self._prepare_kernel(x_src, x_dst, batch,
+                                     sample=self.training or passes > 1)
+                weights = self._attention(edge_index, x_src, x_dst,
+                                          edge_attr, size)
+                alpha = weights if draw == 0 else alpha + weights
+            if passes > 1:
+                alpha = alpha / passes
 
-        if self._lean_aggregation_applies(edge_index):
-            assert isinstance(edge_index, Tensor)
-            out = attention_aggregate(alpha, x_src, edge_index,
-                                      _num_targets(x_src, x_dst, size))
-        else:
-            # propagate_type: (x: OptPairTensor, alpha: Tensor)
-            out = self.propagate(edge_index, x=(x_src, x_dst), alpha=alpha,
-                                 size=size)
-        out = self._finish(out, res)
+            if self._lean_aggregation_applies(edge_index):
+                assert isinstance(edge_index, Tensor)
+                out = attention_aggregate(alpha, x_src, edge_index,
+                                          _num_targets(x_src, x_dst, size))
+            else:
+                # propagate_type: (x: OptPairTensor, alpha: Tensor)
+                out = self.propagate(edge_index, x=(x_src, x_dst),
+                                     alpha=alpha, size=size)
+        out = self._finish(out.to(out_dtype), res)
+        alpha = alpha.to(alpha_dtype)
 
         if return_attention_weights:
             if isinstance(edge_index, Tensor):
@@ -288,16 +312,7 @@ class IKGATConv(GATStyleConv):
 
     def _attention(self, edge_index: Adj, x_src: Tensor, x_dst: OptTensor,
                    edge_attr: OptTensor, size: Size) -> Tensor:
-        terms = self._node_terms(x_src, x_dst)
-        # Everything that depends on one endpoint only is packed per node as
-        # [logit part for c = 1, logit part for c = negative_slope, gate]:
-        score_src = torch.cat([
-            terms.log_sim_src + terms.half_norm_src.unsqueeze(-1) +
-            terms.anchor_norm, terms.gate_src.unsqueeze(-1)
-        ], dim=-1)
-        # ½‖q_i‖_p² is constant over the softmax group of i and cancels:
-        score_dst = torch.cat(
-            [terms.log_sim_dst, terms.gate_dst.unsqueeze(-1)], dim=-1)
+        score_src, score_dst = self._node_scores(x_src, x_dst)
         if self._lean_edge_softmax_applies(edge_index):
             assert isinstance(edge_index, Tensor)
             # edge_update's logit and softmax, chunked over the edges: no
@@ -387,9 +402,9 @@ class IKGATConv(GATStyleConv):
         without an :math:`E \times H \times C` message tensor.  PyG's path
         stays in charge of sparse adjacencies, :class:`EdgeIndex` (which
         carries its own sizes), explain mode (edge masks), hooks, inference
-        decomposition, other flows, aggregations or overridden methods,
-        TorchScript and :func:`torch.compile` (which traces PyG's ops)."""
-        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+        decomposition, other flows, aggregations or overridden methods, and
+        :func:`torch.compile` (which traces PyG's ops)."""
+        if torch.compiler.is_compiling():
             return False
         if (type(edge_index) is not Tensor
                 or edge_index.layout != torch.strided):
@@ -417,8 +432,8 @@ class IKGATConv(GATStyleConv):
         same attention weights without :math:`E \times H \times 3` gathers.
         PyG's path stays in charge of sparse adjacencies, :class:`EdgeIndex`,
         explain mode, edge-update hooks, other flows, an overridden
-        :meth:`edge_update`, TorchScript and :func:`torch.compile`."""
-        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+        :meth:`edge_update` and :func:`torch.compile`."""
+        if torch.compiler.is_compiling():
             return False
         if (type(edge_index) is not Tensor
                 or edge_index.layout != torch.strided):
@@ -445,21 +460,25 @@ class IKGATConv(GATStyleConv):
         includes :math:`\tfrac12\|q_i\|_p^2`, which cancels in the softmax.
         """
         self._check_inputs(x, edge_index, edge_attr, size, batch)
-        x_src, x_dst, _ = self._project(x)
+        x_src, x_dst, _, _ = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
-        self._prepare_kernel(x_src, x_dst, batch, sample=False)
         if isinstance(edge_index, SparseTensor):
             row, col, _ = edge_index.coo()
             edge_index = torch.stack([col, row], dim=0)
         elif is_torch_sparse_tensor(edge_index):
             edge_index = to_edge_index(edge_index)[0].flip(0)
-        terms = self._node_terms(x_src, x_dst)
         src, dst = edge_index[0], edge_index[1]
         dst_rows = dst if x_dst is not None else torch.zeros_like(dst)
+        with without_autocast(x_src.device):
+            self._prepare_kernel(x_src, x_dst, batch, sample=False)
+            terms = self._node_terms(x_src, x_dst)
+            score_src, score_dst = self._node_scores(x_src, x_dst)
+            edge_gate = self._edge_gate(edge_attr)
+        if edge_gate is not None:
+            edge_gate = edge_gate.to(terms.gate_src.dtype)
 
         gate = terms.gate_src[src] + terms.gate_dst[dst_rows]
-        edge_gate = self._edge_gate(edge_attr)
         if edge_gate is not None:
             gate = gate + edge_gate
         slope_index = (gate <= 0).long().unsqueeze(-1)  # t_ij
@@ -479,8 +498,12 @@ class IKGATConv(GATStyleConv):
             edge_term = slope * edge_gate
         num_dst = size[1] if size is not None else (
             x_dst.size(0) if x_dst is not None else None)
-        alpha = softmax(log_similarity + log_magnitude + edge_term, dst,
-                        num_nodes=num_dst)
+        # The weights come from the forward pass's node scores (the same
+        # logits up to terms that cancel in the softmax), not from the sum
+        # of the reported terms, which loses digits when they are huge:
+        logit = (pick(score_src[src][..., :2]) +
+                 pick(score_dst[dst_rows][..., :2]) + edge_term)
+        alpha = softmax(logit, dst, num_nodes=num_dst)
         return AttentionDecomposition(edge_index, log_similarity,
                                       log_magnitude, edge_term, alpha)
 
@@ -488,7 +511,7 @@ class IKGATConv(GATStyleConv):
                       edge_attr: OptTensor, size: Size,
                       batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None):
         super()._check_inputs(x, edge_index, edge_attr, size)
-        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+        if torch.compiler.is_compiling():
             return
         name = type(self).__name__
         num_src, num_dst = node_counts(x, size)
@@ -498,23 +521,80 @@ class IKGATConv(GATStyleConv):
         else:
             check_batch(name, 'batch', batch, num_src)
 
-    def _node_terms(self, x_src: Tensor, x_dst: OptTensor) -> NodeTerms:
+    def _accumulation_inputs(self, x_src: Tensor, x_dst: OptTensor
+                             ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        r"""Source and target projections (a zero target row for
+        :obj:`x_dst=None`), the anchors :math:`(H, 2C)` and the slopes
+        :math:`c_t`, all in :func:`accumulation_dtype` (float32 for a float16
+        or bfloat16 model)."""
         H, C = self.heads, self.out_channels
-        anchor = torch.cat([self.att_dst, self.att_src], dim=-1).view(H, 2 * C)
-        slopes = torch.tensor([1.0, self.negative_slope], dtype=x_src.dtype,
+        dtype = accumulation_dtype(x_src.dtype)
+        anchor = torch.cat([self.att_dst, self.att_src],
+                           dim=-1).view(H, 2 * C).to(dtype)
+        slopes = torch.tensor([1.0, self.negative_slope], dtype=dtype,
                               device=x_src.device)
+        x_src = x_src.to(dtype)
         # A missing target projection is q_i = 0 for every target:
-        q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst
+        q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst.to(dtype)
+        return x_src, q, anchor, slopes
 
+    def _anchor_norm(self, anchor: Tensor, slopes: Tensor) -> Tensor:
+        r""":math:`\|c_t a_h\|_p^2` of shape :math:`(H, T)`."""
+        scaled_anchor = slopes.view(-1, 1, 1) * anchor  # [T, H, 2C]
+        return lp_norm_squared(scaled_anchor, self.p).t()
+
+    def _node_scores(self, x_src: Tensor,
+                     x_dst: OptTensor) -> Tuple[Tensor, Tensor]:
+        r"""Everything of the logit that depends on one endpoint, packed per
+        node as [logit part for :math:`c = 1`, for :math:`c =`
+        :obj:`negative_slope`, gate]: :math:`(N_s, H, 3)` and
+        :math:`(N_t, H, 3)` (or :math:`(1, H, 3)` without target features),
+        in :func:`accumulation_dtype`."""
+        x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
+        C = self.out_channels
+        kernel = self.kernel
+        # Targets: the kernel's gamma |q_i|^2 and the magnitude's ½‖q_i‖_p²
+        # are the same for both slopes, hence constant over the softmax
+        # group of i: they cancel and are left out.
+        logit_dst = kernel.reduced_log_similarity(q, anchor, 0, slopes)
+        gamma = kernel.node_norm_coefficient
+        if self.magnitude and self.p == 2.0 and gamma != 0.0:
+            # log sim(c a, k_j) + ½‖k_j‖² = r_j + (gamma + ½)‖k_j‖²: for the
+            # RBF kernel of length-scale 1, gamma = -½ and the squared norms
+            # cancel exactly, leaving c a_s^T x_j + ½‖c a‖² here and
+            # c a_d^T x_i - ½‖c a‖² on the target side: the logit is GAT's
+            # c e_ij at any input scale.
+            logit_src = kernel.reduced_log_similarity(x_src, anchor, 1,
+                                                      slopes)
+            if gamma != -0.5:
+                logit_src = logit_src + (
+                    (gamma + 0.5) * (x_src * x_src).sum(-1)).unsqueeze(-1)
+        else:
+            logit_src = kernel.log_similarity(x_src, anchor, 1, slopes)
+            if self.magnitude:
+                logit_src = logit_src + 0.5 * lp_norm_squared(
+                    x_src, self.p).unsqueeze(-1)
+        if self.magnitude:
+            logit_src = logit_src + self._anchor_norm(anchor, slopes)
+        gate_src = (x_src * anchor[:, C:]).sum(-1)
+        gate_dst = (q * anchor[:, :C]).sum(-1)
+        return (torch.cat([logit_src, gate_src.unsqueeze(-1)], dim=-1),
+                torch.cat([logit_dst, gate_dst.unsqueeze(-1)], dim=-1))
+
+    def _node_terms(self, x_src: Tensor, x_dst: OptTensor) -> NodeTerms:
+        r"""The reported terms of :meth:`attention_decomposition`, each as
+        its formula defines it."""
+        H = self.heads
+        x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
+        C = self.out_channels
         log_sim_src = self.kernel.log_similarity(x_src, anchor, 1, slopes)
         log_sim_dst = self.kernel.log_similarity(q, anchor, 0, slopes)
-        gate_src = (x_src * self.att_src).sum(-1)
-        gate_dst = (q * self.att_dst).sum(-1)
+        gate_src = (x_src * anchor[:, C:]).sum(-1)
+        gate_dst = (q * anchor[:, :C]).sum(-1)
         if self.magnitude:
             half_norm_src = 0.5 * lp_norm_squared(x_src, self.p)
             half_norm_dst = 0.5 * lp_norm_squared(q, self.p)
-            scaled_anchor = slopes.view(-1, 1, 1) * anchor  # [T, H, 2C]
-            anchor_norm = lp_norm_squared(scaled_anchor, self.p).t()
+            anchor_norm = self._anchor_norm(anchor, slopes)
         else:
             half_norm_src = gate_src.new_zeros(gate_src.shape)
             half_norm_dst = gate_dst.new_zeros(gate_dst.shape)

@@ -112,6 +112,39 @@ def node_counts(x: Union[Tensor, Tuple[Tensor, Optional[Tensor]]],
     return num_src, num_dst
 
 
+def check_size(layer: str, size: Optional[Tuple[Optional[int],
+                                                Optional[int]]],
+               x: Union[Tensor, Tuple[Tensor, Optional[Tensor]]]) -> None:
+    """Check ``size=(num_source_nodes, num_target_nodes)`` against the node
+    features, as ``MessagePassing.propagate`` checks it for GATConv: each
+    given count must equal the rows of the features on that side (both
+    sides are ``x`` for a single tensor; ``x_dst=None`` leaves the targets
+    to ``size``)."""
+    if size is None:
+        return
+    if (not isinstance(size, (tuple, list)) or len(size) != 2 or not all(
+            value is None or (isinstance(value, int)
+                              and not isinstance(value, bool) and value >= 0)
+            for value in size)):
+        raise ValueError(f"{layer}: 'size' must be a pair (num_source_nodes, "
+                         f"num_target_nodes) of non-negative integers "
+                         f"(got {size!r})")
+    if isinstance(x, Tensor):
+        sides = ((x, 'x'), (x, 'x'))
+    else:
+        sides = ((x[0], 'x_src'), (x[1], 'x_dst'))
+    rows = [None if features is None else features.size(0)
+            for features, _ in sides]
+    for value, count, (_, name), role in zip(size, rows, sides,
+                                             ('source', 'target')):
+        if value is not None and count is not None and value != count:
+            fixed = tuple(given if have is None else have
+                          for given, have in zip(size, rows))
+            raise ValueError(f"{layer}: size={tuple(size)} gives {value} "
+                             f"{role} nodes but '{name}' has {count} rows; "
+                             f"pass size={fixed} or size=None")
+
+
 def check_batch(layer: str, name: str, batch: Optional[Tensor],
                 num_nodes: Optional[int]) -> None:
     """Check a graph-assignment vector: 1-D, integer, one entry per node,

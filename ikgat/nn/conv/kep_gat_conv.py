@@ -23,7 +23,11 @@ from torch_geometric.utils import (
 )
 from torch_geometric.utils.sparse import set_sparse_value
 
-from ikgat.nn.conv.gat_base import GATStyleConv
+from ikgat.nn.conv.gat_base import (
+    GATStyleConv,
+    accumulation_dtype,
+    without_autocast,
+)
 from ikgat.nn.kl import sum_outermost
 
 
@@ -191,6 +195,14 @@ class KEPGATConv(GATStyleConv):
     weight decay: the KL regularises them, and decaying a log-scale pulls
     the posterior spread towards :math:`e^0 = 1`.
 
+    **Numbers.**  As in :class:`~ikgat.IKGATConv`, the projections,
+    attention, neighbourhood sums and samples run in at least float32 for a
+    float16 or bfloat16 model or under :func:`torch.autocast`, and the
+    attention weights and output are rounded once, to GATConv's dtypes.  The
+    adjoint sums :math:`r(j)` and :math:`c_j` and the KSVD loss leave out
+    non-finite terms, so a NaN or infinite input row makes NaN only the
+    output rows that attend to it, as in GATConv.
+
     **Randomness.**  Training draws one sample per forward pass.  Evaluation
     averages :obj:`num_samples` draws (:obj:`num_samples=0` returns the
     posterior mean, deterministic).  Pass ``generator=`` to :meth:`forward`
@@ -317,6 +329,14 @@ class KEPGATConv(GATStyleConv):
                 self.log_singular_values.view(1, self.heads, 1, self.rank))
         self._ksvd_loss = None
 
+    def __getstate__(self):
+        # The last forward's KSVD loss is part of an autograd graph: copies
+        # and pickles of the module start without it (ksvd_loss() is zero
+        # until their first forward pass).
+        state = super().__getstate__()
+        state['_ksvd_loss'] = None
+        return state
+
     # ------------------------------------------------------------ parameters
 
     @property
@@ -335,18 +355,21 @@ class KEPGATConv(GATStyleConv):
         r"""The KL divergence :math:`\sum_{b,h,d}\mathrm{KL}(q(u_d) \,\|\,
         \mathcal{N}(0, \Lambda^2))` of both branches, summed over heads and
         channels.  It depends on the parameters only, so it is the same
-        for every forward pass (and available before any)."""
+        for every forward pass (and available before any).  It accumulates
+        in at least float32 (a sum over :math:`2HCs^2` terms)."""
         s = self.rank
-        inv = (-self.log_singular_values).exp()  # [H, s]
-        scale = self.inducing_scale_tril()  # [2, H, C, s, s]
+        dtype = accumulation_dtype(self.log_singular_values.dtype)
+        log_singular_values = self.log_singular_values.to(dtype)
+        inv = (-log_singular_values).exp()  # [H, s]
+        scale = self.inducing_scale_tril().to(dtype)  # [2, H, C, s, s]
         trace = (inv.view(1, self.heads, 1, s, 1) * scale).square().sum()
         mahalanobis = (inv.view(1, self.heads, s, 1) *
-                       self.inducing_mean).square().sum()
+                       self.inducing_mean.to(dtype)).square().sum()
         count = 2 * self.heads * self.out_channels
         # log|Lambda^2| for each of the 2 * C GPs of a head:
         log_det_prior = 2 * self.out_channels * 2 * (
-            self.log_singular_values.sum())
-        log_det_posterior = 2 * self.inducing_log_scale_diag.sum()
+            log_singular_values.sum())
+        log_det_posterior = 2 * self.inducing_log_scale_diag.to(dtype).sum()
         return 0.5 * (trace + mahalanobis - count * s + log_det_prior -
                       log_det_posterior)
 
@@ -391,15 +414,46 @@ class KEPGATConv(GATStyleConv):
                 :obj:`None`. (default: :obj:`None`)
         """
         self._check_inputs(x, edge_index, edge_attr, size)
-        H = self.heads
-        x_src, x_dst, res = self._project(x)
+        x_src, x_dst, res, projection_dtype = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
         coo, num_src, num_dst = self._coo(edge_index, x_src, x_dst, size)
-        pair_size = (num_src, num_dst)
+        # Everything from the projections to the output runs in at least
+        # float32, autocast or not; attention weights and output then take
+        # GATConv's dtypes.
+        alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
+        with without_autocast(x_src.device):
+            alpha, out = self._attend_and_sample(coo, x_src, x_dst,
+                                                 edge_attr, num_src, num_dst,
+                                                 generator)
+        out = self._finish(out.to(out_dtype), res)
+        alpha = alpha.to(alpha_dtype)
 
-        gate_src = (x_src * self.att_src).sum(dim=-1)
-        gate_dst = None if x_dst is None else (x_dst * self.att_dst).sum(-1)
+        if return_attention_weights:
+            if isinstance(edge_index, Tensor):
+                if is_torch_sparse_tensor(edge_index):
+                    adj = set_sparse_value(edge_index, alpha)
+                    return out, (adj, alpha)
+                return out, (edge_index, alpha)
+            elif isinstance(edge_index, SparseTensor):
+                return out, edge_index.set_value(alpha, layout='coo')
+        return out
+
+    def _attend_and_sample(self, coo: Tensor, x_src: Tensor,
+                           x_dst: OptTensor, edge_attr: OptTensor,
+                           num_src: int, num_dst: int,
+                           generator: Optional[torch.Generator]
+                           ) -> Tuple[Tensor, Tensor]:
+        r"""GATConv's attention :math:`\kappa` over the edges :obj:`coo`
+        and the merged sample :math:`F_e(i) + \sum_j \kappa_{ij} F_r(j)`
+        per head, :math:`(N_t, H, C)`, in the dtype of :obj:`x_src`; stores
+        the KSVD loss."""
+        H = self.heads
+        dtype = x_src.dtype
+        pair_size = (num_src, num_dst)
+        gate_src = (x_src * self.att_src.to(dtype)).sum(dim=-1)
+        gate_dst = None if x_dst is None else (
+            x_dst * self.att_dst.to(dtype)).sum(-1)
         # edge_updater_type: (gate: OptPairTensor, edge_attr: OptTensor)
         alpha = self.edge_updater(coo, gate=(gate_src, gate_dst),
                                   edge_attr=edge_attr, size=pair_size)
@@ -414,14 +468,23 @@ class KEPGATConv(GATStyleConv):
         # propagate_type: (x: OptPairTensor, alpha: Tensor)
         e = self.propagate(coo, x=(h_r, None), alpha=alpha, size=pair_size)
         src, dst = coo[0], coo[1]
-        r = scatter(alpha.unsqueeze(-1) * h_e[dst], src, dim=0,
-                    dim_size=num_src, reduce='sum')
+        # A non-finite input row makes the attention of every target it
+        # feeds NaN, as in GATConv.  The adjoint sums over the targets of a
+        # source (r and c_j below) would carry that NaN to every source of
+        # those targets and, through K, to their targets; they leave out
+        # the non-finite terms instead (a mask on the device, no host
+        # synchronisation), so the NaN rows of the output are GATConv's.
+        finite_alpha = _finite_or_zero(alpha)
+        r = scatter(finite_alpha.unsqueeze(-1) * _finite_or_zero(h_e)[dst],
+                    src, dim=0, dim_size=num_src, reduce='sum')
 
-        inv = (-self.log_singular_values).exp()  # Lambda^{-1}, [H, s]
+        inv = (-self.log_singular_values.to(dtype)).exp()  # Lambda^-1 [H, s]
         # J = 1/2 sum e^T Lambda^-1 e + 1/2 sum r^T Lambda^-1 r - Tr(We^T Wr)
         # with Tr(W_e^T W_r) = Tr(H_r^T K^T H_e) = sum_i h_e(i)^T e(i); it
-        # trains Lambda only (see the class docstring):
-        e_const, r_const, h_e_const = e.detach(), r.detach(), h_e.detach()
+        # trains Lambda only (see the class docstring).  A sum over the
+        # graph, without its non-finite rows:
+        e_const = _finite_or_zero(e.detach())
+        r_const, h_e_const = r.detach(), _finite_or_zero(h_e.detach())
         J = (0.5 * (e_const.square() * inv).sum((0, 2)) +
              0.5 * (r_const.square() * inv).sum((0, 2)) -
              (h_e_const * e_const).sum((0, 2)))
@@ -432,38 +495,29 @@ class KEPGATConv(GATStyleConv):
         # The attention a source receives, c_j = sum_i kappa_ij, ranges
         # from ~0 to the number of its out-edges; the source-side GP reads
         # r(j) / max(1, c_j), as bounded as e(i) (a convex combination).
-        mass = scatter(alpha, src, dim=0, dim_size=num_src, reduce='sum')
+        mass = scatter(finite_alpha, src, dim=0, dim_size=num_src,
+                       reduce='sum')
         r_bounded = r / mass.clamp(min=1.0).unsqueeze(-1)
         f_r = self._sample(r_bounded * inv, 1, draws, generator)
         # The source-side sample reaches the targets through K:
         out = f_e + self.propagate(coo, x=(f_r, None), alpha=alpha,
                                    size=pair_size)
-
-        out = self._finish(out, res)
-
-        if return_attention_weights:
-            if isinstance(edge_index, Tensor):
-                if is_torch_sparse_tensor(edge_index):
-                    adj = set_sparse_value(edge_index, alpha)
-                    return out, (adj, alpha)
-                return out, (edge_index, alpha)
-            elif isinstance(edge_index, SparseTensor):
-                return out, edge_index.set_value(alpha, layout='coo')
-        return out
+        return alpha, out
 
     def _sample(self, v: Tensor, branch: int, draws: int,
                 generator: Optional[torch.Generator]) -> Tensor:
         r"""Return :math:`v m_d + v L_d \varepsilon / \sqrt{S}` for
         :math:`v = b(x)^\top\Lambda^{-1}` of shape :math:`(N, H, s)`: the
         average of :math:`S` = :obj:`draws` samples (the mean if 0)."""
-        mean = torch.einsum('nhs,hsc->nhc', v, self.inducing_mean[branch])
+        mean = torch.einsum('nhs,hsc->nhc', v,
+                            self.inducing_mean[branch].to(v.dtype))
         if draws == 0:
             return mean
         # v L_d eps with eps ~ N(0, I_s) is N(0, v S_d v^T) = N(0, |L_d^T v|^2)
         # for every node and channel: draw that scalar directly (the tiny
         # shift keeps the gradient of the square root finite where v = 0).
         spread = torch.einsum('nha,hdab->nhdb', v,
-                              self.inducing_scale_tril()[branch])
+                              self.inducing_scale_tril()[branch].to(v.dtype))
         std = (spread.square().sum(-1) + 1e-20).sqrt()  # [N, H, C]
         noise = torch.randn(std.shape, generator=generator, dtype=std.dtype,
                             device=std.device)
@@ -504,6 +558,10 @@ class KEPGATConv(GATStyleConv):
         else:  # as MessagePassing: from the largest target index
             num_dst = int(edge_index[1].max()) + 1 if edge_index.numel() else 0
         return edge_index, num_src, num_dst
+
+def _finite_or_zero(values: Tensor) -> Tensor:
+    return torch.where(torch.isfinite(values), values, 0.0)
+
 
 def ksvd_loss(model: torch.nn.Module) -> Tensor:
     r"""Return :math:`\sum_m L_{\mathrm{ksvd}, m}` over the modules of
