@@ -4,6 +4,8 @@ import math
 import torch
 from torch_geometric.utils import scatter
 
+from ikgat.kernels import KERNELS
+
 
 def random_graph(num_nodes: int, num_edges: int, channels: int, seed: int,
                  num_dst=None):
@@ -99,3 +101,23 @@ def edge_wise_reference(conv, x, edge_index, edge_attr=None):
                   dim_size=q_nodes.size(0))
     out = out.reshape(-1, H * C) if conv.concat else out.mean(1)
     return (out + conv.bias if conv.bias is not None else out), alpha
+
+
+#: Every layer of the package: IKGATConv with each kernel, MIKANConv and
+#: KEPGATConv (test ids for make_layer).
+LAYER_NAMES = [f'ikgat-{name}' for name in sorted(KERNELS)] + ['mikan', 'kep']
+
+
+def make_layer(name: str, in_channels, out_channels: int, **kwargs):
+    """The layer named by an entry of ``LAYER_NAMES``; ``p`` is dropped for
+    KEPGATConv (GAT's attention has no magnitude term), whose evaluation
+    returns the posterior mean (``num_samples=0``) unless told otherwise."""
+    from ikgat import IKGATConv, KEPGATConv, MIKANConv
+    if name == 'kep':
+        kwargs.pop('p', None)
+        kwargs.setdefault('num_samples', 0)
+        return KEPGATConv(in_channels, out_channels, **kwargs)
+    if name == 'mikan':
+        return MIKANConv(in_channels, out_channels, **kwargs)
+    return IKGATConv(in_channels, out_channels,
+                     kernel=name[len('ikgat-'):], **kwargs)
