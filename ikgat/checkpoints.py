@@ -18,12 +18,13 @@ and tensors (so it loads with ``weights_only=True``):
   :class:`~ikgat.visualization.AttentionTermsRecorder` log) and ``info``
   (optional, e.g. accuracies and the best epoch).
 """
-import os
 import os.path as osp
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 import torch
+
+from ikgat.durable import atomic_open
 
 FORMAT = 'ikgat-checkpoint'
 VERSION = 1
@@ -79,7 +80,9 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
                     info: Optional[Dict[str, Any]] = None,
                     normalize_features: bool = True,
                     state_dict: Optional[Dict[str, Any]] = None) -> None:
-    r"""Write :obj:`model` to :obj:`path` (folders are created).
+    r"""Write :obj:`model` to :obj:`path` (folders are created), through
+    a temporary file that replaces :obj:`path` only once it is complete
+    (:func:`ikgat.durable.atomic_open`).
 
     Args:
         path: The file to write.
@@ -106,9 +109,8 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
         state_dict={key: value.detach().cpu() for key, value in
                     (state_dict or model.state_dict()).items()},
         log=log, info=dict(info or {}))
-    folder = osp.dirname(osp.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    torch.save(payload, path)
+    with atomic_open(path) as file:
+        torch.save(payload, file)
 
 
 def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
@@ -119,7 +121,14 @@ def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
     if not osp.isfile(path):
         raise FileNotFoundError(f'No checkpoint at {path!r}; write one with '
                                 f'`ikgat train --save-checkpoint {path}`')
-    payload = torch.load(path, map_location=map_location, weights_only=True)
+    try:
+        payload = torch.load(path, map_location=map_location,
+                             weights_only=True)
+    except Exception as error:
+        raise ValueError(f'{path} is not an ikgat checkpoint or is damaged '
+                         f'({type(error).__name__}: {_first_sentence(error)}'
+                         f'); write it again with `ikgat train '
+                         f'--save-checkpoint`') from error
     if not isinstance(payload, dict) or payload.get('format') != FORMAT:
         raise ValueError(f'{path} is not an ikgat checkpoint (written by '
                          f'ikgat.checkpoints.save_checkpoint)')
@@ -131,20 +140,31 @@ def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
     if payload['layer'] not in classes:
         raise ValueError(f'{path} names the unknown layer '
                          f'{payload["layer"]!r}; known: {sorted(classes)}')
-    model_kwargs = dict(payload['model_kwargs'])
-    conv_kwargs = dict(payload['conv_kwargs'])
-    model = TwoLayerGAT(model_kwargs['in_channels'],
-                        model_kwargs['hidden_channels'],
-                        model_kwargs['out_channels'],
-                        classes[payload['layer']],
-                        heads=model_kwargs['heads'],
-                        out_heads=model_kwargs['out_heads'],
-                        dropout=model_kwargs['dropout'],
-                        conv_kwargs=conv_kwargs)
-    model.load_state_dict(payload['state_dict'])
+    try:
+        model_kwargs = dict(payload['model_kwargs'])
+        conv_kwargs = dict(payload['conv_kwargs'])
+        model = TwoLayerGAT(model_kwargs['in_channels'],
+                            model_kwargs['hidden_channels'],
+                            model_kwargs['out_channels'],
+                            classes[payload['layer']],
+                            heads=model_kwargs['heads'],
+                            out_heads=model_kwargs['out_heads'],
+                            dropout=model_kwargs['dropout'],
+                            conv_kwargs=conv_kwargs)
+        model.load_state_dict(payload['state_dict'])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(f'{path} is a damaged ikgat checkpoint: its model '
+                         f'cannot be rebuilt ({type(error).__name__}: '
+                         f'{_first_sentence(error)}); write it again with '
+                         f'`ikgat train --save-checkpoint`') from error
     model.eval()
     return Checkpoint(model=model, layer=payload['layer'],
                       dataset=payload['dataset'], model_kwargs=model_kwargs,
                       conv_kwargs=conv_kwargs,
                       normalize_features=payload['normalize_features'],
                       log=payload.get('log'), info=payload.get('info') or {})
+
+
+def _first_sentence(error: Exception) -> str:
+    text = ' '.join(str(error).split())
+    return text.split('. ')[0]

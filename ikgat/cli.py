@@ -1,38 +1,120 @@
 r"""The ``ikgat`` command line: ``ikgat train``, ``ikgat bench ...``,
 ``ikgat plot ...`` (and more subcommands)."""
 import argparse
+import pickle
+import sys
+import time
+from contextlib import contextmanager
 from typing import List, Optional
 
 import torch
 import torch_geometric.transforms as T
 
 from ikgat.benchmarking import add_bench_parser
-from ikgat.datasets import load_planetoid
+from ikgat.datasets import load_planetoid, planetoid_name
+from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import IKGATConv
 from ikgat.training import train_node_classifier
 
 
-def add_train_parser(subparsers) -> None:
+def positive_int(text: str) -> int:
+    r"""An argparse type: an integer of at least 1."""
+    value = int(text) if text.lstrip('-').isdigit() else None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(
+            f'must be a positive integer (got {text!r})')
+    return value
+
+
+def positive_float(text: str) -> float:
+    r"""An argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(
+            f'must be a positive number (got {text!r})')
+    return value
+
+
+def probability(text: str) -> float:
+    r"""An argparse type: a number in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(
+            f'must lie in [0, 1) (got {text!r})')
+    return value
+
+
+def dataset_name(text: str) -> str:
+    r"""An argparse type: a Planetoid name in any case."""
+    try:
+        return planetoid_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    r"""argparse's parser whose usage errors are one line on stderr (exit
+    status 2), pointing to ``--help`` instead of printing the usage."""
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}; see {self.prog} '
+                  f'--help\n')
+
+
+class CommandError(Exception):
+    r"""A mistake in what the user asked for: one line on stderr and exit
+    status 2 (tracebacks only with ``--debug``)."""
+
+
+@contextmanager
+def user_input(what: str = ''):
+    r"""Turn the errors that bad input raises in the block (a file or
+    folder that is missing or damaged, a value out of range) into a
+    :class:`CommandError`; :obj:`what` prefixes the message."""
+    try:
+        yield
+    except (ValueError, TypeError, OSError, RuntimeError, EOFError,
+            pickle.UnpicklingError) as error:
+        raise CommandError(f'{what}{error}') from error
+
+
+def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        'train', help='train a 2-layer IKGAT on a Planetoid dataset and '
-        'print its test accuracy')
-    parser.add_argument('--dataset', default='Cora')
+        'train', parents=[common],
+        help='train a 2-layer IKGAT on a Planetoid dataset and print its '
+        'test accuracy')
+    parser.add_argument('--dataset', default='Cora', type=dataset_name,
+                        help='Cora, CiteSeer or PubMed (default: Cora)')
     parser.add_argument('--root', default=None,
                         help='folder holding Planetoid/<Name>/raw/ '
                         '(default: $IKGAT_DATA)')
     parser.add_argument('--kernel', default='direct', choices=sorted(KERNELS))
-    parser.add_argument('--p', type=float, default=2.0)
-    parser.add_argument('--num-features', type=int, default=64)
-    parser.add_argument('--hidden', type=int, default=8)
-    parser.add_argument('--heads', type=int, default=8)
-    parser.add_argument('--dropout', type=float, default=0.6)
-    parser.add_argument('--lr', type=float, default=0.005)
+    parser.add_argument('--p', type=positive_float, default=2.0)
+    parser.add_argument('--num-features', type=positive_int, default=64,
+                        help='R, spectral points per head of the '
+                        'random-feature kernels (default: 64)')
+    parser.add_argument('--hidden', type=positive_int, default=8)
+    parser.add_argument('--heads', type=positive_int, default=8)
+    parser.add_argument('--dropout', type=probability, default=0.6)
+    parser.add_argument('--lr', type=positive_float, default=0.005)
     parser.add_argument('--weight-decay', type=float, default=5e-4)
-    parser.add_argument('--epochs', type=int, default=1000)
-    parser.add_argument('--patience', type=int, default=100)
+    parser.add_argument('--epochs', type=positive_int, default=1000)
+    parser.add_argument('--patience', type=positive_int, default=100)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--threads', type=positive_int, default=None,
+                        help='CPU threads of PyTorch (default: its own '
+                        'choice, one per core); use 1 when other jobs run')
+    parser.add_argument('--no-progress', dest='progress',
+                        action='store_false', default=None,
+                        help='no progress bar (it shows only on a terminal '
+                        'anyway)')
     parser.add_argument('--save-checkpoint', metavar='PATH', default=None,
                         help='save the best-validation model, its settings '
                         'and a per-epoch log of the similarity and magnitude '
@@ -41,14 +123,30 @@ def add_train_parser(subparsers) -> None:
 
 
 def run_train(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.save_checkpoint:
+        with user_input('--save-checkpoint: '):
+            check_writable(args.save_checkpoint)
     torch.manual_seed(args.seed)
-    dataset = load_planetoid(args.dataset, args.root,
-                             transform=T.NormalizeFeatures())
+    with user_input():
+        dataset = load_planetoid(args.dataset, args.root,
+                                 transform=T.NormalizeFeatures())
     data = dataset[0]
-    model = TwoLayerGAT(
-        dataset.num_features, args.hidden, dataset.num_classes, IKGATConv,
-        heads=args.heads, dropout=args.dropout, conv_kwargs=dict(
-            kernel=args.kernel, p=args.p, num_features=args.num_features))
+    conv_kwargs = dict(kernel=args.kernel, p=args.p,
+                       num_features=args.num_features)
+    with user_input():
+        model = TwoLayerGAT(dataset.num_features, args.hidden,
+                            dataset.num_classes, IKGATConv, heads=args.heads,
+                            dropout=args.dropout, conv_kwargs=conv_kwargs)
+    described = (f'IKGATConv(kernel={args.kernel}, p={args.p:g}) on '
+                 f'{dataset.name}')
+    print(f'ikgat train: {described}: {data.num_nodes} nodes, '
+          f'{data.num_edges} edges, {dataset.num_classes} classes; at most '
+          f'{args.epochs} epochs (patience {args.patience}), '
+          f'{torch.get_num_threads()} thread(s), seed {args.seed}',
+          flush=True)
     recorder = None
     if args.save_checkpoint:
         from ikgat.visualization import AttentionTermsRecorder
@@ -57,17 +155,17 @@ def run_train(args: argparse.Namespace) -> None:
                                    weight_decay=args.weight_decay,
                                    epochs=args.epochs, patience=args.patience,
                                    keep_best_state=recorder is not None,
-                                   on_epoch=recorder)
-    print(f'{dataset.name} IKGAT(kernel={args.kernel}, p={args.p}) '
-          f'seed={args.seed}: val acc {result.val_acc:.4f}, '
-          f'test acc {result.test_acc:.4f} (best epoch {result.best_epoch} '
-          f'of {result.epochs}, {result.seconds:.1f} s)')
+                                   on_epoch=recorder, progress=args.progress)
+    print(f'{described}: test accuracy {result.test_acc:.4f} at the best '
+          f'validation epoch {result.best_epoch} (validation accuracy '
+          f'{result.val_acc:.4f}); {result.epochs} epochs in '
+          f'{result.seconds:.1f} s ({result.seconds / result.epochs:.3f} '
+          f's per epoch), {time.perf_counter() - start:.1f} s in all')
     if recorder is not None:
         from ikgat.checkpoints import save_checkpoint
         save_checkpoint(
-            args.save_checkpoint, model, dataset.name, conv_kwargs=dict(
-                kernel=args.kernel, p=args.p,
-                num_features=args.num_features), log=recorder.log,
+            args.save_checkpoint, model, dataset.name,
+            conv_kwargs=conv_kwargs, log=recorder.log,
             info=dict(val_acc=result.val_acc, test_acc=result.test_acc,
                       best_epoch=result.best_epoch, epochs=result.epochs,
                       seed=args.seed, lr=args.lr,
@@ -89,10 +187,11 @@ PLOT_KINDS = {
 }
 
 
-def add_plot_parser(subparsers) -> None:
+def add_plot_parser(subparsers, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        'plot', help='plot what a trained model learned, from checkpoints '
-        'written by `ikgat train --save-checkpoint`',
+        'plot', parents=[common],
+        help='plot what a trained model learned, from checkpoints written '
+        'by `ikgat train --save-checkpoint`',
         description='Kinds: ' + '; '.join(
             f'{kind}: {text}' for kind, text in PLOT_KINDS.items()))
     parser.add_argument('kind', choices=list(PLOT_KINDS))
@@ -112,10 +211,10 @@ def add_plot_parser(subparsers) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> None:
-    try:
+    with user_input('--out: '):
+        check_writable(args.out)
+    with user_input():
         _plot(args)
-    except (FileNotFoundError, TypeError, ValueError) as error:
-        raise SystemExit(f'ikgat plot {args.kind}: {error}') from error
 
 
 def _plot(args: argparse.Namespace) -> None:
@@ -126,20 +225,20 @@ def _plot(args: argparse.Namespace) -> None:
 
     kind, paths = args.kind, args.checkpoint
     if kind not in ('sparsity', 'heads') and len(paths) != 1:
-        raise SystemExit(f'ikgat plot {kind} takes one --checkpoint '
-                         f'(got {len(paths)})')
+        raise CommandError(f'ikgat plot {kind} takes one --checkpoint '
+                           f'(got {len(paths)})')
     checkpoints = [load_checkpoint(path) for path in paths]
     first = checkpoints[0]
     if kind == 'terms':
         if not first.log:
-            raise SystemExit(f'{paths[0]} has no training log; write it with '
-                             f'`ikgat train --save-checkpoint`')
+            raise CommandError(f'{paths[0]} has no training log; write it '
+                               f'with `ikgat train --save-checkpoint`')
         viz.plot_terms(first.log, path=args.out,
                        layers=None if args.layer is None else [args.layer])
     elif kind == 'copula':
         if first.layer != 'MIKANConv':
-            raise SystemExit(f'{paths[0]} holds a {first.layer} model; only '
-                             f'MIKANConv learns a copula correlation')
+            raise CommandError(f'{paths[0]} holds a {first.layer} model; '
+                               f'only MIKANConv learns a copula correlation')
         viz.plot_copula_correlation(first.model, layer=args.layer,
                                     path=args.out)
     else:
@@ -199,13 +298,25 @@ def _checkpoint_labels(paths, checkpoints, numeric: bool) -> list:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog='ikgat', description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument('--debug', action='store_true',
+                        default=argparse.SUPPRESS,
+                        help='show the traceback of an error')
+    parser = OneLineParser(prog='ikgat', description=__doc__,
+                           parents=[common])
     subparsers = parser.add_subparsers(required=True, dest='command')
-    add_train_parser(subparsers)
+    add_train_parser(subparsers, common)
     add_bench_parser(subparsers)
-    add_plot_parser(subparsers)
+    add_plot_parser(subparsers, common)
     args = parser.parse_args(argv)
-    args.run(args)
+    try:
+        args.run(args)
+    except CommandError as error:
+        if getattr(args, 'debug', False):
+            raise
+        message = ' '.join(str(error).split())
+        print(f'ikgat {args.command}: error: {message}', file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == '__main__':

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
+from tqdm.auto import tqdm
 
 from ikgat.nn.kl import kl_divergence
 
@@ -45,6 +46,7 @@ def train_node_classifier(
     beta: float = 0.0,
     keep_best_state: bool = False,
     on_epoch: Optional[Callable[[int, float, float], None]] = None,
+    progress: Optional[bool] = False,
 ) -> TrainResult:
     r"""Train :obj:`model` on ``data.train_mask`` and evaluate each epoch.
 
@@ -59,7 +61,10 @@ def train_node_classifier(
             number of training nodes, like the averaged NLL).
         keep_best_state: Return the state dict of the best epoch.
         on_epoch: Called with ``(epoch, val_acc, val_loss)`` after each
-            epoch (progress bars, logs).
+            epoch (logs, recorders).
+        progress: Show a :mod:`tqdm` bar with the epoch's training loss and
+            validation accuracy: :obj:`True`, :obj:`False`, or :obj:`None`
+            for "only when writing to a terminal".
     """
     optimizer = torch.optim.Adam(model.parameters(), lr=lr,
                                  weight_decay=weight_decay)
@@ -69,6 +74,8 @@ def train_node_classifier(
     best_state = None
     since_acc = since_loss = 0
     epoch = 0
+    bar = tqdm(total=epochs, unit='epoch', leave=False, dynamic_ncols=True,
+               disable=None if progress is None else not progress)
     for epoch in range(1, epochs + 1):
         model.train()
         optimizer.zero_grad()
@@ -87,6 +94,9 @@ def train_node_classifier(
         val_acc = masked_accuracy(out, data.y, data.val_mask)
         if on_epoch is not None:
             on_epoch(epoch, val_acc, val_loss)
+        bar.update()
+        bar.set_postfix(loss=f'{float(loss.detach()):.4f}',
+                        val_acc=f'{val_acc:.4f}', refresh=False)
 
         improved_acc = val_acc > best_acc or (val_acc == best_acc
                                               and val_loss < best_loss)
@@ -102,5 +112,6 @@ def train_node_classifier(
             since_loss += 1
         if since_acc >= patience and since_loss >= patience:
             break
+    bar.close()
     return TrainResult(best_acc, best_test, best_epoch, epoch,
                        time.perf_counter() - start, best_state)

@@ -1,0 +1,159 @@
+import os
+import os.path as osp
+import shutil
+
+import pytest
+import torch
+
+from ikgat.cli import main
+
+
+def run_failing(argv, capsys) -> str:
+    r"""Run the command line, check it exits with status 2 and one line on
+    stderr, and return that line."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1, err
+    assert err.startswith('ikgat'), err
+    return err
+
+
+def test_train_talks_and_ends_with_a_summary(cora, capsys):
+    main(['train', '--epochs', '3', '--hidden', '2', '--heads', '2',
+          '--num-features', '2', '--threads', '1'])
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith('ikgat train: IKGATConv(kernel=direct, p=2) '
+                               'on Cora: 2708 nodes')
+    assert '1 thread(s)' in lines[0]
+    assert 'test accuracy' in lines[1] and '3 epochs in' in lines[1]
+    assert out.err == ''  # no progress bar when not on a terminal
+
+
+def test_train_progress_shows_loss_and_validation_accuracy(cora,
+                                                          monkeypatch):
+    import io
+
+    from tqdm.auto import tqdm
+
+    from ikgat.models import TwoLayerGAT
+    from ikgat.nn import IKGATConv
+    from ikgat.training import train_node_classifier
+    stream = io.StringIO()
+    monkeypatch.setattr(
+        'ikgat.training.tqdm',
+        lambda *args, **kwargs: tqdm(*args, file=stream, mininterval=0,
+                                     **kwargs))
+    model = TwoLayerGAT(cora.num_features, 2, cora.num_classes, IKGATConv,
+                        heads=2, conv_kwargs=dict(kernel='rbf'))
+    train_node_classifier(model, cora[0], epochs=2, progress=True)
+    text = stream.getvalue()
+    assert 'loss=' in text and 'val_acc=' in text and '2/2' in text
+
+
+def test_no_progress_switch(cora, capsys):
+    main(['train', '--epochs', '1', '--hidden', '2', '--heads', '1',
+          '--kernel', 'rbf', '--no-progress'])
+    assert capsys.readouterr().err == ''
+
+
+@pytest.mark.parametrize('argv, expected', [
+    (['train', '--dataset', 'Kora'], "Unknown Planetoid dataset 'Kora'"),
+    (['train', '--epochs', '0'], "--epochs: must be a positive integer"),
+    (['train', '--dropout', '1.5'], "--dropout: must lie in [0, 1)"),
+    (['train', '--p', 'nan'], "--p: must be a positive number"),
+    (['train', '--kernel', 'gauss'], "invalid choice: 'gauss'"),
+    (['plot', 'pie', '--checkpoint', 'x', '--out', 'y'],
+     "invalid choice: 'pie'"),
+])
+def test_usage_errors_are_one_line(argv, expected, capsys):
+    assert expected in run_failing(argv, capsys)
+
+
+def test_a_missing_data_folder_is_one_line(tmp_path, capsys):
+    err = run_failing(['train', '--root', str(tmp_path / 'nowhere')], capsys)
+    assert 'nowhere/Planetoid/Cora/raw lacks the Cora raw files' in err
+
+
+def test_a_truncated_raw_file_is_named(tmp_path, monkeypatch, capsys):
+    raw = osp.join(os.environ.get('IKGAT_DATA', ''), 'Planetoid', 'Cora',
+                   'raw')
+    if not osp.isdir(raw):
+        pytest.skip('the Planetoid raw files are not available')
+    copy = tmp_path / 'data' / 'Planetoid' / 'Cora' / 'raw'
+    shutil.copytree(raw, copy)
+    (copy / 'ind.cora.allx').write_bytes(
+        (copy / 'ind.cora.allx').read_bytes()[:64])
+    monkeypatch.setenv('IKGAT_CACHE', str(tmp_path / 'cache'))
+    err = run_failing(['train', '--root', str(tmp_path / 'data')], capsys)
+    assert 'ind.cora.allx is damaged or truncated' in err
+
+
+def test_an_unwritable_checkpoint_path_fails_before_training(
+        tmp_path, monkeypatch, capsys):
+    (tmp_path / 'file').write_text('a file, not a folder')
+    monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.load_planetoid', _must_not_train)
+    err = run_failing(['train', '--save-checkpoint',
+                       str(tmp_path / 'file' / 'model.pt')], capsys)
+    assert '--save-checkpoint: cannot write' in err and 'file' in err
+
+
+@pytest.mark.parametrize('content', [b'', b'\x00' * 10, os.urandom(500)])
+def test_a_damaged_checkpoint_is_one_line(tmp_path, capsys, content):
+    path = tmp_path / 'model.pt'
+    path.write_bytes(content)
+    err = run_failing(['plot', 'terms', '--checkpoint', str(path), '--out',
+                       str(tmp_path / 'out.png')], capsys)
+    assert f'{path} is not an ikgat checkpoint or is damaged' in err
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    from ikgat.cli import CommandError
+    with pytest.raises(CommandError) as error_info:
+        main(['train', '--root', str(tmp_path / 'nowhere'), '--debug'])
+    assert isinstance(error_info.value.__cause__, ValueError)
+
+
+def _must_not_train(*args, **kwargs):
+    raise AssertionError('the output path must be checked first')
+
+
+def test_atomic_open_keeps_the_old_file_when_a_write_fails(tmp_path):
+    from ikgat.durable import atomic_open, write_text_atomic
+    path = tmp_path / 'results.md'
+    write_text_atomic(str(path), 'old')
+    with pytest.raises(RuntimeError, match='killed'):
+        with atomic_open(str(path), 'w') as file:
+            file.write('half of the new')
+            raise RuntimeError('killed')
+    assert path.read_text() == 'old'
+    assert os.listdir(tmp_path) == ['results.md']  # no temporary left
+    write_text_atomic(str(path), 'new')
+    assert path.read_text() == 'new'
+
+
+def test_a_failed_checkpoint_save_keeps_the_previous_one(tmp_path,
+                                                        monkeypatch):
+    from ikgat.checkpoints import load_checkpoint, save_checkpoint
+    from ikgat.models import TwoLayerGAT
+    from ikgat.nn import IKGATConv
+    model = TwoLayerGAT(4, 2, 3, IKGATConv, heads=2,
+                        conv_kwargs=dict(kernel='rbf'))
+    path = str(tmp_path / 'model.pt')
+    save_checkpoint(path, model, 'Cora', dict(kernel='rbf'))
+    before = open(path, 'rb').read()
+
+    def cut_off(payload, file):
+        file.write(b'680 bytes of a good checkpoint')
+        raise OSError('No space left on device')
+
+    monkeypatch.setattr(torch, 'save', cut_off)
+    with pytest.raises(OSError, match='No space'):
+        save_checkpoint(path, model, 'Cora', dict(kernel='rbf'))
+    monkeypatch.undo()
+    assert open(path, 'rb').read() == before
+    assert load_checkpoint(path).layer == 'IKGATConv'
