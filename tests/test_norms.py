@@ -45,3 +45,15 @@ def test_exact_at_p2_and_zero_vector():
 def test_clamped_in_log_space_for_tiny_p():
     x = torch.full((64, ), 1e3)
     assert lp_norm_squared(x, 0.1) == math.exp(LOG_MAX)
+
+
+def test_half_precision_inputs_accumulate_in_float32():
+    # ||x||_2^2 = 360000 overflows float16 (max 65504), and the clamp at
+    # e^40 cannot even be converted to float16:
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.full((4, ), 300.0, dtype=dtype)
+        for p in (2.0, 3.0):
+            value = lp_norm_squared(x, p)
+            assert value.dtype == torch.float32
+            expected = lp_norm_squared(x.float(), p)
+            assert torch.isfinite(value) and value == expected
