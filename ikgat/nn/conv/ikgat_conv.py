@@ -458,6 +458,7 @@ class IKGATConv(GATStyleConv):
         Takes the same inputs as :meth:`forward`; the edges are those the
         forward pass attends over (self-loops included).  The magnitude term
         includes :math:`\tfrac12\|q_i\|_p^2`, which cancels in the softmax.
+        The terms and weights are float32 for a float16 or bfloat16 model.
         """
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, _, _ = self._project(x)
