@@ -5,14 +5,14 @@ GATConv gives.  The graphs include empty ones, isolated nodes, duplicate
 edges and self-loops; feature scales run from 1e-3 to 1e4.
 
 The default tier runs a modest, fixed set of examples; the slow tier
-(``FULL_TEST=1``, marked ``slow``) explores 1000 random ones."""
+(marked ``slow``: ``pytest -m "not slow"`` leaves it out of the edit loop,
+the full suite runs it) explores 1000 random ones."""
 from typing import NamedTuple, Tuple
 
 import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from torch_geometric.testing import onlyFullTest
 from torch_geometric.utils import scatter
 
 from ikgat.nn import kl_divergence
@@ -120,7 +120,6 @@ def test_finite_in_finite_out(case):
     check_properties(case)
 
 
-@onlyFullTest
 @pytest.mark.slow
 @settings(max_examples=1000, deadline=None, database=None)
 @given(cases())
