@@ -10,8 +10,8 @@ busy})` measures how well a layer copes with a loaded machine.
 
 The model is the GAT recipe's two-layer network on Cora (8 heads x 8, then
 one output head; dropout 0.6), trained with Adam for ``--epochs`` epochs
-(forward, loss, backward, step).  One busy process (a single-threaded
-PyTorch loop of matrix products, like a benchmark run with ``--threads 1``)
+(forward, loss, backward, step).  One busy process (single-threaded
+GATConv training steps on Cora, like a benchmark run with ``--threads 1``)
 is started for the whole run; each model runs with 1 and then 2
 threads in this process, in interleaved rounds, and the median over rounds
 is reported::
@@ -23,6 +23,7 @@ import argparse
 import multiprocessing
 import platform
 import statistics
+import sys
 import time
 from typing import Callable, Dict, List
 
@@ -46,11 +47,13 @@ MODELS: Dict[str, Callable[[int, int], torch.nn.Module]] = {
 
 
 def _busy(stop) -> None:
-    r"""Keep one core busy as another single-threaded PyTorch job would."""
+    r"""Keep one core busy as another single-threaded job would: GATConv
+    training steps on Cora, as a benchmark run with ``--threads 1``."""
     torch.set_num_threads(1)
-    matrix = torch.randn(256, 256)
+    dataset = load_planetoid('Cora', transform=T.NormalizeFeatures())
+    model = MODELS['GATConv'](dataset.num_features, dataset.num_classes)
     while not stop.is_set():
-        (matrix @ matrix).relu_().sum(0)
+        train_seconds(model, dataset[0], 1)
 
 
 def train_seconds(model: torch.nn.Module, data, epochs: int) -> float:
@@ -103,9 +106,12 @@ def main(argv: List[str] = None) -> str:
         stop.set()
         busy.join()
 
+    command = ' '.join(['python -m benchmarks.contention'] + (
+        argv if argv is not None else sys.argv[1:]))
     lines = [
+        '# Thread contention', '', f'Command: `{command}`', '',
         f'Cora, {args.epochs} training epochs of the 2-layer GAT recipe, '
-        f'one single-threaded PyTorch process busy on one of the '
+        f'one single-threaded GATConv training busy on one of the '
         f'{multiprocessing.cpu_count()} cores; median of {args.rounds} '
         f'interleaved rounds '
         f'(torch {torch.__version__}, PyG {torch_geometric.__version__}, '
