@@ -2,9 +2,9 @@
 import math
 
 import torch
-from torch_geometric.utils import scatter
 
 from ikgat.kernels import KERNELS
+from ikgat.reference import edge_wise_attention
 
 
 def random_graph(num_nodes: int, num_edges: int, channels: int, seed: int,
@@ -59,48 +59,12 @@ def reference_log_similarity(kernel, x, y):
     """``log sim`` as the fast path defines it: random-feature and
     polynomial kernels add ``eps`` inside the logarithm."""
     value = reference_similarity(kernel, x, y)
-    return (value + getattr(kernel, 'eps', 0.0)).log()
+    return (value + kernel.eps).log()
 
 
-def edge_wise_reference(conv, x, edge_index, edge_attr=None):
-    """Kernel attention evaluated edge by edge from the formula:
-    log a_ij = log sim(q_i, c a) + log sim(c a, k_j) + |c a|_p^2
-    + |q_i|_p^2 / 2 + |k_j|_p^2 / 2 (+ c a_e^T W_e e_ij), softmax over i's
-    incoming edges, out_i = sum_j a_ij W x_j.  ``edge_index`` must already
-    hold the self-loops the layer adds."""
-    H, C = conv.heads, conv.out_channels
-    x_src, x_dst = (x, x) if torch.is_tensor(x) else x
-    lin_src = conv.lin if conv.lin is not None else conv.lin_src
-    lin_dst = conv.lin if conv.lin is not None else conv.lin_dst
-    k_nodes = lin_src(x_src).view(-1, H, C)
-    q_nodes = lin_dst(x_dst).view(-1, H, C)
-    src, dst = edge_index
-    zeros = torch.zeros(src.numel(), H, C, dtype=x_src.dtype)
-    q = torch.cat([q_nodes[dst], zeros], -1)  # [E, H, 2C]
-    k = torch.cat([zeros, k_nodes[src]], -1)
-    a = torch.cat([conv.att_dst, conv.att_src], -1)  # [1, H, 2C]
-    e = (a * (q + k)).sum(-1)
-    edge_term = torch.zeros_like(e)
-    if edge_attr is not None:
-        w_e = conv.lin_edge(edge_attr.view(src.numel(), -1)).view(-1, H, C)
-        edge_term = (w_e * conv.att_edge).sum(-1)
-        e = e + edge_term
-    c = torch.where(e > 0, 1.0, conv.negative_slope).unsqueeze(-1)
-    ca = c * a
-    logit = (reference_log_similarity(conv.kernel, q, ca) +
-             reference_log_similarity(conv.kernel, ca, k)) + c[..., 0] * (
-                 edge_term)
-    if conv.magnitude:
-        norm = lambda v: (v.abs()**conv.p).sum(-1)**(2 / conv.p)  # noqa
-        logit = logit + norm(ca) + norm(q) / 2 + norm(k) / 2
-    logit = logit - scatter(logit, dst, 0, dim_size=q_nodes.size(0),
-                            reduce='max')[dst]
-    weight = logit.exp()
-    alpha = weight / scatter(weight, dst, 0, dim_size=q_nodes.size(0))[dst]
-    out = scatter(alpha.unsqueeze(-1) * k_nodes[src], dst, 0,
-                  dim_size=q_nodes.size(0))
-    out = out.reshape(-1, H * C) if conv.concat else out.mean(1)
-    return (out + conv.bias if conv.bias is not None else out), alpha
+#: The layers' attention edge by edge from the formula (the package's public
+#: reference, shared with ``benchmarks/``).
+edge_wise_reference = edge_wise_attention
 
 
 #: Every layer of the package: IKGATConv with each kernel, MIKANConv and

@@ -32,6 +32,9 @@ class Kernel(torch.nn.Module):
     #: Whether :meth:`prepare` draws random spectral points (variational
     #: kernels); such kernels also define ``num_samples``.
     stochastic: bool = False
+    #: The :math:`\epsilon` inside :math:`\log(\mathrm{sim} + \epsilon)`
+    #: of :meth:`log_similarity` (kernels that can reach zero set it).
+    eps: float = 0.0
 
     def __init__(self, heads: int, channels: int):
         super().__init__()
