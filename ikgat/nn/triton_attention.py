@@ -1,0 +1,625 @@
+r"""One fused pass over each neighbourhood: logit, online softmax and
+aggregation of kernel attention in Triton (issue #16, item 3).
+
+:func:`fused_attention` computes, from the packed node scores of
+:class:`~ikgat.IKGATConv` (see :mod:`ikgat.nn.edge_softmax` for the packing),
+
+.. math::
+    \mathrm{out}_{i,h,:} = \sum_{e = (j \to i)} \alpha_{e,h}\, x_{j,h,:},
+    \qquad \alpha_{e,h} = \frac{\exp(\ell_{e,h} - m_{i,h})}
+    {\sum_{e' \to i} \exp(\ell_{e',h} - m_{i,h}) + 10^{-16}},
+
+with the logit :math:`\ell_{e,h}` of
+:func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` (the slope picked by the
+sign of the gate), i.e. what ``kernel_edge_softmax`` followed by
+:func:`~ikgat.nn.aggregation.attention_aggregate` compute, without an
+:math:`E \times H` logit or weight tensor in the forward pass and without an
+:math:`E \times H \times C` tensor anywhere.
+
+**Layout.**  The edges are sorted by target once (:func:`prepare_csr`,
+which also sorts them by source for the backward pass); nothing after that
+preparation synchronises with the host.
+
+**Forward** (one program per target :math:`i`, all heads at once, tiles of
+:math:`B_E` edges :math:`\times` heads :math:`\times` channels): each tile's
+logits come from the node terms; an online softmax keeps the running maximum
+:math:`m` and sum :math:`l` per head and rescales the float32 accumulator of
+:math:`\sum \exp(\ell - m) x_j` whenever the maximum grows (FlashAttention's
+recurrence: with :math:`m' = \max(m, \max_{\text{tile}} \ell)`,
+:math:`l \leftarrow l e^{m - m'} + \sum_{\text{tile}} e^{\ell - m'}`, the
+accumulator likewise), so that at the end :math:`m` is the group maximum,
+:math:`l` the sum of PyG's softmax, and :math:`\mathrm{out} =
+\mathrm{acc}/(l + 10^{-16})` exactly the formula above.  The maximum and
+:math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats.
+
+**Backward.**  With :math:`G = \partial L/\partial\mathrm{out}` and an
+optional :math:`g = \partial L/\partial\alpha` (when the weights were
+returned), :math:`\partial L/\partial\alpha_{e,h} = \langle G_{i,h},
+x_{j,h}\rangle + g_{e,h}` and, as derived in :mod:`ikgat.nn.edge_softmax`,
+
+.. math::
+    \frac{\partial L}{\partial \ell_{e,h}} = \alpha_{e,h}\Big(
+    \frac{\partial L}{\partial \alpha_{e,h}} - D_{i,h}\Big), \qquad
+    D_{i,h} = \sum_{e' \to i} \alpha_{e',h} \frac{\partial L}
+    {\partial \alpha_{e',h}} = \langle G_{i,h}, \mathrm{out}_{i,h}\rangle
+    + \sum_{e' \to i} \alpha_{e',h}\, g_{e',h},
+
+because :math:`\sum_{e'} \alpha_{e'} x_{j'} = \mathrm{out}_i` (the
+:math:`D` of FlashAttention's backward).  :math:`D` is one
+:math:`N_t \times H` reduction in torch.  Then
+
+1. one program per *source* :math:`j`, over its out-edges (the CSC order
+   of :func:`prepare_csr`): recomputes :math:`\ell` and :math:`\alpha =
+   \exp(\ell - m_i)/Z_i` from the node terms, accumulates
+   :math:`\partial L/\partial x_j = \sum_e \alpha_e G_i` and the per-slope
+   sums :math:`\partial L/\partial s^s_{j,t}` in registers and writes them
+   once: no atomics, deterministic.  When the target scores or the edge gate
+   need a gradient it also writes :math:`\partial L/\partial \ell` (an
+   :math:`E \times H` buffer, 4 bytes per edge and head, cheaper than
+   gathering :math:`x_j` a second time);
+2. only then, one program per target, over its in-edges: the per-slope sums
+   :math:`\partial L/\partial s^t_{i,t}` and :math:`\partial L/\partial
+   \epsilon_e = c_t\, \partial L/\partial \ell_e`.
+
+The gate slots get zero gradient (the slope choice is piecewise constant).
+The backward pass is not itself differentiable.
+
+**Precision.**  Scores, features and edge gates may be float16 or bfloat16:
+they are loaded, upcast, and every logit, exponential and sum is float32;
+the output takes the promoted dtype of the inputs, the gradients the dtype
+of their input.
+
+**Not fused.**  Attention dropout on :math:`\alpha` would need a random mask
+shared between the forward and the two backward passes; callers with
+``dropout > 0`` in training keep the unfused path
+(``kernel_edge_softmax`` :math:`\to` dropout :math:`\to`
+``attention_aggregate``).  Returned attention weights are supported
+(:obj:`return_attention_weights=True`, one more :math:`E \times H` pass after
+the forward); edge features enter as the edge gate :math:`\epsilon`.
+
+Triton is imported lazily, the first time a kernel is needed, so that
+importing this module never needs it.  On CPU tensors the kernels run in
+Triton's interpreter, which must be switched on with ``TRITON_INTERPRET=1``
+before Triton is first imported (for tests; it is slow).
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+import os
+from typing import NamedTuple, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+# Filled by _kernels() on first use; the kernel bodies below read them as
+# module globals when Triton compiles (or interprets) them.
+triton = None
+tl = None
+_edge_slope = None
+_edge_logit = None
+_KERNELS = None
+
+#: Upper bound on the elements of one edges x heads x channels tile.
+TILE_ELEMENTS = 2048
+
+
+class AttentionCSR(NamedTuple):
+    r"""The edges sorted by target (CSR) and by source (CSC), from
+    :func:`prepare_csr`.  Positions :math:`0..E-1` below are positions in
+    the CSR order."""
+    rowptr: Tensor  #: (N_t + 1,) in-edges of target i: rowptr[i]:rowptr[i+1]
+    src: Tensor  #: (E,) source of each edge, CSR order
+    dst: Tensor  #: (E,) target of each edge, CSR order
+    perm: Tensor  #: (E,) original edge id of each CSR position
+    inverse_perm: Tensor  #: (E,) CSR position of each original edge
+    colptr: Tensor  #: (N_s + 1,) out-edges of source j in the CSC order
+    csc_edge: Tensor  #: (E,) CSR position of each CSC entry
+    csc_dst: Tensor  #: (E,) target of each CSC entry
+    num_src: int
+    num_dst: int
+
+
+def prepare_csr(edge_index: Tensor, num_src: int,
+                num_dst: int) -> AttentionCSR:
+    r"""Sort the edges of an :math:`(2, E)` :obj:`edge_index` (row 0 the
+    sources, row 1 the targets) by target and by source, once per graph.
+
+    Stable sorts, so duplicate edges keep their order.  The pointers come
+    from :func:`torch.searchsorted` on the sorted indices, which needs no
+    host synchronisation; indices are int64.
+    """
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"prepare_csr: 'edge_index' must be (2, E) (got "
+                         f"{tuple(edge_index.shape)})")
+    index = edge_index.long()
+    src, dst = index[0], index[1]
+    dst_sorted, perm = torch.sort(dst, stable=True)
+    src_csr = src.index_select(0, perm)
+    device = index.device
+    rowptr = torch.searchsorted(
+        dst_sorted, torch.arange(num_dst + 1, device=device))
+    inverse_perm = torch.empty_like(perm)
+    inverse_perm[perm] = torch.arange(perm.numel(), device=device)
+    src_sorted, csc_edge = torch.sort(src_csr, stable=True)
+    colptr = torch.searchsorted(
+        src_sorted, torch.arange(num_src + 1, device=device))
+    return AttentionCSR(rowptr, src_csr.contiguous(), dst_sorted.contiguous(),
+                        perm, inverse_perm, colptr, csc_edge.contiguous(),
+                        dst_sorted.index_select(0, csc_edge).contiguous(),
+                        int(num_src), int(num_dst))
+
+
+# ---------------------------------------------------------------------------
+# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: scores
+# (N, H, 3), features (N, H, C), edge tensors (E, H) in CSR order.
+
+
+def _edge_slope_body(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
+    # t = [gate <= 0]; returns gate > 0 (t = 0, slope c = 1).  The same
+    # additions in the same order as kernel_edge_softmax, so the same choice.
+    gate = g_src + g_dst
+    if HAS_GATE:
+        gate = gate + eps
+    return gate > 0
+
+
+def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
+                     negative_slope, HAS_GATE: tl.constexpr):
+    # logit = s_src[j, t] + s_dst[i, t] (+ c_t eps), as kernel_edge_softmax:
+    positive = _edge_slope(g_src, g_dst, eps, HAS_GATE)
+    logit = tl.where(positive, s0_src + s0_dst, s1_src + s1_dst)
+    if HAS_GATE:
+        logit = logit + tl.where(positive, eps, negative_slope * eps)
+    return logit, positive
+
+
+def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
+                  group_max, group_den, negative_slope, H, C,
+                  BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_C: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    start = tl.load(rowptr + i)
+    stop = tl.load(rowptr + i + 1)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
+    dst_ptr = score_dst + row * H * 3 + offs_h * 3
+    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
+    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
+    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
+        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
+        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
+        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        logit, positive = _edge_logit(s0, s1, g, s0_dst[None, :],
+                                      s1_dst[None, :], g_dst[None, :], eps,
+                                      negative_slope, HAS_GATE)
+        logit = tl.where(mask_eh, logit, float('-inf'))
+        # Online softmax: rescale by exp(old max - new max).  A head with
+        # no logit yet keeps max -inf; shift by 0 there to avoid inf - inf.
+        new_max = tl.maximum(running_max, tl.max(logit, axis=0))
+        shift = tl.where(new_max == float('-inf'), 0., new_max)
+        scale = tl.exp(running_max - shift)
+        p = tl.exp(logit - shift[None, :])
+        running_sum = running_sum * scale + tl.sum(p, axis=0)
+        x = tl.load(x_src + j[:, None, None] * H * C
+                    + offs_h[None, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        acc = acc * scale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
+        running_max = new_max
+    den = running_sum + 1e-16  # PyG's softmax denominator
+    tl.store(out + i * H * C + offs_h[:, None] * C + offs_c[None, :],
+             acc / den[:, None], mask=mask_hc)
+    tl.store(group_max + i * H + offs_h, running_max, mask=mask_h)
+    tl.store(group_den + i * H + offs_h, den, mask=mask_h)
+
+
+def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
+                group_den, alpha, negative_slope, H,
+                BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    start = tl.load(rowptr + i)
+    stop = tl.load(rowptr + i + 1)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_h = tl.arange(0, BLOCK_H)
+    mask_h = offs_h < H
+    row = i * (1 - BROADCAST)
+    dst_ptr = score_dst + row * H * 3 + offs_h * 3
+    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
+    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
+    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+    m = tl.load(group_max + i * H + offs_h, mask=mask_h, other=0.)
+    den = tl.load(group_den + i * H + offs_h, mask=mask_h, other=1.)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
+        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
+        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
+        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        logit, positive = _edge_logit(s0, s1, g, s0_dst[None, :],
+                                      s1_dst[None, :], g_dst[None, :], eps,
+                                      negative_slope, HAS_GATE)
+        weight = tl.exp(logit - m[None, :]) / den[None, :]
+        tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
+                 mask=mask_eh)
+
+
+def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
+                       csc_edge, csc_dst, group_max, group_den, delta,
+                       grad_out, grad_alpha, grad_x, grad_score_src,
+                       grad_logit, negative_slope, H, C,
+                       BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                       HAS_GRAD_ALPHA: tl.constexpr,
+                       STORE_GRAD_LOGIT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_C: tl.constexpr):
+    j = tl.program_id(0).to(tl.int64)
+    start = tl.load(colptr + j)
+    stop = tl.load(colptr + j + 1)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    offs_hc = offs_h[:, None] * C + offs_c[None, :]
+    src_ptr = score_src + j * H * 3 + offs_h * 3
+    s0_src = tl.load(src_ptr, mask=mask_h, other=0.).to(tl.float32)
+    s1_src = tl.load(src_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
+    g_src = tl.load(src_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+    x_j = tl.load(x_src + j * H * C + offs_hc, mask=mask_hc,
+                  other=0.).to(tl.float32)
+
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        k = first + offs_e
+        mask_e = k < stop
+        e = tl.load(csc_edge + k, mask=mask_e, other=0)  # CSR position
+        i = tl.load(csc_dst + k, mask=mask_e, other=0)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        row = i * (1 - BROADCAST)
+        dst_ptr = score_dst + row[:, None] * H * 3 + offs_h[None, :] * 3
+        s0 = tl.load(dst_ptr, mask=mask_eh, other=0.).to(tl.float32)
+        s1 = tl.load(dst_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
+        g = tl.load(dst_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        logit, positive = _edge_logit(s0_src[None, :], s1_src[None, :],
+                                      g_src[None, :], s0, s1, g, eps,
+                                      negative_slope, HAS_GATE)
+        node_eh = i[:, None] * H + offs_h[None, :]
+        m = tl.load(group_max + node_eh, mask=mask_eh, other=0.)
+        den = tl.load(group_den + node_eh, mask=mask_eh, other=1.)
+        d = tl.load(delta + node_eh, mask=mask_eh, other=0.)
+        alpha = tl.where(mask_eh, tl.exp(logit - m) / den, 0.)
+        g_out = tl.load(grad_out + i[:, None, None] * H * C
+                        + offs_hc[None, :, :],
+                        mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                        other=0.).to(tl.float32)
+        # dL/dalpha_e = <G_i, x_j> (+ g_e), dL/dlogit = alpha (dL/dalpha - D_i)
+        d_alpha = tl.sum(g_out * x_j[None, :, :], axis=2)
+        if HAS_GRAD_ALPHA:
+            d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
+                               mask=mask_eh, other=0.).to(tl.float32)
+        d_logit = alpha * (d_alpha - d)
+        acc_x += tl.sum(alpha[:, :, None] * g_out, axis=0)
+        acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
+        acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
+        if STORE_GRAD_LOGIT:
+            tl.store(grad_logit + e[:, None] * H + offs_h[None, :], d_logit,
+                     mask=mask_eh)
+    tl.store(grad_x + j * H * C + offs_hc, acc_x, mask=mask_hc)
+    grad_ptr = grad_score_src + j * H * 3 + offs_h * 3
+    tl.store(grad_ptr, acc_pos, mask=mask_h)
+    tl.store(grad_ptr + 1, acc_neg, mask=mask_h)
+    tl.store(grad_ptr + 2, tl.zeros([BLOCK_H], dtype=tl.float32),
+             mask=mask_h)
+
+
+def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
+                       grad_logit, grad_score_dst, grad_edge_gate,
+                       negative_slope, H, BROADCAST: tl.constexpr,
+                       HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    start = tl.load(rowptr + i)
+    stop = tl.load(rowptr + i + 1)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_h = tl.arange(0, BLOCK_H)
+    mask_h = offs_h < H
+    row = i * (1 - BROADCAST)
+    g_dst = tl.load(score_dst + row * H * 3 + offs_h * 3 + 2, mask=mask_h,
+                    other=0.).to(tl.float32)
+    acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        g = tl.load(score_src + j[:, None] * H * 3 + offs_h[None, :] * 3 + 2,
+                    mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        positive = _edge_slope(g, g_dst[None, :], eps, HAS_GATE)
+        d_logit = tl.load(grad_logit + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.)
+        acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
+        acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
+        if NEED_GATE_GRAD:
+            tl.store(grad_edge_gate + e[:, None] * H + offs_h[None, :],
+                     tl.where(positive, d_logit, negative_slope * d_logit),
+                     mask=mask_eh)
+    tl.store(grad_score_dst + i * H * 2 + offs_h * 2, acc_pos, mask=mask_h)
+    tl.store(grad_score_dst + i * H * 2 + offs_h * 2 + 1, acc_neg,
+             mask=mask_h)
+
+
+def triton_available() -> bool:
+    r"""Whether Triton can be imported."""
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _kernels():
+    global triton, tl, _edge_slope, _edge_logit, _KERNELS
+    if _KERNELS is None:
+        try:
+            import triton as triton_module
+            import triton.language as tl_module
+        except ImportError as error:
+            raise ImportError(
+                "fused_attention needs Triton; install it with "
+                "'pip install triton' (or ikgat[test])") from error
+        triton, tl = triton_module, tl_module
+        _edge_slope = triton.jit(_edge_slope_body)
+        _edge_logit = triton.jit(_edge_logit_body)
+        _KERNELS = dict(
+            forward=triton.jit(_forward_body),
+            alpha=triton.jit(_alpha_body),
+            backward_src=triton.jit(_backward_src_body),
+            backward_dst=triton.jit(_backward_dst_body),
+        )
+    return _KERNELS
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _block_edges(num_edges: int, num_nodes: int, tile: int) -> int:
+    # About one tile per node on average, at most TILE_ELEMENTS per tile;
+    # E and N are shapes, so choosing the block needs no host sync.
+    degree = _next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
+    return max(2, min(degree, 128, max(2, TILE_ELEMENTS // tile)))
+
+
+class FusedAttention(torch.autograd.Function):
+    r"""``out`` (and optionally :math:`\alpha` in CSR order) of
+    :func:`fused_attention`; see the module docstring for the kernels and
+    the derivation of the backward pass."""
+    @staticmethod
+    def forward(ctx, score_src: Tensor, score_dst: Tensor, x_src: Tensor,
+                edge_gate: Optional[Tensor], csr: AttentionCSR,
+                negative_slope: float, broadcast: bool,
+                need_alpha: bool) -> Tuple[Tensor, Tensor]:
+        kernels = _kernels()
+        num_dst, heads, channels = csr.num_dst, x_src.size(1), x_src.size(2)
+        num_edges = csr.src.numel()
+        dtype = torch.promote_types(x_src.dtype, score_src.dtype)
+        out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
+        group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
+        group_den = torch.empty_like(group_max)
+        block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
+        block_e = _block_edges(num_edges, num_dst, block_h * block_c)
+        has_gate = edge_gate is not None
+        gate_arg = edge_gate if has_gate else score_src  # unused pointer
+        if num_dst > 0:
+            kernels['forward'][(num_dst, )](
+                score_src, score_dst, x_src, gate_arg, csr.rowptr, csr.src,
+                out, group_max, group_den, negative_slope, heads, channels,
+                BROADCAST=int(broadcast), HAS_GATE=has_gate, BLOCK_E=block_e,
+                BLOCK_H=block_h, BLOCK_C=block_c)
+        alpha = score_src.new_empty(num_edges if need_alpha else 0, heads,
+                                    dtype=torch.float32)
+        if need_alpha and num_dst > 0:
+            kernels['alpha'][(num_dst, )](
+                score_src, score_dst, gate_arg, csr.rowptr, csr.src,
+                group_max, group_den, alpha, negative_slope, heads,
+                BROADCAST=int(broadcast), HAS_GATE=has_gate,
+                BLOCK_E=_block_edges(num_edges, num_dst, block_h),
+                BLOCK_H=block_h)
+        ctx.save_for_backward(score_src, score_dst, x_src, edge_gate, out,
+                              group_max, group_den, alpha)
+        ctx.csr, ctx.negative_slope = csr, negative_slope
+        ctx.broadcast, ctx.need_alpha = broadcast, need_alpha
+        if not need_alpha:
+            ctx.mark_non_differentiable(alpha)
+        return out, alpha
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out: Optional[Tensor],
+                 grad_alpha: Optional[Tensor]):
+        kernels = _kernels()
+        (score_src, score_dst, x_src, edge_gate, out, group_max, group_den,
+         alpha) = ctx.saved_tensors
+        csr, broadcast = ctx.csr, ctx.broadcast
+        need_src, need_dst, need_x, need_gate = ctx.needs_input_grad[:4]
+        num_dst, heads, channels = csr.num_dst, x_src.size(1), x_src.size(2)
+        num_src, num_edges = x_src.size(0), csr.src.numel()
+        if grad_out is None:
+            grad_out = torch.zeros_like(out)
+        grad_out = grad_out.contiguous()
+        # D_i = <G_i, out_i> (+ sum over the in-edges of alpha * g):
+        delta = (grad_out.float() * out.float()).sum(-1)
+        has_grad_alpha = ctx.need_alpha and grad_alpha is not None
+        if has_grad_alpha:
+            grad_alpha = grad_alpha.contiguous()
+            delta.index_add_(0, csr.dst, alpha * grad_alpha.float())
+        has_gate = edge_gate is not None
+        need_gate = need_gate and has_gate
+        need_logit = need_dst or need_gate
+        grad_x = torch.empty_like(x_src)
+        grad_src = torch.empty_like(score_src)
+        grad_logit = x_src.new_empty(num_edges if need_logit else 0, heads,
+                                     dtype=torch.float32)
+        block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
+        gate_arg = edge_gate if has_gate else score_src
+        dummy = grad_logit if num_edges else group_max
+        if num_src > 0:
+            kernels['backward_src'][(num_src, )](
+                score_src, score_dst, x_src, gate_arg, csr.colptr,
+                csr.csc_edge, csr.csc_dst, group_max, group_den, delta,
+                grad_out, grad_alpha if has_grad_alpha else dummy, grad_x,
+                grad_src, grad_logit if need_logit else dummy,
+                ctx.negative_slope, heads, channels,
+                BROADCAST=int(broadcast), HAS_GATE=has_gate,
+                HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
+                BLOCK_E=_block_edges(num_edges, num_src, block_h * block_c),
+                BLOCK_H=block_h, BLOCK_C=block_c)
+        grad_dst = grad_gate = None
+        if need_logit:
+            # Per target and slope t in {0, 1}; the gate slot gets zero:
+            partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
+            grad_gate = torch.empty_like(edge_gate) if need_gate else None
+            if num_dst > 0:
+                kernels['backward_dst'][(num_dst, )](
+                    score_src, score_dst, gate_arg, csr.rowptr, csr.src,
+                    grad_logit, partial, grad_gate if need_gate else dummy,
+                    ctx.negative_slope, heads, BROADCAST=int(broadcast),
+                    HAS_GATE=has_gate, NEED_GATE_GRAD=need_gate,
+                    BLOCK_E=_block_edges(num_edges, num_dst, block_h),
+                    BLOCK_H=block_h)
+            if need_dst:
+                if broadcast:
+                    partial = partial.sum(0, keepdim=True)
+                grad_dst = torch.cat([partial, partial.new_zeros(
+                    partial.size(0), heads, 1)], dim=-1).to(score_dst.dtype)
+        return (grad_src if need_src else None, grad_dst,
+                grad_x if need_x else None, grad_gate, None, None, None, None)
+
+
+def fused_attention(
+    score_src: Tensor,
+    score_dst: Tensor,
+    x_src: Tensor,
+    edge_index_or_csr: Union[Tensor, AttentionCSR],
+    num_dst: int,
+    edge_gate: Optional[Tensor] = None,
+    negative_slope: float = 0.2,
+    return_attention_weights: bool = False,
+) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    r"""Kernel attention in one fused pass per neighbourhood: returns
+    :math:`\mathrm{out}` of shape :math:`(N_t, H, C)`, and with
+    :obj:`return_attention_weights=True` also :math:`\alpha` of shape
+    :math:`(E, H)` in the order of the edges given (see the module
+    docstring).
+
+    Equals ``attention_aggregate(kernel_edge_softmax(score_src, score_dst,
+    edge_index, num_dst, edge_gate, negative_slope), x_src, edge_index,
+    num_dst)`` up to the order of floating-point additions, gradients
+    included; there is no attention dropout here (use that unfused path).
+
+    Args:
+        score_src (torch.Tensor): Source scores :math:`(N_s, H, 3)`: the
+            logit parts for :math:`c = 1` and :math:`c =`
+            :obj:`negative_slope`, and the gate.
+        score_dst (torch.Tensor): Target scores :math:`(N_t, H, 3)`, or
+            :math:`(1, H, 3)` shared by every target.
+        x_src (torch.Tensor): Source features :math:`(N_s, H, C)`.
+        edge_index_or_csr (torch.Tensor or AttentionCSR): Edge indices
+            :math:`(2, E)` (sorted here on every call), or their
+            :func:`prepare_csr` (sorted once, reused across calls and
+            layers).
+        num_dst (int): The number of target nodes :math:`N_t`.
+        edge_gate (torch.Tensor, optional): The edge term :math:`\epsilon`
+            of shape :math:`(E, H)`, in the order of the edges given.
+            (default: :obj:`None`)
+        negative_slope (float, optional): The slope :math:`c_1`.
+            (default: :obj:`0.2`)
+        return_attention_weights (bool, optional): Also return
+            :math:`\alpha` (float32), differentiable. (default: :obj:`False`)
+    """
+    if score_src.dim() != 3 or score_src.size(-1) != 3 or (
+            score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
+        raise ValueError(f"fused_attention: 'score_src' must be (N_src, H, 3) "
+                         f"and 'score_dst' (N_dst, H, 3) or (1, H, 3) (got "
+                         f"{tuple(score_src.shape)} and "
+                         f"{tuple(score_dst.shape)})")
+    if x_src.dim() != 3 or x_src.shape[:2] != score_src.shape[:2]:
+        raise ValueError(f"fused_attention: 'x_src' must be (N_src, H, C) "
+                         f"with N_src, H of 'score_src' "
+                         f"{tuple(score_src.shape[:2])} (got "
+                         f"{tuple(x_src.shape)})")
+    num_dst = int(num_dst)
+    if score_dst.size(0) not in (1, num_dst):
+        raise ValueError(f"fused_attention: 'score_dst' has "
+                         f"{score_dst.size(0)} rows; expected num_dst = "
+                         f"{num_dst} or 1")
+    if isinstance(edge_index_or_csr, AttentionCSR):
+        csr = edge_index_or_csr
+        if csr.num_src != x_src.size(0) or csr.num_dst != num_dst:
+            raise ValueError(f"fused_attention: the prepared CSR is for "
+                             f"{csr.num_src} sources and {csr.num_dst} "
+                             f"targets, the inputs have {x_src.size(0)} and "
+                             f"{num_dst}; call prepare_csr again")
+    else:
+        csr = prepare_csr(edge_index_or_csr, x_src.size(0), num_dst)
+    num_edges, heads = csr.src.numel(), score_src.size(1)
+    if edge_gate is not None and edge_gate.shape != (num_edges, heads):
+        raise ValueError(f"fused_attention: 'edge_gate' must be (E, H) = "
+                         f"({num_edges}, {heads}) (got "
+                         f"{tuple(edge_gate.shape)})")
+    device = x_src.device
+    if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
+        raise RuntimeError("fused_attention runs Triton kernels: pass CUDA "
+                           "tensors, or set TRITON_INTERPRET=1 before "
+                           "importing triton to interpret them on CPU "
+                           "(slow; for tests)")
+    if edge_gate is not None:
+        # CSR order; autograd scatters its gradient back to the edge order.
+        edge_gate = edge_gate.index_select(0, csr.perm).contiguous()
+    broadcast = score_dst.size(0) == 1 and num_dst != 1
+    out, alpha = FusedAttention.apply(score_src.contiguous(),
+                                      score_dst.contiguous(),
+                                      x_src.contiguous(), edge_gate, csr,
+                                      float(negative_slope), broadcast,
+                                      bool(return_attention_weights))
+    if return_attention_weights:
+        return out, alpha.index_select(0, csr.inverse_perm)
+    return out
