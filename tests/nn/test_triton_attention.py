@@ -1,0 +1,185 @@
+"""The fused Triton attention against the unfused path (kernel_edge_softmax
+then attention_aggregate): values and gradients on small graphs.
+
+Without CUDA the kernels run in Triton's interpreter, switched on here before
+Triton is first imported (it reads TRITON_INTERPRET when a kernel is jitted).
+"""
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault('TRITON_INTERPRET', '1')
+pytest.importorskip('triton')
+
+from ikgat.nn.aggregation import attention_aggregate  # noqa: E402
+from ikgat.nn.edge_softmax import kernel_edge_softmax  # noqa: E402
+from ikgat.nn.triton_attention import (  # noqa: E402
+    AttentionCSR,
+    fused_attention,
+    prepare_csr,
+)
+
+DEVICE = torch.device(
+    'cpu' if os.environ.get('TRITON_INTERPRET') == '1' else 'cuda')
+
+
+def graph(num_src, num_dst, num_edges, seed, isolated=2):
+    """Random edges into all but the last `isolated` targets, plus duplicate
+    edges and self-loops (the first min(N_s, N_t) nodes)."""
+    generator = torch.Generator().manual_seed(seed)
+    edge_index = torch.stack([
+        torch.randint(0, num_src, (num_edges, ), generator=generator),
+        torch.randint(0, num_dst - isolated, (num_edges, ),
+                      generator=generator),
+    ])
+    loops = torch.arange(min(num_src, num_dst - isolated)).repeat(2, 1)
+    edge_index = torch.cat([edge_index, edge_index[:, :5], loops], dim=1)
+    return edge_index.to(DEVICE)
+
+
+def inputs(num_src, num_dst, num_edges, heads, channels, seed, gate,
+           broadcast):
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=generator).to(DEVICE)
+
+    score_src = randn(num_src, heads, 3)
+    score_dst = randn(1 if broadcast else num_dst, heads, 3)
+    x_src = randn(num_src, heads, channels)
+    edge_gate = randn(num_edges, heads) if gate else None
+    return score_src, score_dst, x_src, edge_gate
+
+
+def unfused(score_src, score_dst, x_src, edge_index, num_dst, edge_gate,
+            negative_slope):
+    alpha = kernel_edge_softmax(score_src, score_dst, edge_index, num_dst,
+                                edge_gate, negative_slope)
+    return attention_aggregate(alpha, x_src, edge_index, num_dst), alpha
+
+
+def gradients(outputs, upstream, leaves):
+    loss = sum((out.float() * grad).sum() for out, grad in
+               zip(outputs, upstream))
+    return torch.autograd.grad(loss, leaves)
+
+
+@pytest.mark.parametrize('negative_slope', [0.2, 0.0])
+@pytest.mark.parametrize('gate,broadcast,weights', [
+    (False, False, False),
+    (True, False, True),
+    (False, True, True),
+    (True, True, False),
+])
+def test_equals_unfused_path_with_gradients(gate, broadcast, weights,
+                                            negative_slope):
+    num_src, num_dst, heads, channels = 13, 11, 3, 5
+    edge_index = graph(num_src, num_dst, 40, seed=1)
+    tensors = inputs(num_src, num_dst, edge_index.size(1), heads, channels,
+                     seed=2, gate=gate, broadcast=broadcast)
+    leaves = [t.requires_grad_() for t in tensors if t is not None]
+    score_src, score_dst, x_src, edge_gate = tensors
+
+    # Both slopes are exercised: the gates have mixed signs on the edges.
+    src, dst = edge_index
+    edge_sum = score_src[src, :, 2] + score_dst[
+        torch.zeros_like(dst) if broadcast else dst, :, 2]
+    if edge_gate is not None:
+        edge_sum = edge_sum + edge_gate
+    assert (edge_sum > 0).any() and (edge_sum <= 0).any()
+
+    expected = unfused(score_src, score_dst, x_src, edge_index, num_dst,
+                       edge_gate, negative_slope)
+    result = fused_attention(score_src, score_dst, x_src, edge_index,
+                             num_dst, edge_gate, negative_slope,
+                             return_attention_weights=weights)
+    result = result if weights else (result, )
+    assert result[0].shape == (num_dst, heads, channels)
+    assert torch.allclose(result[0], expected[0], atol=1e-5, rtol=1e-5)
+    assert result[0][-2:].abs().max() == 0  # isolated targets
+    if weights:
+        assert result[1].shape == (edge_index.size(1), heads)
+        assert torch.allclose(result[1], expected[1], atol=1e-6)
+
+    generator = torch.Generator().manual_seed(3)
+    upstream = [torch.randn(r.shape, generator=generator).to(DEVICE)
+                for r in result]
+    got = gradients(result, upstream, leaves)
+    want = gradients(expected[:len(result)], upstream, leaves)
+    for name, a, b in zip(['score_src', 'score_dst', 'x_src', 'edge_gate'],
+                          got, want):
+        assert a.shape == b.shape, name
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-5), (
+            name, (a - b).abs().max())
+
+
+def test_prepared_csr_is_reused_and_single_head_odd_channels():
+    num_nodes, heads, channels = 9, 1, 3
+    edge_index = graph(num_nodes, num_nodes, 25, seed=4, isolated=1)
+    csr = prepare_csr(edge_index, num_nodes, num_nodes)
+    assert isinstance(csr, AttentionCSR)
+    assert csr.rowptr.tolist()[-1] == edge_index.size(1)
+    assert torch.equal(csr.dst, edge_index[1, csr.perm])
+    assert torch.equal(csr.perm[csr.inverse_perm],
+                       torch.arange(edge_index.size(1), device=DEVICE))
+    assert torch.equal(csr.dst[csr.csc_edge], csr.csc_dst)
+    for seed in (5, 6):
+        score_src, score_dst, x_src, _ = inputs(num_nodes, num_nodes,
+                                                edge_index.size(1), heads,
+                                                channels, seed, False, False)
+        out = fused_attention(score_src, score_dst, x_src, csr, num_nodes)
+        expected, _ = unfused(score_src, score_dst, x_src, edge_index,
+                              num_nodes, None, 0.2)
+        assert torch.allclose(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_bfloat16_inputs_compute_in_float32():
+    num_src, num_dst, heads, channels = 10, 8, 2, 4
+    edge_index = graph(num_src, num_dst, 30, seed=7)
+    tensors = inputs(num_src, num_dst, edge_index.size(1), heads, channels,
+                     seed=8, gate=True, broadcast=False)
+    half = [t.bfloat16().requires_grad_() for t in tensors]
+    full = [t.detach().float().requires_grad_() for t in half]
+    out, alpha = fused_attention(*half[:3], edge_index, num_dst, half[3],
+                                 return_attention_weights=True)
+    assert out.dtype == torch.bfloat16 and alpha.dtype == torch.float32
+    expected, expected_alpha = unfused(*full[:3], edge_index, num_dst,
+                                       full[3], 0.2)
+    # alpha is float32 from bfloat16-exact inputs; out is rounded once.
+    assert torch.allclose(alpha, expected_alpha, atol=1e-6)
+    assert torch.allclose(out.float(), expected, atol=1e-2, rtol=1e-2)
+    upstream = torch.randn(out.shape, generator=torch.Generator()
+                           .manual_seed(9)).to(DEVICE)
+    got = gradients([out], [upstream], half)
+    want = gradients([expected], [upstream], full)
+    for a, b in zip(got, want):
+        assert a.dtype == torch.bfloat16
+        assert torch.allclose(a.float(), b, atol=3e-2, rtol=3e-2)
+
+
+def test_empty_graph_gives_zeros():
+    score_src, score_dst, x_src, _ = inputs(4, 3, 0, 2, 2, 10, False, False)
+    x_src.requires_grad_()
+    edge_index = torch.empty(2, 0, dtype=torch.long, device=DEVICE)
+    out, alpha = fused_attention(score_src, score_dst, x_src, edge_index, 3,
+                                 return_attention_weights=True)
+    assert out.shape == (3, 2, 2) and out.abs().max() == 0
+    assert alpha.shape == (0, 2)
+    grad, = torch.autograd.grad(out.sum(), [x_src])
+    assert grad.abs().max() == 0
+
+
+def test_clear_errors():
+    score_src, score_dst, x_src, _ = inputs(4, 3, 5, 2, 2, 11, False, False)
+    edge_index = graph(4, 3, 5, seed=12, isolated=0)
+    with pytest.raises(ValueError, match='score_dst'):
+        fused_attention(score_src, score_dst[:, :1], x_src, edge_index, 3)
+    with pytest.raises(ValueError, match="'edge_gate' must be"):
+        fused_attention(score_src, score_dst, x_src, edge_index, 3,
+                        edge_gate=torch.zeros(2, 2, device=DEVICE))
+    csr = prepare_csr(edge_index, 4, 3)
+    with pytest.raises(ValueError, match='prepare_csr again'):
+        fused_attention(score_src, score_dst[:1].expand(5, -1, -1),
+                        x_src, csr, 5)
