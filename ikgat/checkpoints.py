@@ -12,7 +12,8 @@ and tensors (so it loads with ``weights_only=True``):
   (``in_channels``, ``hidden_channels``, ``out_channels``, ``heads``,
   ``out_heads``, ``dropout``);
 * ``conv_kwargs``: the extra layer arguments (``kernel``, ``p``,
-  ``num_features``, ...);
+  ``num_spectral_points``, ...; a checkpoint written with the former name
+  ``num_features`` loads too);
 * ``dataset``, ``normalize_features``: the data it was trained on;
 * ``state_dict``; ``log`` (optional, e.g. an
   :class:`~ikgat.visualization.AttentionTermsRecorder` log) and ``info``
@@ -90,7 +91,7 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
             class are read from it.
         dataset: The dataset name (``'Cora'``, ...).
         conv_kwargs: The ``conv_kwargs`` the model was built with (kernel,
-            p, num_features, ...): they cannot be read back from the layers.
+            p, num_spectral_points, ...): they cannot be read back from the layers.
         log: A JSON-friendly training log (optional).
         info: Anything else worth keeping, e.g. accuracies (optional).
         normalize_features: Whether the features were row-normalised.
@@ -104,7 +105,8 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
     payload = dict(
         format=FORMAT, version=VERSION, layer=layer,
         model_kwargs=_model_kwargs(model),
-        conv_kwargs=dict(conv_kwargs or {}), dataset=str(dataset),
+        conv_kwargs=_current_names(dict(conv_kwargs or {})),
+        dataset=str(dataset),
         normalize_features=bool(normalize_features),
         state_dict={key: value.detach().cpu() for key, value in
                     (state_dict or model.state_dict()).items()},
@@ -142,7 +144,7 @@ def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
                          f'{payload["layer"]!r}; known: {sorted(classes)}')
     try:
         model_kwargs = dict(payload['model_kwargs'])
-        conv_kwargs = dict(payload['conv_kwargs'])
+        conv_kwargs = _current_names(dict(payload['conv_kwargs']))
         model = TwoLayerGAT(model_kwargs['in_channels'],
                             model_kwargs['hidden_channels'],
                             model_kwargs['out_channels'],
@@ -163,6 +165,16 @@ def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
                       conv_kwargs=conv_kwargs,
                       normalize_features=payload['normalize_features'],
                       log=payload.get('log'), info=payload.get('info') or {})
+
+
+#: Layer arguments renamed since checkpoints were first written: a checkpoint
+#: that holds the old name loads under the new one, without a warning.
+RENAMED_CONV_KWARGS = {'num_features': 'num_spectral_points'}
+
+
+def _current_names(conv_kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    return {RENAMED_CONV_KWARGS.get(name, name): value
+            for name, value in conv_kwargs.items()}
 
 
 def _first_sentence(error: Exception) -> str:

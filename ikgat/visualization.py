@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 
 from ikgat.nn.conv.ikgat_conv import AttentionDecomposition, IKGATConv
+from ikgat.nn.conv.mikan_conv import MIKANConv
 
 __all__ = [
     'SpectralTSNEInputs',
@@ -215,8 +216,7 @@ def _spectral_layer(model: torch.nn.Module,
                     layer: LayerSelector) -> Tuple[str, IKGATConv]:
     candidates = attention_layers(model, layer)
     for name, module in candidates:
-        kernel = module.kernel
-        if kernel.stochastic or hasattr(kernel, 'spectral_point_sets'):
+        if module.kernel.has_spectral_points:
             return name, module
     kinds = sorted({type(module.kernel).__name__ for _, module in candidates})
     raise ValueError(f'No layer with spectral points (kernels: {kinds}); '
@@ -279,7 +279,8 @@ def spectral_tsne_inputs(model: torch.nn.Module, layer: LayerSelector = None,
             head_ids.append(torch.full((block.size(0), ), h))
             set_ids.append(torch.full((block.size(0), ), s))
     learned_points = torch.cat(learned)
-    lengthscale = float(getattr(module.kernel, 'lengthscale', 1.0))
+    # Kernels with spectral points declare their length-scale l:
+    lengthscale = float(module.kernel.lengthscale)
     if num_reference is None:
         num_reference = len(sets) * sets[0].size(2)
     if generator is None:
@@ -349,7 +350,7 @@ def plot_spectral_tsne(model: torch.nn.Module, layer: LayerSelector = None,
 def _copula_layer(model: torch.nn.Module, layer: LayerSelector) -> Tuple[
         str, Any]:
     for name, module in attention_layers(model, layer):
-        if callable(getattr(module, 'copula_correlation', None)):
+        if isinstance(module, MIKANConv):
             return name, module
     raise ValueError(f'{type(model).__name__} has no MIKANConv layer: only '
                      f'MIKAN learns a copula correlation across heads')

@@ -39,7 +39,7 @@ def tiny_graph(seed=0, num_nodes=24, num_edges=80, features=5, classes=3):
 
 def tiny_model(conv=IKGATConv, seed=0, **conv_kwargs):
     torch.manual_seed(seed)
-    conv_kwargs.setdefault('num_features', R)
+    conv_kwargs.setdefault('num_spectral_points', R)
     return TwoLayerGAT(5, CHANNELS, 3, conv, heads=HEADS,
                        conv_kwargs=conv_kwargs).eval()
 
@@ -310,7 +310,7 @@ def test_checkpoint_round_trip(tmp_path):
     data = tiny_graph()
     model = tiny_model(MIKANConv, p=1.5)
     path = str(tmp_path / 'sub' / 'mikan.pt')
-    save_checkpoint(path, model, 'Cora', dict(num_features=R, p=1.5),
+    save_checkpoint(path, model, 'Cora', dict(num_spectral_points=R, p=1.5),
                     log={'epoch': [1]}, info={'test_acc': 0.5})
     checkpoint = load_checkpoint(path)
     assert checkpoint.layer == 'MIKANConv'
@@ -339,7 +339,7 @@ def test_cli_plots_from_checkpoints(tmp_path, capsys):
     recorder = viz.AttentionTermsRecorder(model, data.x, data.edge_index)
     recorder(1, 0.5, 1.0)
     path = str(tmp_path / 'mikan.pt')
-    save_checkpoint(path, model, 'Cora', dict(num_features=R),
+    save_checkpoint(path, model, 'Cora', dict(num_spectral_points=R),
                     log=recorder.log)
     for kind in ('terms', 'copula'):
         out = str(tmp_path / f'{kind}.png')
@@ -360,9 +360,25 @@ def test_cli_train_saves_a_checkpoint_that_plot_reads(cora, tmp_path):
     checkpoint = load_checkpoint(path)
     assert checkpoint.dataset == 'Cora'
     assert checkpoint.conv_kwargs == dict(kernel='direct', p=1.5,
-                                          num_features=2)
+                                          num_spectral_points=2)
     assert checkpoint.log['epoch'] == [1, 2]
     assert checkpoint.info['best_epoch'] in (1, 2)
     out = str(tmp_path / 'sparsity.png')
     main(['plot', 'sparsity', '--checkpoint', path, '--out', out])
     assert_png(out)
+
+
+def test_checkpoint_with_the_former_num_features_loads(tmp_path):
+    import warnings
+    model = tiny_model(IKGATConv, kernel='direct')
+    path = str(tmp_path / 'old.pt')
+    save_checkpoint(path, model, 'Cora', dict(kernel='direct', p=2.0,
+                                              num_spectral_points=R))
+    payload = torch.load(path, weights_only=False)
+    payload['conv_kwargs'] = dict(kernel='direct', p=2.0, num_features=R)
+    torch.save(payload, path)  # as an ikgat 0.1 checkpoint holds it
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', DeprecationWarning)
+        checkpoint = load_checkpoint(path)
+    assert checkpoint.conv_kwargs['num_spectral_points'] == R
+    assert checkpoint.model.conv1.num_spectral_points == R

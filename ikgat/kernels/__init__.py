@@ -27,11 +27,13 @@ KERNELS = {
 
 
 def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
-                   num_features: int,
+                   num_spectral_points: int,
                    kernel_kwargs: Optional[Dict[str, Any]] = None) -> Kernel:
     r"""Return the kernel named :obj:`kernel` built for :obj:`heads` heads of
-    :obj:`channels` channels (random-feature kernels also get
-    :obj:`num_features`), or check and return a given :class:`Kernel`."""
+    :obj:`channels` channels (kernels that declare
+    :attr:`~Kernel.has_spectral_points` also get :obj:`num_spectral_points`
+    unless :obj:`kernel_kwargs` sets it), or check and return a given
+    :class:`Kernel`."""
     if isinstance(kernel, Kernel):
         if kernel_kwargs:
             raise ValueError("'kernel_kwargs' only applies to a kernel given "
@@ -52,9 +54,8 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
                          f"{sorted(KERNELS)} or pass a Kernel instance")
     kernel_class = KERNELS[kernel]
     kwargs = dict(kernel_kwargs or {})
-    if issubclass(kernel_class,
-                  (RandomFourierKernel, ImplicitSpectralKernel)):
-        kwargs.setdefault('num_features', num_features)
+    if kernel_class.has_spectral_points and 'num_features' not in kwargs:
+        kwargs.setdefault('num_spectral_points', num_spectral_points)
     try:
         return kernel_class(heads, channels, **kwargs)
     except TypeError as error:

@@ -9,7 +9,8 @@ needs to evaluate :math:`\log \mathrm{sim}(\text{node vector}, c_t a)` once per
 node, head and slope: this is the node-wise factorisation that keeps the edge
 work at :math:`O(|\mathcal{E}| H)`.
 """
-from typing import Optional, Tuple
+import warnings
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -27,11 +28,24 @@ class Kernel(torch.nn.Module):
         channels (int): Channels per head :math:`C`; vectors have :math:`2C`
             coordinates.
     """
+    # Capabilities, declared by each kernel class (the layers, the
+    # inspection tools and the tests read these flags; nothing probes for
+    # methods):
+
     #: Whether the layer multiplies the similarity by the magnitude term.
     uses_magnitude: bool = True
-    #: Whether :meth:`prepare` draws random spectral points (variational
-    #: kernels); such kernels also define ``num_samples``.
+    #: Whether :meth:`prepare` draws random spectral points per graph
+    #: (variational kernels); such kernels also define ``num_samples``.
     stochastic: bool = False
+    #: Whether the kernel is a random-feature estimate with spectral points,
+    #: returned by :meth:`spectral_points_per_graph`; such kernels take the number
+    #: :math:`R` of spectral points per head as ``num_spectral_points``, the
+    #: node-wise evaluation as ``node_path`` and have a ``lengthscale``.
+    has_spectral_points: bool = False
+    #: Whether :meth:`redraw_spectral_points` redraws them in place.
+    can_redraw: bool = False
+    #: Whether :meth:`kl_divergence` is the KL term of a variational kernel.
+    has_kl: bool = False
     #: The :math:`\epsilon` inside :math:`\log(\mathrm{sim} + \epsilon)`
     #: of :meth:`log_similarity` (kernels that can reach zero set it).
     eps: float = 0.0
@@ -56,6 +70,27 @@ class Kernel(torch.nn.Module):
         :math:`(N, H, C)` and their graph indices; kernels whose spectral
         points depend on the graph draw them here.  Does nothing by
         default."""
+
+    def spectral_points_per_graph(self) -> List[Tensor]:
+        r"""The spectral point sets, each of shape :math:`(G, H, R, 2C)`:
+        those of the last forward pass per graph for a :attr:`stochastic`
+        kernel, the fixed or learned ones (:math:`G = 1`) otherwise.  Only
+        for kernels with :attr:`has_spectral_points`."""
+        raise TypeError(f"The kernel {type(self).__name__} has no spectral "
+                        f"points (has_spectral_points is False)")
+
+    def redraw_spectral_points(self,
+                               generator: Optional[torch.Generator] = None):
+        r"""Redraw the spectral points in place.  Only for kernels with
+        :attr:`can_redraw`."""
+        raise TypeError(f"The kernel {type(self).__name__} has no spectral "
+                        f"points to redraw (can_redraw is False)")
+
+    def kl_divergence(self) -> Tensor:
+        r"""The KL divergence of the last forward pass to the prior.  Only
+        for kernels with :attr:`has_kl`."""
+        raise TypeError(f"The kernel {type(self).__name__} has no KL term "
+                        f"(has_kl is False)")
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         r"""Evaluate :math:`\mathrm{sim}(x, y)` row by row.
@@ -122,6 +157,44 @@ def check_positive(owner: str, name: str, value: float) -> float:
         raise ValueError(f"{owner}: '{name}' must be a positive finite number "
                          f"(got {value!r})")
     return float(value)
+
+
+def renamed_argument(owner: str, old: str, new: str, old_value,
+                     new_value, new_default):
+    r"""Return the value of the argument :obj:`new`, accepting its previous
+    name :obj:`old` for one release with a :class:`DeprecationWarning`."""
+    if old_value is None:
+        return new_value
+    if new_value != new_default and new_value != old_value:
+        raise TypeError(f"{owner}: got both '{new}={new_value!r}' and its "
+                        f"deprecated name '{old}={old_value!r}'; pass "
+                        f"'{new}' only")
+    warnings.warn(f"{owner}: '{old}' is deprecated and will be removed in "
+                  f"the next release; pass '{new}={old_value!r}' instead",
+                  DeprecationWarning, stacklevel=3)
+    return old_value
+
+
+def check_num_spectral_points(owner: str, num_spectral_points: int) -> int:
+    r"""Return :obj:`num_spectral_points` (:math:`R`), or raise naming it."""
+    if (isinstance(num_spectral_points, bool)
+            or not isinstance(num_spectral_points, int)
+            or num_spectral_points < 1):
+        raise ValueError(f"{owner}: 'num_spectral_points' (the number R of "
+                         f"spectral points per head) must be a positive "
+                         f"integer (got {num_spectral_points!r})")
+    return num_spectral_points
+
+
+class DeprecatedNumFeatures:
+    r"""Mixin: the attribute ``num_features``, the former name of
+    ``num_spectral_points``, read with a :class:`DeprecationWarning`."""
+    @property
+    def num_features(self) -> int:
+        warnings.warn(f"{type(self).__name__}.num_features is deprecated; "
+                      f"read num_spectral_points", DeprecationWarning,
+                      stacklevel=2)
+        return self.num_spectral_points
 
 
 def split_anchor(anchor: Tensor, side: int) -> Tuple[Tensor, Tensor]:

@@ -20,7 +20,8 @@ class DirectSpectralKernel(NonStationaryRandomFourierKernel):
     Args:
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
-        num_features (int, optional): :math:`R`. (default: :obj:`64`)
+        num_spectral_points (int, optional): :math:`R`, the spectral points
+            per head (formerly ``num_features``). (default: :obj:`64`)
         lengthscale (float, optional): :math:`l` of the initial density.
             (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon` in

@@ -7,13 +7,18 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
-from ikgat.kernels.base import Kernel, check_positive
+from ikgat.kernels.base import (
+    DeprecatedNumFeatures,
+    Kernel,
+    check_num_spectral_points,
+    check_positive,
+    renamed_argument,
+)
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
     fourier_log_similarity,
 )
-from ikgat.kernels.rff import check_num_features
 
 #: :math:`|\log\sigma|` is clamped at this bound (:math:`\sigma` between
 #: :math:`4.5 \cdot 10^{-5}` and :math:`2.2 \cdot 10^4`): far from the
@@ -24,7 +29,7 @@ from ikgat.kernels.rff import check_num_features
 LOG_STD_BOUND = 10.0
 
 
-class ImplicitSpectralKernel(Kernel):
+class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     r"""IKAN: the non-stationary random-feature kernel whose spectral points
     are drawn, per graph and per forward pass, from an implicit density
     inferred from the graph
@@ -80,7 +85,9 @@ class ImplicitSpectralKernel(Kernel):
     Args:
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
-        num_features (int, optional): :math:`R`, even. (default: :obj:`64`)
+        num_spectral_points (int, optional): :math:`R`, even (formerly
+            ``num_features``, still accepted with a
+            :class:`DeprecationWarning`). (default: :obj:`64`)
         hidden_channels (int, optional): Width of the inference network.
             (default: :obj:`64`)
         prior_scale (float, optional): :math:`\sigma_p`; the authors use the
@@ -103,33 +110,42 @@ class ImplicitSpectralKernel(Kernel):
             (MIKAN). (default: :obj:`False`)
     """
     stochastic = True
+    has_spectral_points = True
+    has_kl = True
     num_sets = 2
 
-    def __init__(self, heads: int, channels: int, num_features: int = 64,
+    def __init__(self, heads: int, channels: int,
+                 num_spectral_points: int = 64,
                  hidden_channels: int = 64, prior_scale: float = 0.1**0.5,
                  lengthscale: float = 1.0, num_samples: int = 1,
                  eps: float = 1e-5, copula: bool = False,
-                 node_path: str = 'eager'):
+                 node_path: str = 'eager', *,
+                 num_features: Optional[int] = None):
         super().__init__(heads, channels)
         owner = type(self).__name__
-        check_num_features(owner, num_features)
-        if num_features % 2:
-            raise ValueError(f"{owner}: 'num_features' must be even, as the "
-                             f"sample is [z, -z] (got {num_features})")
+        num_spectral_points = renamed_argument(
+            owner, 'num_features', 'num_spectral_points', num_features,
+            num_spectral_points, 64)
+        check_num_spectral_points(owner, num_spectral_points)
+        if num_spectral_points % 2:
+            raise ValueError(f"{owner}: 'num_spectral_points' must be even, "
+                             f"as the sample is [z, -z] (got "
+                             f"{num_spectral_points})")
         for name, value in (('hidden_channels', hidden_channels),
                             ('num_samples', num_samples)):
             if isinstance(value, bool) or not isinstance(value,
                                                          int) or value < 1:
                 raise ValueError(f"{owner}: '{name}' must be a positive "
                                  f"integer (got {value!r})")
-        self.num_features = num_features
+        self.num_spectral_points = num_spectral_points
         self.prior_scale = check_positive(owner, 'prior_scale', prior_scale)
         self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
         self.num_samples = num_samples
         self.eps = check_positive(owner, 'eps', eps)
         self.node_path = check_node_path(owner, node_path)
         # Latent coordinates per head: two sets of R/2 points in R^{2C}.
-        self.latent_dim = self.num_sets * (num_features // 2) * 2 * channels
+        self.latent_dim = (self.num_sets * (num_spectral_points // 2) * 2 *
+                           channels)
 
         self.encoder_hidden = torch.nn.Linear(2 * channels, hidden_channels)
         self.encoder_out = torch.nn.Linear(hidden_channels,
@@ -232,7 +248,7 @@ class ImplicitSpectralKernel(Kernel):
                                  self._correlation_cholesky(mean.dtype),
                                  noise)
             latent = mean + log_std.exp() * noise
-        half = self.num_features // 2
+        half = self.num_spectral_points // 2
         latent = latent.view(num_graphs, self.heads, self.num_sets, half,
                              2 * self.channels)
         z = torch.cat([latent, -latent], dim=3)  # [G, H, sets, R, 2C]
@@ -246,6 +262,9 @@ class ImplicitSpectralKernel(Kernel):
         if self._points is None:
             raise RuntimeError('No spectral points yet: run a forward pass')
         return self._points
+
+    def spectral_points_per_graph(self) -> List[Tensor]:
+        return self.spectral_points()
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         points = [w[0] for w in self.spectral_points()]
@@ -284,7 +303,8 @@ class ImplicitSpectralKernel(Kernel):
         return per_coordinate.sum(-1).mean()
 
     def extra_repr(self) -> str:
-        return (f'{super().extra_repr()}, num_features={self.num_features}, '
+        return (f'{super().extra_repr()}, '
+                f'num_spectral_points={self.num_spectral_points}, '
                 f'prior_scale={self.prior_scale:.4g}, '
                 f'num_samples={self.num_samples}, copula={self.copula}')
 

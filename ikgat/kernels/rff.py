@@ -4,7 +4,13 @@ from typing import List, Optional
 import torch
 from torch import Tensor
 
-from ikgat.kernels.base import Kernel, check_positive
+from ikgat.kernels.base import (
+    DeprecatedNumFeatures,
+    Kernel,
+    check_num_spectral_points,
+    check_positive,
+    renamed_argument,
+)
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -12,16 +18,7 @@ from ikgat.kernels.random_features import (
 )
 
 
-def check_num_features(owner: str, num_features: int) -> int:
-    if (isinstance(num_features, bool) or not isinstance(num_features, int)
-            or num_features < 1):
-        raise ValueError(f"{owner}: 'num_features' (the number R of spectral "
-                         f"points per head) must be a positive integer "
-                         f"(got {num_features!r})")
-    return num_features
-
-
-class RandomFourierKernel(Kernel):
+class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     r"""The stationary random-feature kernel of Implicit Kernel Attention
 
     .. math::
@@ -37,7 +34,9 @@ class RandomFourierKernel(Kernel):
     Args:
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
-        num_features (int, optional): :math:`R`. (default: :obj:`64`)
+        num_spectral_points (int, optional): :math:`R`, the spectral points
+            per head (formerly ``num_features``, still accepted with a
+            :class:`DeprecationWarning`). (default: :obj:`64`)
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon` in
             :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
@@ -52,21 +51,28 @@ class RandomFourierKernel(Kernel):
     num_sets = 1
     #: Whether the spectral points are learned parameters (else buffers).
     learnable = False
+    has_spectral_points = True
+    can_redraw = True
 
-    def __init__(self, heads: int, channels: int, num_features: int = 64,
-                 lengthscale: float = 1.0, eps: float = 1e-5,
-                 node_path: str = 'eager'):
+    def __init__(self, heads: int, channels: int,
+                 num_spectral_points: int = 64, lengthscale: float = 1.0,
+                 eps: float = 1e-5, node_path: str = 'eager', *,
+                 num_features: Optional[int] = None):
         super().__init__(heads, channels)
         owner = type(self).__name__
+        num_spectral_points = renamed_argument(
+            owner, 'num_features', 'num_spectral_points', num_features,
+            num_spectral_points, 64)
         self.node_path = check_node_path(owner, node_path)
-        self.num_features = check_num_features(owner, num_features)
+        self.num_spectral_points = check_num_spectral_points(
+            owner, num_spectral_points)
         self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
         self.eps = check_positive(owner, 'eps', eps)
         self.set_names = ['spectral_points'] if self.num_sets == 1 else [
             f'spectral_points_{index + 1}' for index in range(self.num_sets)
         ]
         for name in self.set_names:
-            points = torch.empty(heads, num_features, 2 * channels)
+            points = torch.empty(heads, num_spectral_points, 2 * channels)
             if self.learnable:
                 self.register_parameter(name, torch.nn.Parameter(points))
             else:
@@ -77,6 +83,10 @@ class RandomFourierKernel(Kernel):
     def spectral_point_sets(self) -> List[Tensor]:
         r"""The spectral point sets, each of shape :math:`(H, R, 2C)`."""
         return [getattr(self, name) for name in self.set_names]
+
+    def spectral_points_per_graph(self) -> List[Tensor]:
+        r"""The spectral point sets, each of shape :math:`(1, H, R, 2C)`."""
+        return [points.unsqueeze(0) for points in self.spectral_point_sets]
 
     def reset_parameters(self):
         self.redraw_spectral_points()
@@ -102,5 +112,6 @@ class RandomFourierKernel(Kernel):
                                       self.eps, node_path=self.node_path)
 
     def extra_repr(self) -> str:
-        return (f'{super().extra_repr()}, num_features={self.num_features}, '
+        return (f'{super().extra_repr()}, '
+                f'num_spectral_points={self.num_spectral_points}, '
                 f'lengthscale={self.lengthscale}')

@@ -21,7 +21,8 @@ class NonStationaryRandomFourierKernel(RandomFourierKernel):
     Args:
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
-        num_features (int, optional): :math:`R`. (default: :obj:`64`)
+        num_spectral_points (int, optional): :math:`R`, the spectral points
+            per head (formerly ``num_features``). (default: :obj:`64`)
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon` in
             :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)

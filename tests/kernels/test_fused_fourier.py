@@ -274,7 +274,7 @@ def layer_output_and_grads(kernel, node_path, seed=3):
     torch.manual_seed(seed)
     x, edge_index = random_graph(30, 120, 5, seed=seed)
     x.requires_grad_()
-    conv = IKGATConv(5, 4, heads=3, kernel=kernel, num_features=8,
+    conv = IKGATConv(5, 4, heads=3, kernel=kernel, num_spectral_points=8,
                      kernel_kwargs=dict(node_path=node_path))
     torch.manual_seed(seed + 1)  # the same sample for stochastic kernels
     out = conv(x, edge_index)

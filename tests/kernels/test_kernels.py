@@ -70,7 +70,7 @@ def test_rff_estimate_is_unbiased_and_converges_to_rbf():
     exact = RBFKernel(1, C, lengthscale=lengthscale).similarity(x, y)
     errors = {}
     for num_features in (16, 64, 256, 1024, 4096):
-        kernel = RandomFourierKernel(1, C, num_features=num_features,
+        kernel = RandomFourierKernel(1, C, num_spectral_points=num_features,
                                      lengthscale=lengthscale)
         trial_errors = []
         for seed in range(5):
@@ -83,7 +83,7 @@ def test_rff_estimate_is_unbiased_and_converges_to_rbf():
     assert errors[4096] < errors[256] / 2.5, errors
     # Bias of the estimate f itself: mean over many draws is close to the
     # exact characteristic function exp(-|d|^2 / (4 l^2)).
-    kernel = RandomFourierKernel(1, C, num_features=64,
+    kernel = RandomFourierKernel(1, C, num_spectral_points=64,
                                  lengthscale=lengthscale)
     d = (x - y)[:5]
     estimates = []
@@ -97,7 +97,7 @@ def test_rff_estimate_is_unbiased_and_converges_to_rbf():
 
 
 def test_spectral_points_are_gaussian_with_the_documented_variance():
-    kernel = RandomFourierKernel(4, 8, num_features=512, lengthscale=2.0)
+    kernel = RandomFourierKernel(4, 8, num_spectral_points=512, lengthscale=2.0)
     (w, ) = kernel.spectral_point_sets
     assert w.shape == (4, 512, 16)
     assert abs(w.mean().item()) < 0.01
@@ -129,7 +129,7 @@ def test_spectral_points_live_in_the_state_dict():
 @pytest.mark.parametrize('name, kwargs, match', [
     ('rbf', {'lengthscale': 0.0}, 'lengthscale'),
     ('rbf', {'lengthscale': -1.0}, 'lengthscale'),
-    ('rff', {'num_features': 0}, 'num_features'),
+    ('rff', {'num_spectral_points': 0}, 'num_spectral_points'),
     ('rff', {'eps': -1.0}, 'eps'),
     ('poly', {'degree': 3}, 'degree'),
     ('poly', {'offset': -1.0}, 'offset'),

@@ -184,7 +184,7 @@ def test_layer_equals_edge_updater(kernel, edge_dim):
     edge_index[:, :6] = torch.tensor([[3] * 6, [3] * 6])  # self-loops too
     edge_attr = torch.randn(200, 3).requires_grad_() if edge_dim else None
     torch.manual_seed(6)
-    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_features=8,
+    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_spectral_points=8,
                      edge_dim=edge_dim, dropout=0.3)
     assert_same(both_paths(conv, x.requires_grad_(), edge_index, edge_attr))
 
@@ -193,7 +193,7 @@ def test_layer_equals_edge_updater(kernel, edge_dim):
 def test_layer_equals_edge_updater_float64(kernel):
     x, edge_index = random_graph(30, 150, 6, seed=16)
     torch.manual_seed(17)
-    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_features=8,
+    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_spectral_points=8,
                      edge_dim=2, dropout=0.3).double()
     edge_attr = torch.randn(150, 2, dtype=torch.float64).requires_grad_()
     x = x.double().requires_grad_()
@@ -217,7 +217,7 @@ def test_layer_equals_edge_updater_bipartite_isolated_targets(with_dst):
 def test_layer_equals_edge_updater_mikan():
     x, edge_index = random_graph(30, 120, 6, seed=11)
     torch.manual_seed(12)
-    conv = MIKANConv(6, 4, heads=3, num_features=8)
+    conv = MIKANConv(6, 4, heads=3, num_spectral_points=8)
     assert_same(both_paths(conv, x.requires_grad_(), edge_index))
     conv.eval()  # deterministic evaluation
     assert_same(both_paths(conv, x, edge_index))
@@ -234,7 +234,7 @@ def test_layer_equals_edge_updater_empty_graph(add_self_loops):
 
 def test_layer_saves_no_edge_times_three_tensor():
     x, edge_index = random_graph(30, 300, 6, seed=14)
-    conv = IKGATConv(6, 4, heads=2, kernel='direct', num_features=8)
+    conv = IKGATConv(6, 4, heads=2, kernel='direct', num_spectral_points=8)
 
     def per_edge_saved(lean):
         conv._lean_edge_softmax_applies = lambda edge_index: lean

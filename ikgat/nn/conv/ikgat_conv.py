@@ -21,8 +21,12 @@ from torch_geometric.utils import (
 from torch_geometric.utils.sparse import set_sparse_value
 
 from ikgat.kernels import Kernel, resolve_kernel
-from ikgat.kernels.base import check_positive
-from ikgat.kernels.rff import check_num_features
+from ikgat.kernels.base import (
+    DeprecatedNumFeatures,
+    check_num_spectral_points,
+    check_positive,
+    renamed_argument,
+)
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.gat_base import (
     GATStyleConv,
@@ -60,7 +64,7 @@ class NodeTerms(NamedTuple):
     gate_dst: Tensor  # [N_dst, H]  a_dst·x_i
 
 
-class IKGATConv(GATStyleConv):
+class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     r"""Graph attention whose attention is a similarity kernel times an
     :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
     <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
@@ -158,8 +162,10 @@ class IKGATConv(GATStyleConv):
             :obj:`"direct"`, :obj:`"expsin"`, :obj:`"linear"`, :obj:`"poly"`,
             :obj:`"exp"`, or a kernel instance built for :obj:`heads` and
             :obj:`out_channels`. (default: :obj:`"direct"`)
-        num_features (int, optional): Spectral points per head :math:`R` of
-            the random-feature kernels. (default: :obj:`64`)
+        num_spectral_points (int, optional): Spectral points per head
+            :math:`R` of the random-feature kernels (formerly
+            ``num_features``, still accepted for one release with a
+            :class:`DeprecationWarning`). (default: :obj:`64`)
         p (float, optional): The :math:`p > 0` of the :math:`L^p` magnitude;
             smaller :math:`p` gives sparser attention. (default: :obj:`2.0`)
         magnitude (bool, optional): If set to :obj:`False`, the magnitude
@@ -201,20 +207,25 @@ class IKGATConv(GATStyleConv):
         residual: bool = False,
         *,
         kernel: Union[str, Kernel] = 'direct',
-        num_features: int = 64,
+        num_spectral_points: int = 64,
         p: float = 2.0,
         magnitude: bool = True,
         kernel_kwargs: Optional[Dict[str, Any]] = None,
+        num_features: Optional[int] = None,
         **kwargs,
     ):
+        name = type(self).__name__
+        num_spectral_points = renamed_argument(
+            name, 'num_features', 'num_spectral_points', num_features,
+            num_spectral_points, 64)
         super().__init__(in_channels, out_channels, heads, concat,
                          negative_slope, dropout, add_self_loops, edge_dim,
                          fill_value, bias, residual, **kwargs)
-        name = type(self).__name__
-        self.num_features = check_num_features(name, num_features)
+        self.num_spectral_points = check_num_spectral_points(
+            name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
         self.kernel = resolve_kernel(kernel, heads, out_channels,
-                                     num_features, kernel_kwargs)
+                                     num_spectral_points, kernel_kwargs)
         self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
 
         self.reset_parameters()
@@ -226,13 +237,14 @@ class IKGATConv(GATStyleConv):
     def redraw_spectral_points(self,
                                generator: Optional[torch.Generator] = None):
         r"""Redraw the spectral points of a random-feature kernel in place
-        (``'rff'``, ``'rff_ns'``; re-initialises learned ones)."""
-        redraw = getattr(self.kernel, 'redraw_spectral_points', None)
-        if redraw is None:
+        (kernels that declare :attr:`~ikgat.kernels.Kernel.can_redraw`:
+        ``'rff'``, ``'rff_ns'``, ``'direct'``; re-initialises learned
+        ones)."""
+        if not self.kernel.can_redraw:
             raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
                             f"spectral points to redraw; use kernel='rff' or "
                             f"'rff_ns'")
-        redraw(generator=generator)
+        self.kernel.redraw_spectral_points(generator=generator)
 
     def forward(
         self,
@@ -357,19 +369,17 @@ class IKGATConv(GATStyleConv):
         :math:`(G, H, R, 2C)`: those of the last forward pass per graph for
         the variational kernels, the fixed or learned ones (:math:`G = 1`)
         otherwise."""
-        if self.kernel.stochastic:
-            return self.kernel.spectral_points()
-        sets = getattr(self.kernel, 'spectral_point_sets', None)
-        if sets is None:
+        if not self.kernel.has_spectral_points:
             raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
                             f"spectral points")
-        return [points.unsqueeze(0) for points in sets]
+        return self.kernel.spectral_points_per_graph()
 
     def kl_divergence(self) -> Tensor:
         r"""The KL divergence of the variational kernel's last forward pass
         to its prior (zero for the deterministic kernels)."""
-        kl = getattr(self.kernel, 'kl_divergence', None)
-        return kl() if kl is not None else self.att_src.new_zeros(())
+        if self.kernel.has_kl:
+            return self.kernel.kl_divergence()
+        return self.att_src.new_zeros(())
 
     def edge_update(self, score_j: Tensor, score_i: OptTensor,
                     score_missing_dst: OptTensor, edge_attr: OptTensor,

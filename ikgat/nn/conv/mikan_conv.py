@@ -3,6 +3,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 from torch import Tensor
 
 from ikgat.kernels import ImplicitSpectralKernel
+from ikgat.kernels.base import renamed_argument
 from ikgat.nn.conv.gat_base import check_sizes
 from ikgat.nn.conv.ikgat_conv import IKGATConv
 
@@ -53,8 +54,10 @@ class MIKANConv(IKGATConv):
             (default: :obj:`"mean"`)
         bias (bool, optional): As in GATConv. (default: :obj:`True`)
         residual (bool, optional): As in GATConv. (default: :obj:`False`)
-        num_features (int, optional): Spectral points per head :math:`R`,
-            even. (default: :obj:`64`)
+        num_spectral_points (int, optional): Spectral points per head
+            :math:`R`, even (formerly ``num_features``, still accepted for
+            one release with a :class:`DeprecationWarning`).
+            (default: :obj:`64`)
         p (float, optional): The :math:`p > 0` of the :math:`L^p`
             magnitude. (default: :obj:`2.0`)
         prior_scale (float, optional): :math:`\sigma_p`, the prior's
@@ -86,25 +89,30 @@ class MIKANConv(IKGATConv):
         bias: bool = True,
         residual: bool = False,
         *,
-        num_features: int = 64,
+        num_spectral_points: int = 64,
         p: float = 2.0,
         prior_scale: float = 0.1**0.5,
         num_samples: int = 1,
         hidden_channels: int = 64,
         magnitude: bool = True,
         kernel_kwargs: Optional[Dict[str, Any]] = None,
+        num_features: Optional[int] = None,
         **kwargs,
     ):
         check_sizes(type(self).__name__, in_channels, out_channels, heads,
                     edge_dim)
+        num_spectral_points = renamed_argument(
+            type(self).__name__, 'num_features', 'num_spectral_points',
+            num_features, num_spectral_points, 64)
         kernel = ImplicitSpectralKernel(
-            heads, out_channels, num_features=num_features,
+            heads, out_channels, num_spectral_points=num_spectral_points,
             hidden_channels=hidden_channels, prior_scale=prior_scale,
             num_samples=num_samples, copula=True, **(kernel_kwargs or {}))
         super().__init__(in_channels, out_channels, heads, concat,
                          negative_slope, dropout, add_self_loops, edge_dim,
                          fill_value, bias, residual, kernel=kernel,
-                         num_features=num_features, p=p, magnitude=magnitude,
+                         num_spectral_points=num_spectral_points, p=p,
+                         magnitude=magnitude,
                          **kwargs)
 
     def copula_correlation(self) -> Tensor:

@@ -104,7 +104,7 @@ def test_gatconv_state_dict_starts_a_trained_gat():
 def test_fast_path_equals_edge_wise_evaluation(kernel, p):
     torch.manual_seed(0)
     x, edge_index = random_graph(30, 100, 9, seed=8)
-    conv = IKGATConv(9, 5, heads=3, kernel=kernel, num_features=16, p=p,
+    conv = IKGATConv(9, 5, heads=3, kernel=kernel, num_spectral_points=16, p=p,
                      add_self_loops=False)
     out, (_, alpha) = conv(x, edge_index, return_attention_weights=True)
     ref_out, ref_alpha = edge_wise_reference(conv, x, edge_index)
@@ -171,7 +171,7 @@ def test_gradcheck(kernel):
     torch.manual_seed(3)
     x, edge_index = random_graph(6, 14, 4, seed=13)
     kernel_kwargs = {'hidden_channels': 3} if kernel == 'implicit' else None
-    conv = IKGATConv(4, 3, heads=2, kernel=kernel, num_features=4, p=2.5,
+    conv = IKGATConv(4, 3, heads=2, kernel=kernel, num_spectral_points=4, p=2.5,
                      edge_dim=2, kernel_kwargs=kernel_kwargs).double()
     edge_attr = torch.randn(14, 2, dtype=torch.double)
     names = [name for name, _ in conv.named_parameters()]
@@ -325,7 +325,7 @@ def test_torch_compile_matches_eager(add_self_loops):
 @pytest.mark.parametrize('kwargs, error, match', [
     (dict(p=0.0), ValueError, "'p'.*0.0"),
     (dict(p=-1.0), ValueError, "'p'.*-1.0"),
-    (dict(num_features=0), ValueError, "'num_features'.*0"),
+    (dict(num_spectral_points=0), ValueError, "'num_spectral_points'.*0"),
     (dict(kernel='gaussian'), ValueError, "'gaussian'"),
     (dict(kernel=3), TypeError, 'int'),
     (dict(heads=0), ValueError, "'heads'.*0"),
@@ -436,7 +436,7 @@ def test_lean_aggregation_equals_propagate(monkeypatch, kernel, concat,
     x, edge_index = random_graph(40, 200, 6, seed=23)
     edge_index[:, :6] = torch.tensor([[3] * 6, [3] * 6])  # self-loops too
     edge_attr = torch.randn(200, 3)
-    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_features=8,
+    conv = IKGATConv(6, 5, heads=3, kernel=kernel, num_spectral_points=8,
                      concat=concat, add_self_loops=add_self_loops,
                      edge_dim=3, residual=True, dropout=0.3)
     x = x.requires_grad_()
@@ -472,7 +472,7 @@ def test_lean_aggregation_equals_propagate_bipartite(monkeypatch, with_dst):
 def test_lean_aggregation_equals_propagate_mikan(monkeypatch):
     x, edge_index = random_graph(30, 120, 6, seed=27)
     torch.manual_seed(10)
-    conv = MIKANConv(6, 4, heads=3, num_features=8)
+    conv = MIKANConv(6, 4, heads=3, num_spectral_points=8)
     x.requires_grad_()
     (out, _, grads), (ref_out, _, ref_grads) = both_paths(
         conv, monkeypatch, x, edge_index)
@@ -507,3 +507,44 @@ def test_lean_aggregation_only_where_propagate_would_just_sum(monkeypatch):
     clear_masks(conv)
     assert torch.allclose(conv(x, edge_index), expected, atol=1e-6)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize('layer', ['ikgat', 'mikan'])
+def test_num_features_is_a_deprecated_name_of_num_spectral_points(layer):
+    cls = IKGATConv if layer == 'ikgat' else MIKANConv
+    kwargs = dict(kernel='direct') if layer == 'ikgat' else {}
+    torch.manual_seed(0)
+    new = cls(5, 4, heads=2, num_spectral_points=8, **kwargs)
+    torch.manual_seed(0)
+    with pytest.warns(DeprecationWarning, match="'num_features'.*"
+                      "num_spectral_points=8"):
+        old = cls(5, 4, heads=2, num_features=8, **kwargs)
+    assert old.num_spectral_points == new.num_spectral_points == 8
+    assert old.kernel.num_spectral_points == 8
+    for key, value in new.state_dict().items():
+        assert torch.equal(old.state_dict()[key], value), key
+    with pytest.warns(DeprecationWarning, match='num_spectral_points'):
+        assert old.num_features == 8
+    with pytest.raises(TypeError, match="both 'num_spectral_points=16'"):
+        cls(5, 4, num_spectral_points=16, num_features=8, **kwargs)
+
+
+def test_kernel_capabilities_are_declared():
+    # The layer reads the flags; a kernel without a capability says so.
+    for name, kernel_class in KERNELS.items():
+        conv = IKGATConv(5, 4, heads=2, kernel=name, num_spectral_points=4)
+        assert isinstance(conv.kernel, kernel_class)
+        if kernel_class.has_spectral_points:
+            x, edge_index = random_graph(6, 12, 5, seed=1)
+            conv(x, edge_index)
+            for points in conv.spectral_points():
+                assert points.shape[1:] == (2, 4, 8)
+            assert conv.kernel.num_spectral_points == 4
+        else:
+            with pytest.raises(TypeError, match='no spectral points'):
+                conv.spectral_points()
+        if not kernel_class.can_redraw:
+            with pytest.raises(TypeError, match='no spectral points'):
+                conv.redraw_spectral_points()
+        if not kernel_class.has_kl:
+            assert conv.kl_divergence().item() == 0.0

@@ -12,7 +12,7 @@ from tests.helpers import random_graph
 
 def make_mikan(**kwargs):
     torch.manual_seed(0)
-    kwargs.setdefault('num_features', 8)
+    kwargs.setdefault('num_spectral_points', 8)
     return MIKANConv(6, 4, heads=3, **kwargs)
 
 
@@ -81,7 +81,7 @@ def test_copula_correlation_is_a_correlation_matrix():
 
 def test_identity_copula_equals_ikan_given_the_same_noise():
     mikan = make_mikan()
-    ikan = IKGATConv(6, 4, heads=3, kernel='implicit', num_features=8)
+    ikan = IKGATConv(6, 4, heads=3, kernel='implicit', num_spectral_points=8)
     result = ikan.load_state_dict(mikan.state_dict(), strict=False)
     assert result.unexpected_keys == ['kernel.raw_correlation']
     x, edge_index = random_graph(15, 50, 6, seed=2)
@@ -96,7 +96,7 @@ def test_identity_copula_equals_ikan_given_the_same_noise():
 
 
 def test_spectral_sample_is_exactly_symmetric():
-    conv = make_mikan(num_features=10)
+    conv = make_mikan(num_spectral_points=10)
     x, edge_index = random_graph(15, 50, 6, seed=3)
     for training in (True, False):
         conv.train(training)
@@ -215,8 +215,8 @@ def test_bipartite_and_empty_graphs():
 
 @pytest.mark.parametrize('kwargs, error, match', [
     (dict(p=0.0), ValueError, "'p'"),
-    (dict(num_features=7), ValueError, "'num_features' must be even"),
-    (dict(num_features=0), ValueError, "'num_features'"),
+    (dict(num_spectral_points=7), ValueError, "'num_spectral_points' must be even"),
+    (dict(num_spectral_points=0), ValueError, "'num_spectral_points'"),
     (dict(prior_scale=-1.0), ValueError, "'prior_scale'"),
     (dict(num_samples=0), ValueError, "'num_samples'"),
     (dict(heads=0), ValueError, "MIKANConv: 'heads'"),
