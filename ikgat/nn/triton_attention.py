@@ -208,7 +208,7 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
         if HAS_GATE:
             eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
                           mask=mask_eh, other=0.).to(tl.float32)
-        logit, positive = _edge_logit(s0, s1, g, s0_dst[None, :],
+        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
         logit = tl.where(mask_eh, logit, float('-inf'))
@@ -262,7 +262,7 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
         if HAS_GATE:
             eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
                           mask=mask_eh, other=0.).to(tl.float32)
-        logit, positive = _edge_logit(s0, s1, g, s0_dst[None, :],
+        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
         weight = tl.exp(logit - m[None, :]) / den[None, :]

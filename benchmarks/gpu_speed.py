@@ -1,0 +1,495 @@
+r"""GPU speed study (issue #16, item 1): one attention layer, forward and
+backward, on synthetic graphs of Cora, PubMed, ogbn-arxiv and
+ogbn-products size, against the GPU's copy bandwidth; and the fused Triton
+attention alone against the bytes it must move.
+
+Graphs are synthetic (uniformly random edges, Gaussian features) with the
+real node, edge and feature counts; the layers add self-loops as usual.
+Models: ``GATConv``, ``IKGATConv`` (``kernel='rbf'``), ``IKGATConv``
+(``kernel='direct'``, the default :math:`R = 64` spectral points) and
+``MIKANConv``, all 8 heads :math:`\times` 8 channels, in float32 and under
+bfloat16 autocast.  One step is ``zero_grad``, forward, ``out.sum()``,
+backward.
+
+Timing: CUDA events around each step after warm-up steps; every round runs
+each model once (interleaved, so that clock and thermal drift hit all models
+alike), and the median over rounds is reported.  Memory: the peak of
+``torch.cuda.max_memory_allocated`` during one step, and that peak less what
+was allocated before the step (graph, features, parameters).
+
+Copy bandwidth: a ``--copy-mib`` tensor copied with ``Tensor.copy_``, timed
+with events, counting bytes read plus bytes written.
+
+Fused kernel: :func:`ikgat.nn.triton_attention.fused_attention` on random
+node scores (:math:`N \times 8 \times 3`) and features (:math:`N \times 8
+\times 8`) over the graph with self-loops, forward and forward+backward, in
+float32 and bfloat16 inputs; reported with two byte counts for the forward
+pass: *compulsory* (every node tensor and index array once, as if the
+gathers hit the cache) and *gathered* (the source rows read once per edge);
+their effective bandwidths bracket what the kernel achieves, to be compared
+with the copy bandwidth.  The unfused path (``kernel_edge_softmax`` then
+``attention_aggregate``) is timed beside it when importable.
+
+Run on a GPU machine (products-size graphs need about 40 GB for GATConv's
+message tensors; an OOM is reported as such)::
+
+    python benchmarks/gpu_speed.py --output benchmarks/results/gpu_speed.md
+    # or graph by graph, to stay within a time limit:
+    python benchmarks/gpu_speed.py --graphs cora pubmed arxiv --output a.md
+    python benchmarks/gpu_speed.py --graphs products --rounds 5 --output b.md
+    # seconds on CPU, tiny graphs (checks the script, numbers meaningless):
+    python benchmarks/gpu_speed.py --smoke --output /tmp/gpu_speed.md
+
+Self-contained: imports ikgat's public layers, torch and torch_geometric
+(and the fused kernel module), nothing from ``benchmarks/``.
+"""
+import argparse
+import json
+import os
+import os.path as osp
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+#: name -> (nodes, directed edges, features): the real datasets' sizes.
+GRAPHS = {
+    'cora': (2_708, 10_556, 1_433),
+    'pubmed': (19_717, 88_648, 500),
+    'arxiv': (169_343, 1_166_243, 128),
+    'products': (2_449_029, 61_859_140, 100),
+}
+SMOKE_GRAPHS = {'tiny': (40, 160, 16), 'small': (120, 600, 32)}
+MODELS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct', 'MIKANConv']
+PRECISIONS = ['float32', 'bf16-autocast']
+HEADS, CHANNELS = 8, 8
+
+
+class Timer:
+    """Times a callable: CUDA events on a GPU, perf_counter on CPU."""
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == 'cuda'
+
+    def __call__(self, fn: Callable[[], object]) -> float:
+        """Milliseconds of one call."""
+        if self.cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            return start.elapsed_time(stop)
+        begin = time.perf_counter()
+        fn()
+        return (time.perf_counter() - begin) * 1e3
+
+
+def synthetic_graph(num_nodes: int, num_edges: int, num_features: int,
+                    device: torch.device, seed: int):
+    generator = torch.Generator(device=device).manual_seed(seed)
+    edge_index = torch.randint(0, num_nodes, (2, num_edges), device=device,
+                               generator=generator)
+    x = torch.randn(num_nodes, num_features, device=device,
+                    generator=generator)
+    return x, edge_index
+
+
+def build_model(name: str, in_channels: int) -> torch.nn.Module:
+    from torch_geometric.nn import GATConv
+
+    from ikgat import IKGATConv, MIKANConv
+    if name == 'GATConv':
+        return GATConv(in_channels, CHANNELS, heads=HEADS)
+    if name == 'IKGATConv-rbf':
+        return IKGATConv(in_channels, CHANNELS, heads=HEADS, kernel='rbf')
+    if name == 'IKGATConv-direct':  # the default R = 64 spectral points
+        return IKGATConv(in_channels, CHANNELS, heads=HEADS, kernel='direct')
+    if name == 'MIKANConv':
+        return MIKANConv(in_channels, CHANNELS, heads=HEADS)
+    raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+
+
+def autocast(device: torch.device, precision: str):
+    if precision == 'float32':
+        return nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def is_oom(error: BaseException) -> bool:
+    return isinstance(error, torch.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and 'out of memory' in str(error))
+
+
+def free_memory(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def measure_interleaved(steps: Dict[str, Callable[[], object]],
+                        timer: Timer, warmup: int,
+                        rounds: int) -> Dict[str, object]:
+    """Median milliseconds per entry over interleaved rounds, after warm-up;
+    'OOM' for an entry that ran out of memory."""
+    results: Dict[str, object] = {}
+    alive = {}
+    for name, step in steps.items():
+        try:
+            for _ in range(warmup):
+                step()
+            alive[name] = step
+        except Exception as error:  # noqa: BLE001
+            if not is_oom(error):
+                raise
+            results[name] = 'OOM'
+            free_memory(timer_device(timer))
+    times: Dict[str, List[float]] = {name: [] for name in alive}
+    for _ in range(rounds):
+        for name, step in alive.items():
+            times[name].append(timer(step))
+    for name, values in times.items():
+        results[name] = statistics.median(values)
+    return results
+
+
+def timer_device(timer: Timer) -> torch.device:
+    return torch.device('cuda' if timer.cuda else 'cpu')
+
+
+def peak_memory(step: Callable[[], object], device: torch.device):
+    """(peak bytes during one step, peak less the bytes held before it)."""
+    if device.type != 'cuda':
+        return None, None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    try:
+        step()
+    except Exception as error:  # noqa: BLE001
+        if not is_oom(error):
+            raise
+        free_memory(device)
+        return 'OOM', 'OOM'
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    return peak, peak - before
+
+
+def copy_bandwidth(device: torch.device, mib: int, timer: Timer,
+                   rounds: int) -> float:
+    """GB/s of Tensor.copy_, counting the bytes read and written."""
+    numel = mib * (1 << 20) // 4
+    source = torch.randn(numel, device=device)
+    target = torch.empty_like(source)
+    for _ in range(3):
+        target.copy_(source)
+    ms = statistics.median(timer(lambda: target.copy_(source))
+                           for _ in range(rounds))
+    return 2 * source.numel() * 4 / (ms * 1e-3) / 1e9
+
+
+def layer_rows(graph: str, size, device: torch.device, timer: Timer,
+               args) -> List[dict]:
+    num_nodes, num_edges, num_features = size
+    x, edge_index = synthetic_graph(num_nodes, num_edges, num_features,
+                                    device, args.seed)
+    rows = []
+    for precision in PRECISIONS:
+        models, steps = {}, {}
+        for name in MODELS:
+            torch.manual_seed(args.seed)
+            model = build_model(name, num_features).to(device).train()
+            models[name] = model
+
+            def step(model=model, precision=precision):
+                model.zero_grad(set_to_none=True)
+                with autocast(device, precision):
+                    out = model(x, edge_index)
+                out.float().sum().backward()
+
+            steps[name] = step
+        medians = measure_interleaved(steps, timer, args.warmup,
+                                      args.rounds)
+        for name in MODELS:
+            peak, extra = ('OOM', 'OOM') if medians[name] == 'OOM' else \
+                peak_memory(steps[name], device)
+            rows.append(dict(graph=graph, nodes=num_nodes, edges=num_edges,
+                             features=num_features, model=name,
+                             precision=precision, ms=medians[name],
+                             peak_bytes=peak, step_bytes=extra))
+        del models, steps
+        free_memory(device)
+    return rows
+
+
+def fused_bytes(num_nodes: int, num_edges: int, element: int) -> Dict[str,
+                                                                     int]:
+    """Bytes the fused forward must move: compulsory (each array once) and
+    gathered (source scores and features read once per edge)."""
+    h, c = HEADS, CHANNELS
+    index = 8 * (num_nodes + 1) + 8 * num_edges  # rowptr, sources
+    node = element * num_nodes * h * (3 + 3 + c)  # score_src/dst, x_src
+    written = element * num_nodes * h * c + 8 * num_nodes * h  # out, m, Z
+    gathered = (element * num_edges * h * (3 + c) + index
+                + element * num_nodes * h * 3 + written)
+    return dict(compulsory=index + node + written, gathered=gathered)
+
+
+def attention_steps(attention: Callable[..., torch.Tensor],
+                    leaves: List[torch.Tensor],
+                    name: str) -> Dict[str, Callable[[], object]]:
+    """Forward only, and forward + backward, of attention(*leaves)."""
+    def forward():
+        with torch.no_grad():
+            attention(*leaves)
+
+    def forward_backward():
+        out = attention(*leaves)
+        torch.autograd.grad(out.float().sum(), leaves)
+
+    return {f'{name} forward': forward,
+            f'{name} forward+backward': forward_backward}
+
+
+def fused_rows(graph: str, size, device: torch.device, timer: Timer,
+               args) -> List[dict]:
+    try:
+        import triton  # noqa: F401
+
+        from ikgat.nn.triton_attention import fused_attention, prepare_csr
+    except ImportError as error:
+        return [dict(graph=graph, path='fused', note=f'skipped: {error}')]
+    if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
+        return [dict(graph=graph, path='fused',
+                     note='skipped: no CUDA and TRITON_INTERPRET unset')]
+    try:
+        from ikgat.nn.aggregation import attention_aggregate
+        from ikgat.nn.edge_softmax import kernel_edge_softmax
+    except ImportError:
+        attention_aggregate = kernel_edge_softmax = None
+    from torch_geometric.utils import add_self_loops, remove_self_loops
+
+    num_nodes, num_edges, _ = size
+    _, edge_index = synthetic_graph(num_nodes, num_edges, 1, device,
+                                    args.seed)
+    edge_index, _ = remove_self_loops(edge_index)
+    edge_index, _ = add_self_loops(edge_index, num_nodes=num_nodes)
+    total_edges = edge_index.size(1)
+    csr = prepare_csr(edge_index, num_nodes, num_nodes)  # warm
+    csr_ms = timer(lambda: prepare_csr(edge_index, num_nodes, num_nodes))
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    unfused = None
+    if kernel_edge_softmax is not None:
+        def unfused(score_src, score_dst, x_src):
+            alpha = kernel_edge_softmax(score_src, score_dst, edge_index,
+                                        num_nodes)
+            return attention_aggregate(alpha, x_src, edge_index, num_nodes)
+    # The interpreter is slow: one untimed and one timed call in --smoke.
+    warmup, rounds = (0, 1) if args.smoke else (args.warmup, args.rounds)
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        leaves = [torch.randn(*shape, device=device, generator=generator)
+                  .to(dtype).requires_grad_()
+                  for shape in [(num_nodes, HEADS, 3), (num_nodes, HEADS, 3),
+                                (num_nodes, HEADS, CHANNELS)]]
+        steps = attention_steps(
+            lambda s, d, x: fused_attention(s, d, x, csr, num_nodes), leaves,
+            'fused')
+        if unfused is not None:
+            steps.update(attention_steps(unfused, leaves, 'unfused'))
+        medians = measure_interleaved(steps, timer, warmup, rounds)
+        element = torch.finfo(dtype).bits // 8
+        moved = fused_bytes(num_nodes, total_edges, element)
+        for name, ms in medians.items():
+            peak, extra = ('OOM', 'OOM') if ms == 'OOM' else \
+                peak_memory(steps[name], device)
+            row = dict(graph=graph, nodes=num_nodes, edges=total_edges,
+                       path=name, dtype=str(dtype).replace('torch.', ''),
+                       ms=ms, csr_ms=csr_ms, peak_bytes=peak,
+                       step_bytes=extra)
+            if name == 'fused forward' and ms != 'OOM':
+                for kind, count in moved.items():
+                    row[f'{kind}_bytes'] = count
+                    row[f'{kind}_gbps'] = count / (ms * 1e-3) / 1e9
+            rows.append(row)
+        free_memory(device)
+    return rows
+
+
+def git_commit() -> str:
+    here = osp.dirname(osp.abspath(__file__))
+    try:
+        commit = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=here,
+                                capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain'], cwd=here,
+                               capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'unknown (not a git checkout)'
+    return commit + (' (working tree modified)' if dirty else '')
+
+
+def fmt(value, kind: str = 'ms') -> str:
+    if value is None:
+        return '-'
+    if isinstance(value, str):
+        return value
+    if kind == 'ms':
+        return f'{value:.3f}'
+    if kind == 'bytes':
+        return f'{value / 2**20:.1f}'
+    return f'{value:.1f}'
+
+
+def markdown(header: Dict[str, str], layers: List[dict], fused: List[dict],
+             bandwidth: float) -> str:
+    lines = ['# GPU speed study (issue #16)', '']
+    lines += [f'- {key}: {value}' for key, value in header.items()]
+    lines += [f'- copy bandwidth (read + write): {bandwidth:.1f} GB/s', '']
+    lines += ['## One layer, forward + backward (8 heads x 8)', '',
+              ('| graph | nodes | edges | model | precision | median ms | '
+               'peak MiB | step MiB |'), '|---|---|---|---|---|---|---|---|']
+    for r in layers:
+        lines.append(f"| {r['graph']} | {r['nodes']} | {r['edges']} | "
+                     f"{r['model']} | {r['precision']} | {fmt(r['ms'])} | "
+                     f"{fmt(r['peak_bytes'], 'bytes')} | "
+                     f"{fmt(r['step_bytes'], 'bytes')} |")
+    lines += ['', '## Fused attention alone (H = 8, C = 8, self-loops added)',
+              '', ('Forward bandwidth: bytes / median time, for the '
+                   'compulsory and the gathered byte counts (see the '
+                   "script's docstring); compare with the copy bandwidth "
+                   'above.'), '',
+              ('| graph | edges | path | inputs | median ms | CSR prep ms | '
+               'compulsory GB/s | gathered GB/s | step MiB |'),
+              '|---|---|---|---|---|---|---|---|---|']
+    for r in fused:
+        if 'note' in r:
+            lines.append(f"| {r['graph']} | - | {r['path']} | - | "
+                         f"{r['note']} | - | - | - | - |")
+            continue
+        lines.append(f"| {r['graph']} | {r['edges']} | {r['path']} | "
+                     f"{r['dtype']} | {fmt(r['ms'])} | {fmt(r['csr_ms'])} | "
+                     f"{fmt(r.get('compulsory_gbps'), 'gbps')} | "
+                     f"{fmt(r.get('gathered_gbps'), 'gbps')} | "
+                     f"{fmt(r['step_bytes'], 'bytes')} |")
+    return '\n'.join(lines) + '\n'
+
+
+def write_durably(path: str, text: str) -> None:
+    folder = osp.dirname(osp.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, suffix='.tmp')
+    try:
+        with os.fdopen(handle, 'w') as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if osp.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='GPU speed study: attention layers and the fused '
+        'Triton kernel on synthetic graphs, against the copy bandwidth.')
+    parser.add_argument('--output', required=True,
+                        help='Markdown file to write (rows go to the same '
+                        'path with .json)')
+    parser.add_argument('--graphs', nargs='+', default=None,
+                        help=f'graphs to run (default: all of '
+                        f'{list(GRAPHS)}; with --smoke: {list(SMOKE_GRAPHS)})')
+    parser.add_argument('--rounds', type=int, default=10,
+                        help='interleaved timed rounds (default: 10)')
+    parser.add_argument('--warmup', type=int, default=3,
+                        help='untimed steps per model first (default: 3)')
+    parser.add_argument('--copy-mib', type=int, default=1024,
+                        help='size of the copied tensor (default: 1024)')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--no-fused', action='store_true',
+                        help='skip the fused kernel section')
+    parser.add_argument('--smoke', action='store_true',
+                        help='tiny graphs on CPU in seconds (checks the '
+                        'script; the numbers mean nothing)')
+    args = parser.parse_args(argv)
+    catalogue = SMOKE_GRAPHS if args.smoke else GRAPHS
+    args.graphs = args.graphs or list(catalogue)
+    unknown = [g for g in args.graphs if g not in catalogue]
+    if unknown:
+        parser.error(f"unknown graph(s) {unknown}; choose from "
+                     f"{list(catalogue)}")
+    if args.rounds < 1 or args.warmup < 0 or args.copy_mib < 1:
+        parser.error('--rounds and --copy-mib must be positive and '
+                     '--warmup non-negative')
+    folder = osp.dirname(osp.abspath(args.output))
+    if not osp.isdir(folder) or not os.access(folder, os.W_OK):
+        parser.error(f"cannot write --output {args.output!r}: {folder!r} is "
+                     f"not a writable folder")
+    if not args.smoke and not torch.cuda.is_available():
+        parser.error('no CUDA device; this study needs a GPU (use --smoke '
+                     'to check the script on CPU)')
+    if args.smoke:
+        args.rounds, args.warmup = min(args.rounds, 2), min(args.warmup, 1)
+        args.copy_mib = min(args.copy_mib, 16)
+    return args
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
+    if args.smoke and not torch.cuda.is_available():
+        # The fused kernel on CPU runs in Triton's interpreter, which must
+        # be switched on before Triton is first imported.
+        os.environ.setdefault('TRITON_INTERPRET', '1')
+    device = torch.device('cpu' if args.smoke else 'cuda')
+    timer = Timer(device)
+    import torch_geometric
+    header = {
+        'device': torch.cuda.get_device_name() if device.type == 'cuda'
+        else f'CPU ({platform.processor() or platform.machine()}, smoke)',
+        'torch': torch.__version__,
+        'torch_geometric': torch_geometric.__version__,
+        'triton': _triton_version(),
+        'cuda': str(torch.version.cuda),
+        'git commit': git_commit(),
+        'command': ' '.join([osp.basename(sys.argv[0])] + sys.argv[1:]),
+        'protocol': f'{args.warmup} warm-up steps, median of {args.rounds} '
+        f'interleaved rounds',
+    }
+    bandwidth = copy_bandwidth(device, args.copy_mib, timer,
+                               max(args.rounds, 5))
+    catalogue = SMOKE_GRAPHS if args.smoke else GRAPHS
+    layers, fused = [], []
+    for graph in args.graphs:
+        print(f'{graph}: layers', file=sys.stderr, flush=True)
+        layers += layer_rows(graph, catalogue[graph], device, timer, args)
+        # --smoke: the interpreted kernel on the first graph only (slow).
+        if not args.no_fused and not (args.smoke and graph != args.graphs[0]):
+            print(f'{graph}: fused kernel', file=sys.stderr, flush=True)
+            fused += fused_rows(graph, catalogue[graph], device, timer, args)
+    write_durably(args.output, markdown(header, layers, fused, bandwidth))
+    stem = osp.splitext(args.output)[0]
+    write_durably(stem + '.json', json.dumps(
+        dict(header=header, copy_gbps=bandwidth, layers=layers,
+             fused=fused), indent=1) + '\n')
+    print(f'wrote {args.output}', file=sys.stderr)
+
+
+def _triton_version() -> str:
+    try:
+        import triton
+    except ImportError:
+        return 'not installed'
+    return triton.__version__
+
+
+if __name__ == '__main__':
+    main()
