@@ -1,7 +1,7 @@
 r"""The committed figures of ``benchmarks/results/figures/``, from models
 trained on Cora here (the IKA paper's Figs. 3, 4 and 5).
 
-Trains, with the GAT protocol of :mod:`ikgat.benchmarking` (8 heads × 8,
+Trains, with the GAT protocol of :mod:`benchmarks.harness.registry` (8 heads × 8,
 dropout 0.6, Adam lr 0.005, weight decay 5e-4, patience 100, row-normalised
 features, public split) but fewer epochs than the benchmark:
 
@@ -31,14 +31,21 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
+from benchmarks.harness.data import load_planetoid_data
+from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.registry import (
+    build_model,
+    conv_factory,
+    model_hyperparameters,
+    protocol_for,
+)
+from benchmarks.harness.results import RESULTS_DIR
+from benchmarks.harness.runtime import seed_everything
 from ikgat import visualization as viz
-from ikgat.benchmarking import (build_model, conv_factory, git_commit,
-                                load_planetoid_data, model_hyperparameters,
-                                protocol_for, seed_everything)
 from ikgat.checkpoints import load_checkpoint, save_checkpoint
 from ikgat.training import train_node_classifier
 
-OUT_DIR = osp.join('benchmarks', 'results', 'figures')
+OUT_DIR = osp.join(RESULTS_DIR, 'figures')
 CHECKPOINT_DIR = osp.join('checkpoints', 'figures')
 LABELS = {'ikan-direct': 'IKAN-direct', 'mikan': 'MIKAN'}
 
@@ -230,7 +237,7 @@ CPU thread(s); {timing}):
 
 Settings: {settings}. These are short trainings, a single seed each: the
 accuracies below describe the plotted models, they are not the benchmark
-(see `ikgat bench`). Machine: {platform.machine()}, torch {torch.__version__};
+(see `python -m benchmarks.planetoid`). Machine: {platform.machine()}, torch {torch.__version__};
 models trained at ikgat commit {', '.join(trained_at)}, figures drawn at
 {git_commit()}.
 

@@ -1,7 +1,7 @@
 r"""Where KEPGATConv's calibration comes from: how fast its logits grow and
 how large its posterior noise is next to them (validation split only).
 
-    IKGAT_DATA=../shared/data python benchmarks/kep_diagnostics.py \
+    IKGAT_DATA=../shared/data python -m benchmarks.kep_diagnostics \
         --dataset Cora --seeds 100 101
 
 Part 1 trains GATConv, KEPGATConv, and KEPGATConv with its posterior-mean
@@ -26,22 +26,26 @@ import shlex
 import sys
 from typing import Callable, Dict, List, Optional
 
-_here = osp.dirname(osp.abspath(__file__))
-sys.path[:] = [p for p in sys.path if osp.abspath(p or '.') != _here]
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+from benchmarks.harness.data import load_planetoid_data
+from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.registry import protocol_for
+from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.runtime import seed_everything
+from benchmarks.uncertainty import (
+    UncertaintyConfig,
+    _optimizer,
+    build,
+    extra_loss,
+    report,
+    set_kep_samples,
+    train,
+)
+from ikgat.nn.conv.kep_gat_conv import KEPGATConv
 
-from ikgat.benchmarking import (  # noqa: E402
-    git_commit, load_planetoid_data, protocol_for, seed_everything,
-    write_text)
-from ikgat.nn.conv.kep_gat_conv import KEPGATConv  # noqa: E402
-from ikgat.uncertainty import (  # noqa: E402
-    UncertaintyConfig, _optimizer, _set_kep_samples, build, extra_loss, report,
-    train)
-
-DEFAULT_OUTPUT = osp.join('benchmarks', 'results',
-                          'kep_diagnostics_{dataset}.md')
+DEFAULT_OUTPUT = osp.join(RESULTS_DIR, 'kep_diagnostics_{dataset}.md')
 VARIANTS = ('gat', 'kep', 'kep, m frozen')
 
 
@@ -95,13 +99,13 @@ def predictive_rules(model: torch.nn.Module, data, seed: int,
     of its draws against the spread of its mean logits."""
     model.eval()
     generator = torch.Generator().manual_seed(seed)
-    _set_kep_samples(model, 1)
+    set_kep_samples(model, 1)
     try:
         logits = torch.stack([
             model(data.x, data.edge_index, generator=generator)
             for _ in range(draws)])
     finally:
-        _set_kep_samples(model, 0)
+        set_kep_samples(model, 0)
     mean = model(data.x, data.edge_index)
     rules = {
         'posterior mean': mean.softmax(-1),
@@ -173,7 +177,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser.add_argument('--output', default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    command = 'python benchmarks/kep_diagnostics.py ' + ' '.join(
+    command = 'python -m benchmarks.kep_diagnostics ' + ' '.join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     commit = git_commit()  # the code that runs, before anything changes
     bench = load_planetoid_data(args.dataset, args.root)

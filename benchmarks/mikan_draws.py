@@ -1,7 +1,7 @@
 r"""How much MIKAN's Monte-Carlo draws of spectral points move its
 predictions (validation split only).
 
-    IKGAT_DATA=../shared/data python benchmarks/mikan_draws.py \
+    IKGAT_DATA=../shared/data python -m benchmarks.mikan_draws \
         --dataset Cora --seeds 100 101
 
 Trains MIKAN as the uncertainty benchmark does (the state of lowest
@@ -22,19 +22,24 @@ import sys
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional
 
-_here = osp.dirname(osp.abspath(__file__))
-sys.path[:] = [p for p in sys.path if osp.abspath(p or '.') != _here]
+import torch
 
-import torch  # noqa: E402
+from benchmarks.harness.data import load_planetoid_data
+from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.registry import protocol_for
+from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.runtime import seed_everything
+from benchmarks.uncertainty import (
+    UncertaintyConfig,
+    build,
+    extra_loss,
+    report,
+    set_mikan_samples,
+    train,
+)
+from ikgat.nn.conv.mikan_conv import MIKANConv
 
-from ikgat.benchmarking import (  # noqa: E402
-    git_commit, load_planetoid_data, protocol_for, seed_everything,
-    write_text)
-from ikgat.nn.conv.mikan_conv import MIKANConv  # noqa: E402
-from ikgat.uncertainty import (  # noqa: E402
-    UncertaintyConfig, _set_mikan_samples, build, extra_loss, report, train)
-
-DEFAULT_OUTPUT = osp.join('benchmarks', 'results', 'mikan_draws_{dataset}.md')
+DEFAULT_OUTPUT = osp.join(RESULTS_DIR, 'mikan_draws_{dataset}.md')
 
 
 @contextmanager
@@ -74,11 +79,11 @@ def predictive_rules(model: torch.nn.Module, data,
                      ) -> Dict[str, Dict[str, float]]:
     model.eval()
     deterministic = model(data.x, data.edge_index)
-    _set_mikan_samples(model, config.mikan_num_samples)
+    set_mikan_samples(model, config.mikan_num_samples)
     try:
         in_layer = model(data.x, data.edge_index)
     finally:
-        _set_mikan_samples(model, 1)
+        set_mikan_samples(model, 1)
     logits = draw_spread(model, data, passes)
     rules = {
         'deterministic (z = mu)': deterministic.softmax(-1),
@@ -135,7 +140,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser.add_argument('--output', default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    command = 'python benchmarks/mikan_draws.py ' + ' '.join(
+    command = 'python -m benchmarks.mikan_draws ' + ' '.join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     commit = git_commit()  # the code that runs, before anything changes
     bench = load_planetoid_data(args.dataset, args.root)

@@ -1,5 +1,5 @@
-r"""The ``ikgat`` command line: ``ikgat train``, ``ikgat bench ...``,
-``ikgat plot ...`` (and more subcommands)."""
+r"""The ``ikgat`` command line: ``ikgat train`` and ``ikgat plot ...``.
+The benchmarks run from a checkout: ``python -m benchmarks.<study>``."""
 import argparse
 import pickle
 import sys
@@ -10,7 +10,6 @@ from typing import List, Optional
 import torch
 import torch_geometric.transforms as T
 
-from ikgat.benchmarking import add_bench_parser
 from ikgat.datasets import load_planetoid, planetoid_name
 from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS
@@ -306,7 +305,6 @@ def main(argv: Optional[List[str]] = None) -> None:
                            parents=[common])
     subparsers = parser.add_subparsers(required=True, dest='command')
     add_train_parser(subparsers, common)
-    add_bench_parser(subparsers)
     add_plot_parser(subparsers, common)
     args = parser.parse_args(argv)
     try:

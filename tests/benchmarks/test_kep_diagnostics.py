@@ -1,12 +1,16 @@
 """benchmarks/kep_diagnostics.py on a tiny synthetic graph (seconds)."""
 import torch
 
-from benchmarks.kep_diagnostics import (VARIANTS, build_variant,
-                                        logit_curve, predictive_rules,
-                                        render)
-from ikgat.benchmarking import BenchData
+from benchmarks.harness.data import BenchData
+from benchmarks.kep_diagnostics import (
+    VARIANTS,
+    build_variant,
+    logit_curve,
+    predictive_rules,
+    render,
+)
+from benchmarks.uncertainty import UncertaintyConfig, extra_loss
 from ikgat.datasets import toy_citation_graph
-from ikgat.uncertainty import UncertaintyConfig, extra_loss
 
 PROTOCOL = dict(lr=0.01, weight_decay=5e-4, hidden=4, heads=2, out_heads=1,
                 dropout=0.6)

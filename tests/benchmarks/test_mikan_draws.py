@@ -1,10 +1,14 @@
 """benchmarks/mikan_draws.py on a tiny synthetic graph (seconds)."""
 import torch
 
-from benchmarks.mikan_draws import (draw_spread, one_draw_per_pass,
-                                    predictive_rules, render)
+from benchmarks.mikan_draws import (
+    draw_spread,
+    one_draw_per_pass,
+    predictive_rules,
+    render,
+)
+from benchmarks.uncertainty import UncertaintyConfig, build
 from ikgat.datasets import toy_citation_graph
-from ikgat.uncertainty import UncertaintyConfig, build
 
 PROTOCOL = dict(lr=0.01, weight_decay=5e-4, hidden=4, heads=2, out_heads=1,
                 dropout=0.6)

@@ -11,7 +11,7 @@ pd = pytest.importorskip('pandas')
 pytest.importorskip('ogb')
 pytest.importorskip('sklearn')  # ogb's Evaluator imports it
 
-from ikgat.ogb import OGB_COLUMNS, load_ogbn, run_ogb  # noqa: E402
+from benchmarks.ogbn import OGB_COLUMNS, load_ogbn, run_ogb  # noqa: E402
 
 NUM_NODES, NUM_CLASSES, CHANNELS = 60, 3, 8
 
@@ -104,8 +104,9 @@ def test_loader_training_evaluator_end_to_end(tiny_ogbn, tmp_path):
 
 
 def test_evaluator_matches_training_loop(tiny_ogbn, tmp_path):
-    from ikgat.benchmarking import build_model, protocol_for, seed_everything
-    from ikgat.ogb import evaluate_ogb
+    from benchmarks.harness.registry import build_model, protocol_for
+    from benchmarks.harness.runtime import seed_everything
+    from benchmarks.ogbn import evaluate_ogb
     from ikgat.training import train_node_classifier
 
     bench = load_ogbn('ogbn-arxiv', meta_dict=tiny_ogbn)
@@ -120,18 +121,10 @@ def test_evaluator_matches_training_loop(tiny_ogbn, tmp_path):
     assert accuracy['test'] == pytest.approx(result.test_acc, abs=1e-6)
 
 
-def test_benchmark_script_does_not_shadow_ogb():
-    # Run as a script, benchmarks/ is sys.path[0] and benchmarks/ogb.py
-    # would hide the ogb package; the script removes that entry.
-    import subprocess
-    import sys
-    folder = os.path.abspath(os.path.join(os.path.dirname(__file__), '..',
-                                          '..', 'benchmarks'))
-    code = ('import runpy, sys; sys.path.insert(0, {0!r}); '
-            'runpy.run_path({1!r}); import ogb.nodeproppred; '
-            'print(ogb.nodeproppred.PygNodePropPredDataset.__name__)').format(
-                folder, os.path.join(folder, 'ogb.py'))
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert 'PygNodePropPredDataset' in out.stdout
+def test_the_study_does_not_shadow_ogb():
+    # benchmarks/ogbn.py is not named ogb.py: from the repository root,
+    # ``import ogb`` finds the installed package.
+    import ogb
+
+    import benchmarks.ogbn  # noqa: F401
+    assert 'site-packages' in ogb.__file__ or 'dist-packages' in ogb.__file__

@@ -1,4 +1,4 @@
-"""The uncertainty benchmark harness on a tiny synthetic graph (seconds)."""
+"""The uncertainty study on a tiny synthetic graph (seconds)."""
 import csv
 import math
 
@@ -6,9 +6,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ikgat.uncertainty import (COLUMNS, METHODS, UncertaintyConfig,
-                               fit_temperature, held_out_split,
-                               render_summary, report)
+from benchmarks.uncertainty import (
+    COLUMNS,
+    METHODS,
+    UncertaintyConfig,
+    fit_temperature,
+    held_out_split,
+    render_summary,
+    report,
+)
 
 
 @pytest.fixture
@@ -43,7 +49,7 @@ def test_smoke_writes_rows_resumes_and_summarises(tmp_path, restore_threads):
     assert main(argv + ['--resume']) == []
     assert len(read(results)) == 2 * len(METHODS)
     text = summary.read_text()
-    assert 'python benchmarks/uncertainty.py --smoke' in text
+    assert 'python -m benchmarks.uncertainty --smoke' in text
     assert '## Misclassification detection' in text
     assert '## Out-of-distribution detection' in text
     for method in METHODS:
@@ -125,7 +131,7 @@ def test_render_summary_mean_and_std():
 
 @pytest.mark.parametrize('keep', [False, True])
 def test_mikan_output_layer_magnitude_follows_the_config(keep):
-    from ikgat.uncertainty import build
+    from benchmarks.uncertainty import build
     protocol = dict(hidden=4, heads=2, out_heads=1, dropout=0.6)
     config = UncertaintyConfig(mikan_output_magnitude=keep)
     model = build('mikan', 6, 3, protocol, config)
@@ -134,7 +140,7 @@ def test_mikan_output_layer_magnitude_follows_the_config(keep):
 
 
 def test_mikan_node_path_reaches_the_kernels_and_not_the_key():
-    from ikgat.uncertainty import build
+    from benchmarks.uncertainty import build
     protocol = dict(hidden=4, heads=2, out_heads=1, dropout=0.6)
     config = UncertaintyConfig(node_path='plain')
     model = build('mikan', 6, 3, protocol, config)

@@ -1,12 +1,16 @@
-"""The speed benchmark (``ikgat bench speed``) runs end to end on tiny graphs
+"""The speed study (``python -m benchmarks.speed``) runs end to end on tiny graphs
 (no timing assertions), and its baselines compute the same function as the
 layer."""
 import pytest
 import torch
 
-from ikgat import speed
-from ikgat.speed_steps import (NaiveEdgeWise, make_ikgat, synthetic_graph,
-                               without_kernel)
+from benchmarks import speed
+from benchmarks.speed_steps import (
+    NaiveEdgeWise,
+    make_ikgat,
+    synthetic_graph,
+    without_kernel,
+)
 
 
 def test_smoke_mode_writes_the_tables(tmp_path):
@@ -14,7 +18,7 @@ def test_smoke_mode_writes_the_tables(tmp_path):
     text = speed.main(['--smoke', '--out', str(out)])
     assert out.read_text() == text
     assert text.startswith('# Speed and memory')
-    assert f'Command: `ikgat bench speed --out {out} --smoke`' in text
+    assert f'Command: `python -m benchmarks.speed --out {out} --smoke`' in text
     for line in ('- CPU: ', '- torch ', '- load average', 'Total run time'):
         assert line in text, line
     for heading in ('## Layers', 'Split of IKGATConv', '## R sweep',
@@ -34,15 +38,15 @@ def test_smoke_mode_writes_the_tables(tmp_path):
 
 
 def test_cli_runs_the_smoke_mode(tmp_path, capsys):
-    from ikgat.cli import main
+    from benchmarks.speed import main
     out = tmp_path / 'speed.md'
-    main(['bench', 'speed', '--smoke', '--kernels', 'direct', '--no-mikan',
+    main(['--smoke', '--kernels', 'direct', '--no-mikan',
           '--naive', '--split-kernels', 'direct', '--r-sweep', '--degrees',
           '--no-memory', '--out', str(out)])
     assert f'wrote {out}' in capsys.readouterr().out
     text = out.read_text()
     command = text.split('Command: `', 1)[1].split('`', 1)[0]
-    assert command.startswith('ikgat bench speed ')
+    assert command.startswith('python -m benchmarks.speed ')
     for flag in ('--smoke', '--kernels direct', '--no-mikan', '--naive',
                  '--split-kernels direct', '--r-sweep', '--degrees',
                  '--no-memory', f'--out {out}'):

@@ -1,16 +1,17 @@
-"""The Planetoid benchmark harness on a tiny synthetic graph (seconds)."""
+"""The Planetoid study on a tiny synthetic graph (seconds)."""
 import csv
 import math
 
 import pytest
 import torch
 
-from ikgat import benchmarking as bench
-from ikgat.benchmarking import (COLUMNS, BenchData, MODELS, build_model,
-                                compact_seeds, mean_std_ci, parse_seeds,
-                                protocol_for, read_results, render_summary,
-                                run_benchmark, run_search,
-                                select_hyperparameters, t_quantile)
+from benchmarks import planetoid as bench
+from benchmarks.harness.data import BenchData
+from benchmarks.harness.registry import MODELS, build_model, protocol_for
+from benchmarks.harness.results import COLUMNS, ResultsWriter, read_results
+from benchmarks.harness.statistics import mean_std_ci
+from benchmarks.planetoid import run_benchmark, run_search
+from benchmarks.summary import render_summary, select_hyperparameters, summarize
 from ikgat.datasets import toy_citation_graph
 from ikgat.training import train_node_classifier
 
@@ -85,7 +86,7 @@ def test_resume_skips_finished_runs(tmp_path):
     assert len(read_results(results)) == 4 + 2 + 1 + 1
     # Without --resume the run is repeated; the summary counts it once.
     run_benchmark(['Tiny'], ['gat'], [0], **common)
-    cells, duplicates = bench.summarize(read_results(results), tag='test')
+    cells, duplicates = summarize(read_results(results), tag='test')
     assert duplicates == 1
     assert {(c.model, c.R): c.test.n for c in cells} == {
         ('gat', ''): 3, ('ika', '64'): 3, ('ika', '32'): 1}
@@ -141,44 +142,6 @@ def test_gat_rbf_gives_gat_predictions_without_dropout():
                                atol=1e-5)
     assert torch.equal(predictions['gat-rbf'], predictions['gat'])
     assert predictions['gat-rbf result'] == predictions['gat result']
-
-
-def test_mean_std_ci_on_known_numbers():
-    stats = mean_std_ci([1, 2, 3, 4, 5])
-    assert stats.n == 5
-    assert stats.mean == pytest.approx(3.0)
-    assert stats.std == pytest.approx(1.5811388, abs=1e-6)
-    assert stats.half_width == pytest.approx(1.9632432, abs=1e-6)
-    assert (stats.low, stats.high) == pytest.approx((1.0367568, 4.9632432))
-    one = mean_std_ci([0.8])
-    assert one.n == 1 and one.mean == 0.8 and math.isnan(one.half_width)
-    assert mean_std_ci([]).n == 0
-
-
-@pytest.mark.parametrize('df, expected', [(1, 12.7062047), (2, 4.3026527),
-                                          (4, 2.7764451), (9, 2.2621572),
-                                          (19, 2.0930241), (99, 1.9842169),
-                                          (10000, 1.9602012)])
-def test_t_quantile_matches_tables(df, expected):
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-6)
-    assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-6)
-
-
-def test_t_quantile_matches_scipy():
-    stats = pytest.importorskip('scipy.stats')
-    for df in (1, 3, 7, 30, 250):
-        for prob in (0.6, 0.9, 0.95, 0.995):
-            assert t_quantile(prob, df) == pytest.approx(
-                stats.t.ppf(prob, df), rel=1e-8, abs=1e-9)
-
-
-def test_seed_parsing():
-    assert parse_seeds('20') == list(range(20))
-    assert parse_seeds('0-19') == list(range(20))
-    assert parse_seeds('3,5,10-12') == [3, 5, 10, 11, 12]
-    assert compact_seeds([0, 1, 2, 5, 7, 8]) == '0-2,5,7-8'
-    with pytest.raises(ValueError, match='Invalid seeds'):
-        parse_seeds('a-b')
 
 
 def test_protocol_follows_the_gat_paper():
@@ -301,17 +264,17 @@ def test_summary_markdown_compares_with_our_gat():
     assert 'gat-rbf (81.60 ± 1.14, n=5) is 0.20 points below our gat' in text
     assert 'the 95% CIs overlap' in text
     assert "Against the paper's 83.3: at or above (+1.10)" in text
-    assert ('ikgat bench planetoid --datasets Cora --models ikan-direct '
+    assert ('python -m benchmarks.planetoid --datasets Cora --models ikan-direct '
             '--seeds 0-4 --p 2.5 --num-features 64 --tag final '
             '--results r.csv --resume') in text
-    assert 'ikgat bench summary --results r.csv --tag final' in text
+    assert 'python -m benchmarks.planetoid summary --results r.csv --tag final' in text
     assert '--models gat-rbf --seeds 0-4 --tag final' in text  # p is fixed
     # Cells are ordered by the models table whatever the row order:
     assert text.index('| gat-rbf |') < text.index('| ikan-direct |')
 
 
 def test_cli_summary_and_results_schema_errors(tmp_path, capsys):
-    from ikgat.cli import main
+    from benchmarks.planetoid import main
     results = tmp_path / 'planetoid.csv'
     with open(results, 'w', newline='') as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -319,13 +282,13 @@ def test_cli_summary_and_results_schema_errors(tmp_path, capsys):
         for seed in range(3):
             writer.writerow(_row('Cora', 'gat', seed, 0.8, 0.82))
     output = tmp_path / 'planetoid.md'
-    main(['bench', 'summary', '--results', str(results), '--output',
+    main(['summary', '--results', str(results), '--output',
           str(output), '--search-results', ''])
     assert '## Cora' in output.read_text()
     bad = tmp_path / 'bad.csv'
     bad.write_text('dataset,model,seed,p,R,beta,tag,acc\n')
     with pytest.raises(ValueError, match='has the columns'):
-        bench.ResultsWriter(str(bad))
+        ResultsWriter(str(bad))
 
 
 def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
@@ -350,13 +313,3 @@ def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
         val_acc = float((out[data.val_mask].argmax(-1) ==
                          data.y[data.val_mask]).float().mean())
         assert math.isclose(val_acc, float(row['val_acc']), abs_tol=1e-6)
-
-
-def test_git_commit_can_be_named_by_the_environment(monkeypatch):
-    import ikgat.benchmarking as benchmarking
-    monkeypatch.setattr(benchmarking, '_GIT_COMMIT', None)
-    monkeypatch.setenv('IKGAT_GIT_COMMIT', 'abc123def456')
-    assert benchmarking.git_commit() == 'abc123def456'
-    monkeypatch.setattr(benchmarking, '_GIT_COMMIT', None)
-    monkeypatch.delenv('IKGAT_GIT_COMMIT')
-    assert benchmarking.git_commit() != 'abc123def456'

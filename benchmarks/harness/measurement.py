@@ -1,4 +1,4 @@
-r"""Timing and memory measurement for :mod:`ikgat.speed`: round-robin
+r"""Timing and memory measurement for :mod:`benchmarks.speed`: round-robin
 sessions, peak memory of one step, the machine, and Markdown formatting.
 
 * :class:`Session` times several steps *round-robin*: every repetition runs

@@ -1,8 +1,9 @@
 r"""Full-batch node classification on OGB's ``ogbn-arxiv`` and
 ``ogbn-products`` through ``ogb``'s own
 :class:`~ogb.nodeproppred.PygNodePropPredDataset` and
-:class:`~ogb.nodeproppred.Evaluator` (``pip install ikgat[ogb]``), behind
-``ikgat bench ogb`` and ``benchmarks/ogb.py``.
+:class:`~ogb.nodeproppred.Evaluator` (``pip install ikgat[ogb]``), run as
+``python -m benchmarks.ogbn`` (this module is not named ``ogb``: that would
+shadow the ``ogb`` package).
 
 The model is the two-layer GAT-style network of the Planetoid harness with
 any layer of its models table.  ``ogbn-arxiv`` is a directed citation graph
@@ -21,12 +22,32 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ikgat.benchmarking import (COLUMNS, MODELS, BenchData, Progress,
-                                ResultsWriter, _format_float, _format_int,
-                                _hyper_label, build_model, check_models,
-                                git_commit, model_hyperparameters,
-                                parse_seeds, read_results, resolve_device,
-                                run_key, seed_everything)
+from benchmarks.harness.data import BenchData
+from benchmarks.harness.progress import Progress
+from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.registry import (
+    MODELS,
+    build_model,
+    check_models,
+    model_hyperparameters,
+)
+from benchmarks.harness.results import (
+    COLUMNS,
+    RESULTS_DIR,
+    ResultsWriter,
+    format_float,
+    format_int,
+    read_results,
+    run_key,
+)
+from benchmarks.harness.runtime import (
+    parse_seeds,
+    resolve_device,
+    seed_everything,
+    set_threads,
+)
+from benchmarks.planetoid import hyper_label
+from ikgat.training import train_node_classifier
 
 OGB_PROTOCOLS: Dict[str, Dict[str, Any]] = {
     'ogbn-arxiv': dict(lr=0.005, weight_decay=0.0, hidden=32, heads=4,
@@ -41,7 +62,7 @@ MAKE_UNDIRECTED = ('ogbn-arxiv', )
 #: The Planetoid columns with the train accuracy of the best epoch.
 OGB_COLUMNS = COLUMNS[:COLUMNS.index('val_acc')] + ['train_acc'] + \
     COLUMNS[COLUMNS.index('val_acc'):]
-DEFAULT_OGB_RESULTS = osp.join('benchmarks', 'results', 'ogb.csv')
+DEFAULT_OGB_RESULTS = osp.join(RESULTS_DIR, 'ogb.csv')
 
 
 def default_ogb_root() -> str:
@@ -129,7 +150,6 @@ def run_ogb(name: str, models: Sequence[str], seeds: Sequence[int],
     r"""Train each model from each seed on :obj:`name`, full batch, and
     append one row per run (the Planetoid columns plus ``train_acc``) to
     :obj:`results`."""
-    from ikgat.training import train_node_classifier
     check_models(models)
     protocol = dict(OGB_PROTOCOLS.get(name, OGB_PROTOCOLS['ogbn-arxiv']))
     protocol.update({k: v for k, v in (protocol_overrides or {}).items()
@@ -171,8 +191,8 @@ def run_ogb(name: str, models: Sequence[str], seeds: Sequence[int],
             accuracy = evaluate_ogb(name, net, data)
             row = dict(
                 dataset=name, model=model, tag=tag, seed=seed,
-                p=_format_float(hyper['p']), R=_format_int(hyper['R']),
-                beta=_format_float(hyper['beta']),
+                p=format_float(hyper['p']), R=format_int(hyper['R']),
+                beta=format_float(hyper['beta']),
                 lr=repr(float(protocol['lr'])),
                 weight_decay=repr(float(protocol['weight_decay'])),
                 train_acc=f'{accuracy["train"]:.6f}',
@@ -184,7 +204,7 @@ def run_ogb(name: str, models: Sequence[str], seeds: Sequence[int],
                 device=str(torch_device), git_commit=git_commit())
             writer.write(row)
             rows.append(row)
-            bar.end_run(f'{label} {_hyper_label(hyper)}: valid '
+            bar.end_run(f'{label} {hyper_label(hyper)}: valid '
                         f'{accuracy["valid"]:.4f}, test '
                         f'{accuracy["test"]:.4f}, {result.epochs} epochs, '
                         f'{row["seconds"]} s')
@@ -194,7 +214,7 @@ def run_ogb(name: str, models: Sequence[str], seeds: Sequence[int],
 
 
 def add_ogb_arguments(parser: argparse.ArgumentParser) -> None:
-    r"""The flags of ``ikgat bench ogb``."""
+    r"""The flags of ``python -m benchmarks.ogbn``."""
     parser.add_argument('--dataset', default='ogbn-arxiv',
                         choices=sorted(OGB_PROTOCOLS))
     parser.add_argument('--models', nargs='+', default=['gat'],
@@ -226,8 +246,7 @@ def add_ogb_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_ogb_command(args: argparse.Namespace) -> None:
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     overrides = dict(lr=args.lr, weight_decay=args.weight_decay,
                      hidden=args.hidden, heads=args.heads,
                      out_heads=args.out_heads, dropout=args.dropout,
@@ -242,9 +261,13 @@ def _run_ogb_command(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    r"""``python benchmarks/ogb.py ...``, the same as ``ikgat bench ogb``."""
-    parser = argparse.ArgumentParser(prog='ikgat bench ogb',
+    r"""``python -m benchmarks.ogbn ...``."""
+    parser = argparse.ArgumentParser(prog='python -m benchmarks.ogbn',
                                      description=__doc__.split('\n\n')[0])
     add_ogb_arguments(parser)
     args = parser.parse_args(argv)
     args.run(args)
+
+
+if __name__ == '__main__':
+    main()

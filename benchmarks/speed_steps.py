@@ -1,4 +1,4 @@
-r"""What :mod:`ikgat.speed` times: the graphs, the layers, two baselines
+r"""What :mod:`benchmarks.speed` times: the graphs, the layers, two baselines
 built from a layer's own parameters, and the steps (forward + backward).
 
 * :class:`NaiveEdgeWise`: IKGATConv evaluated the :math:`O(E \cdot H \cdot
@@ -17,8 +17,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from benchmarks.harness.measurement import Step
 from ikgat.kernels import KERNELS, Kernel
-from ikgat.measurement import Step
 
 HEADS, CHANNELS = 8, 8
 #: A synthetic graph of ogbn-arxiv's size.
@@ -149,8 +149,12 @@ class NaiveEdgeWise(torch.nn.Module):
         self.conv = conv
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        from torch_geometric.utils import (add_self_loops, remove_self_loops,
-                                           scatter, softmax)
+        from torch_geometric.utils import (
+            add_self_loops,
+            remove_self_loops,
+            scatter,
+            softmax,
+        )
 
         from ikgat.norms import lp_norm_squared
         conv = self.conv
@@ -250,7 +254,7 @@ def seeded(make: Callable[[], torch.nn.Module],
 def step_maker(make: Callable[[], torch.nn.Module], graph: Graph,
                kind: Callable[[torch.nn.Module, Graph], Step] = layer_step
                ) -> Callable[[], Step]:
-    r"""A deferred step for :meth:`ikgat.measurement.Session.add`: builds
+    r"""A deferred step for :meth:`benchmarks.harness.measurement.Session.add`: builds
     the model when the session starts."""
     return lambda: kind(make(), graph)
 

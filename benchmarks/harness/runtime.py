@@ -1,0 +1,63 @@
+r"""Seeds, devices and threads of benchmark runs."""
+import random
+from typing import Iterable, List, Optional
+
+import numpy as np
+import torch
+
+
+def seed_everything(seed: int) -> None:
+    r"""Seed Python's, NumPy's and torch's global generators."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+def parse_seeds(text: str) -> List[int]:
+    r"""``'20'`` → 0..19; ``'0-19'`` → 0..19; ``'3,5,10-12'`` → 3, 5,
+    10, 11, 12."""
+    text = str(text).strip()
+    if text.isdigit():
+        return list(range(int(text)))
+    seeds: List[int] = []
+    for part in text.split(','):
+        part = part.strip()
+        try:
+            if '-' in part:
+                low, high = (int(v) for v in part.split('-'))
+                if high < low:
+                    raise ValueError
+                seeds.extend(range(low, high + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise ValueError(
+                f'Invalid seeds {text!r}: give a count (20), a range (0-19) '
+                f'or a list (0,3,10-12)') from None
+    return list(dict.fromkeys(seeds))
+
+
+def compact_seeds(seeds: Iterable[int]) -> str:
+    r"""The inverse of :func:`parse_seeds`: ``[0, 1, 2, 5]`` → ``'0-2,5'``."""
+    values = sorted(set(int(s) for s in seeds))
+    parts, start = [], None
+    for i, value in enumerate(values):
+        if start is None:
+            start = value
+        if i + 1 == len(values) or values[i + 1] != value + 1:
+            parts.append(str(start) if start == value else f'{start}-{value}')
+            start = None
+    return ','.join(parts)
+
+
+def resolve_device(device: str = 'auto') -> torch.device:
+    if device == 'auto':
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    return torch.device(device)
+
+
+def set_threads(threads: Optional[int]) -> None:
+    r"""``torch.set_num_threads(threads)`` unless :obj:`threads` is
+    :obj:`None` or 0."""
+    if threads:
+        torch.set_num_threads(threads)
