@@ -183,3 +183,26 @@ def test_clear_errors():
     with pytest.raises(ValueError, match='prepare_csr again'):
         fused_attention(score_src, score_dst[:1].expand(5, -1, -1),
                         x_src, csr, 5)
+
+
+@pytest.mark.slow
+def test_gpu_speed_smoke_writes_markdown_and_rows(tmp_path):
+    # Loaded from its file: benchmarks/gpu_speed.py is self-contained.
+    import importlib.util
+    import json
+    import os.path as osp
+
+    path = osp.join(osp.dirname(__file__), '..', '..', 'benchmarks',
+                    'gpu_speed.py')
+    spec = importlib.util.spec_from_file_location('gpu_speed', path)
+    gpu_speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_speed)
+    output = tmp_path / 'gpu_speed.md'
+    gpu_speed.main(['--smoke', '--graphs', 'tiny', '--rounds', '1',
+                    '--output', str(output)])
+    text = output.read_text()
+    assert 'copy bandwidth' in text and 'git commit' in text
+    rows = json.loads((tmp_path / 'gpu_speed.json').read_text())
+    assert {r['model'] for r in rows['layers']} == set(gpu_speed.MODELS)
+    assert {r['path'] for r in rows['fused']} >= {
+        'fused forward', 'fused forward+backward'}
