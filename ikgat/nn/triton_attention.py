@@ -605,6 +605,7 @@ def fused_attention(
         raise ValueError(f"fused_attention: 'edge_gate' must be (E, H) = "
                          f"({num_edges}, {heads}) (got "
                          f"{tuple(edge_gate.shape)})")
+    _kernels()  # a missing Triton is reported first
     device = x_src.device
     if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
         raise RuntimeError("fused_attention runs Triton kernels: pass CUDA "
