@@ -204,5 +204,8 @@ def test_gpu_speed_smoke_writes_markdown_and_rows(tmp_path):
     assert 'copy bandwidth' in text and 'git commit' in text
     rows = json.loads((tmp_path / 'gpu_speed.json').read_text())
     assert {r['model'] for r in rows['layers']} == set(gpu_speed.MODELS)
-    assert {r['path'] for r in rows['fused']} >= {
-        'fused forward', 'fused forward+backward'}
+    if DEVICE.type == 'cpu':  # --smoke interprets the kernel on CPU
+        assert {r['path'] for r in rows['fused']} >= {
+            'fused forward', 'fused forward+backward'}
+    else:  # compiled Triton here: the CPU smoke run skips the kernel
+        assert all('skipped' in r['note'] for r in rows['fused'])
