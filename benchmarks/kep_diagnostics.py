@@ -34,16 +34,10 @@ from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.registry import protocol_for
 from benchmarks.harness.results import RESULTS_DIR, write_text
 from benchmarks.harness.runtime import seed_everything
-from benchmarks.uncertainty import (
-    UncertaintyConfig,
-    _optimizer,
-    build,
-    extra_loss,
-    report,
-    set_kep_samples,
-    train,
-)
+from benchmarks.uncertainty import (UncertaintyConfig, build, extra_loss,
+                                    report, set_kep_samples, train)
 from ikgat.nn.conv.kep_gat_conv import KEPGATConv
+from ikgat.training import train_node_classifier, variational_adam
 
 DEFAULT_OUTPUT = osp.join(RESULTS_DIR, 'kep_diagnostics_{dataset}.md')
 VARIANTS = ('gat', 'kep', 'kep, m frozen')
@@ -66,29 +60,24 @@ def logit_curve(model: torch.nn.Module, data, protocol: Dict,
     r"""Train for :obj:`epochs` epochs without early stopping; every
     :obj:`every` epochs, the validation NLL and accuracy of the
     deterministic model and the std of its logits over all nodes."""
-    # Frozen parameters get no gradient, and Adam leaves those alone.
-    optimizer = _optimizer(model, protocol['lr'], protocol['weight_decay'])
     mask = data.val_mask
     points = []
-    for epoch in range(1, epochs + 1):
-        model.train()
-        optimizer.zero_grad()
-        out = model(data.x, data.edge_index)
-        loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
-        if regulariser is not None:
-            loss = loss + regulariser()
-        loss.backward()
-        optimizer.step()
-        if epoch % every:
-            continue
-        model.eval()
-        with torch.no_grad():
-            out = model(data.x, data.edge_index)
-        points.append(dict(
-            epoch=epoch,
-            nll=float(F.cross_entropy(out[mask], data.y[mask])),
-            acc=float((out[mask].argmax(-1) == data.y[mask]).float().mean()),
-            logit_std=float(out.std())))
+
+    def record(epoch: int, out: torch.Tensor) -> None:
+        if epoch % every == 0:
+            points.append(dict(
+                epoch=epoch,
+                nll=float(F.cross_entropy(out[mask], data.y[mask])),
+                acc=float((out[mask].argmax(-1) == data.y[mask]
+                           ).float().mean()),
+                logit_std=float(out.std())))
+
+    # Frozen parameters get no gradient, and Adam leaves those alone.
+    train_node_classifier(
+        model, data, epochs=epochs, patience=None, extra_loss=regulariser,
+        optimizer=variational_adam(model, protocol['lr'],
+                                   protocol['weight_decay']),
+        on_evaluate=record)
     return points
 
 

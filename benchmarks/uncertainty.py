@@ -83,6 +83,7 @@ from benchmarks.harness.results import RESULTS_DIR
 from benchmarks.harness.runtime import parse_seeds, resolve_device, seed_everything
 from ikgat.datasets import toy_citation_graph
 from ikgat.kernels.random_features import NODE_PATHS
+from ikgat.training import train_node_classifier, variational_adam
 
 METHODS = ('gat-msp', 'gat-ts', 'gat-mcdropout', 'mikan', 'kep')
 GAT_METHODS = ('gat-msp', 'gat-ts', 'gat-mcdropout')
@@ -179,74 +180,24 @@ class Trained:
     seconds: float
 
 
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float):
-    # The variational scales and the singular values are regularised by the
-    # KL term, not by weight decay (which would pull exp(log-scale) to 1).
-    plain, variational = [], []
-    for name, parameter in model.named_parameters():
-        is_scale = ('inducing_scale' in name or 'inducing_log_scale' in name
-                    or 'log_singular_values' in name)
-        (variational if is_scale else plain).append(parameter)
-    groups = [dict(params=plain, weight_decay=weight_decay)]
-    if variational:
-        groups.append(dict(params=variational, weight_decay=0.0))
-    return torch.optim.Adam(groups, lr=lr)
-
-
 def train(model: torch.nn.Module, data, protocol: Dict[str, Any],
-          regulariser: Optional[Callable[[], Tensor]] = None,
-          validate: Optional[Callable[[torch.nn.Module], Tensor]] = None
-          ) -> Trained:
-    r"""Full-batch training with the GAT protocol's early stopping (stop
-    after ``patience`` epochs without a better validation accuracy or
-    loss); the model is returned in the state of its lowest validation NLL.
+          regulariser: Optional[Callable[[], Tensor]] = None) -> Trained:
+    r"""The benchmark's use of :func:`ikgat.training.train_node_classifier`:
+    the GAT protocol's early stopping, :func:`ikgat.training.variational_adam`
+    (no weight decay on variational scales), the state of the lowest
+    validation NLL restored (see the module docstring).
 
     Args:
         regulariser: Added to the training NLL after each forward pass
-            (KL and KSVD terms).
-        validate: The deterministic validation logits of a model in
-            evaluation mode (default: ``model(x, edge_index)``).
+            (KL and KSVD terms, :func:`extra_loss`).
     """
-    optimizer = _optimizer(model, protocol['lr'], protocol['weight_decay'])
-    train_mask, val_mask = data.train_mask, data.val_mask
-    best_acc, best_loss, best_epoch = -math.inf, math.inf, 0
-    best_state = copy.deepcopy(model.state_dict())
-    since_acc = since_loss = 0
-    start = time.perf_counter()
-    epoch = 0
-    for epoch in range(1, protocol['epochs'] + 1):
-        model.train()
-        optimizer.zero_grad()
-        out = model(data.x, data.edge_index)
-        loss = F.cross_entropy(out[train_mask], data.y[train_mask])
-        if regulariser is not None:
-            loss = loss + regulariser()
-        loss.backward()
-        optimizer.step()
-
-        model.eval()
-        with torch.no_grad():
-            out = (validate(model) if validate is not None else model(
-                data.x, data.edge_index))
-        val_loss = float(F.cross_entropy(out[val_mask], data.y[val_mask]))
-        val_acc = float((out[val_mask].argmax(-1) == data.y[val_mask]
-                         ).float().mean())
-        # Model selection by validation NLL (see the module docstring):
-        if val_loss < best_loss:
-            best_loss, best_epoch, since_loss = val_loss, epoch, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            since_loss += 1
-        if val_acc > best_acc:
-            best_acc, since_acc = val_acc, 0
-        else:
-            since_acc += 1
-        if (since_acc >= protocol['patience']
-                and since_loss >= protocol['patience']):
-            break
-    model.load_state_dict(best_state)
-    model.eval()
-    return Trained(model, epoch, best_epoch, time.perf_counter() - start)
+    result = train_node_classifier(
+        model, data, epochs=protocol['epochs'], patience=protocol['patience'],
+        select='nll', extra_loss=regulariser,
+        optimizer=variational_adam(model, protocol['lr'],
+                                   protocol['weight_decay']),
+        restore_best_state=True)
+    return Trained(model, result.epochs, result.best_epoch, result.seconds)
 
 
 # --------------------------------------------------------------------------
