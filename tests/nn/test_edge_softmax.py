@@ -140,7 +140,7 @@ def both_paths(conv, x, edge_index, edge_attr=None, size=None, seed=0):
     then with edge_update (PyG's edge_updater), same dropout draws."""
     results = []
     for lean in (True, False):
-        conv._lean_edge_softmax_applies = lambda edge_index, lean=lean: lean
+        conv.lean_edge_softmax = lean
         torch.manual_seed(seed)
         out, (_, alpha) = conv(x, edge_index, edge_attr, size=size,
                                return_attention_weights=True)
@@ -153,7 +153,7 @@ def both_paths(conv, x, edge_index, edge_attr=None, size=None, seed=0):
                            .manual_seed(1))
         grads = torch.autograd.grad(out, leaves, grad, allow_unused=True)
         results.append((out.detach(), alpha.detach(), grads))
-    del conv._lean_edge_softmax_applies
+    del conv.lean_edge_softmax
     return results
 
 
@@ -237,7 +237,7 @@ def test_layer_saves_no_edge_times_three_tensor():
     conv = IKGATConv(6, 4, heads=2, kernel='direct', num_spectral_points=8)
 
     def per_edge_saved(lean):
-        conv._lean_edge_softmax_applies = lambda edge_index: lean
+        conv.lean_edge_softmax = lean
         saved = []
         with torch.autograd.graph.saved_tensors_hooks(
                 lambda t: saved.append(t) or t, lambda t: t):
@@ -249,7 +249,7 @@ def test_layer_saves_no_edge_times_three_tensor():
 
     num_edges, lean = per_edge_saved(True)
     _, plain = per_edge_saved(False)
-    del conv._lean_edge_softmax_applies
+    del conv.lean_edge_softmax
     # alpha (E, H), saved by the edge softmax and by the aggregation, and
     # the two index rows:
     assert lean and all(t.numel() <= num_edges * 2 for t in lean)

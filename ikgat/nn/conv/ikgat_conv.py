@@ -1,11 +1,20 @@
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Set,
+    Tuple,
+    Union,
+)
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.utils.hooks import RemovableHandle
 
 from torch_geometric.nn.aggr import SumAggregation
-from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
@@ -118,6 +127,36 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     aggregation (:func:`~ikgat.nn.aggregation.attention_aggregate`) run in
     edge chunks and keep only :math:`\alpha` per edge for backward.
 
+    **Fast paths.**  :meth:`forward` computes the attention weights with
+    :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` instead of PyG's
+    :meth:`edge_updater` and aggregates with
+    :func:`~ikgat.nn.aggregation.attention_aggregate` instead of
+    :meth:`propagate` (the same numbers up to the order of floating-point
+    additions) when all of these hold:
+
+    1. the switch is on: :attr:`lean_edge_softmax`, resp.
+       :attr:`lean_aggregation` (class attributes, :obj:`True`; set them to
+       :obj:`False` on a layer or a subclass to force PyG's path);
+    2. :obj:`edge_index` is a plain :class:`torch.Tensor` (not a sparse
+       adjacency, :class:`SparseTensor` or PyG's :class:`EdgeIndex`);
+    3. not in explain mode (:attr:`explain`, edge masks), flow
+       ``"source_to_target"``, and not traced by :func:`torch.compile`
+       (which fuses PyG's operations itself);
+    4. no hook registered through the public ``register_*_hook`` methods
+       for the steps the path skips (``edge_update`` hooks for the edge
+       softmax; ``propagate``, ``message``, ``aggregate`` and
+       ``message_and_aggregate`` hooks for the aggregation); removing the
+       hook turns the path back on;
+    5. the class does not override those steps: a subclass that defines
+       :meth:`edge_update` has :attr:`lean_edge_softmax` :obj:`False`, one
+       that defines :meth:`message`, :meth:`aggregate`, :meth:`update` or
+       :meth:`message_and_aggregate` has :attr:`lean_aggregation`
+       :obj:`False` (declared in :meth:`__init_subclass__` unless the
+       subclass sets the switch itself);
+    6. for the aggregation only: ``aggr="add"`` (a
+       :class:`~torch_geometric.nn.aggr.SumAggregation`) and
+       ``decomposed_layers=1``.
+
     **Numbers.**  The projections, kernel terms, norms, logits, softmax and
     aggregation run in at least float32: a float16 or bfloat16 model
     (``model.half()``, ``model.bfloat16()``) or :func:`torch.autocast`
@@ -192,6 +231,26 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
           or :math:`((|\mathcal{V_t}|, H * F_{out}), ((2, |\mathcal{E}|),
           (|\mathcal{E}|, H)))` if bipartite
     """
+    #: Whether :meth:`forward` may aggregate through
+    #: :func:`~ikgat.nn.aggregation.attention_aggregate` (see *Fast paths*).
+    lean_aggregation: bool = True
+    #: Whether :meth:`forward` may compute the attention weights through
+    #: :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` (see *Fast paths*).
+    lean_edge_softmax: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any):
+        # A subclass that overrides a step of PyG's path (and does not set
+        # the switch itself) declares the lean path that skips it off:
+        super().__init_subclass__(**kwargs)
+        if ('lean_aggregation' not in cls.__dict__ and any(
+                name in cls.__dict__
+                for name in ('message', 'aggregate', 'update',
+                             'message_and_aggregate'))):
+            cls.lean_aggregation = False
+        if ('lean_edge_softmax' not in cls.__dict__
+                and 'edge_update' in cls.__dict__):
+            cls.lean_edge_softmax = False
+
     def __init__(
         self,
         in_channels: Union[int, Tuple[int, int]],
@@ -221,6 +280,9 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         super().__init__(in_channels, out_channels, heads, concat,
                          negative_slope, dropout, add_self_loops, edge_dim,
                          fill_value, bias, residual, **kwargs)
+        # Ids of the registered hooks that a lean path would bypass:
+        self._aggregation_hook_ids: Set[int] = set()
+        self._edge_update_hook_ids: Set[int] = set()
         self.num_spectral_points = check_num_spectral_points(
             name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
@@ -405,53 +467,71 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         return alpha
 
+    def _lean_paths_apply(self, edge_index: Adj) -> bool:
+        r"""The rules both lean paths share (see the class docstring)."""
+        return (not torch.compiler.is_compiling()
+                and type(edge_index) is Tensor
+                and edge_index.layout == torch.strided and not self.explain
+                and self.flow == 'source_to_target')
+
     def _lean_aggregation_applies(self, edge_index: Adj) -> bool:
-        r"""Whether :meth:`propagate` would only sum :obj:`alpha * x_j`
-        over the edges of an :obj:`edge_index` tensor, so that
-        :func:`~ikgat.nn.aggregation.attention_aggregate` computes the same
-        without an :math:`E \times H \times C` message tensor.  PyG's path
-        stays in charge of sparse adjacencies, :class:`EdgeIndex` (which
-        carries its own sizes), explain mode (edge masks), hooks, inference
-        decomposition, other flows, aggregations or overridden methods, and
-        :func:`torch.compile` (which traces PyG's ops)."""
-        if torch.compiler.is_compiling():
-            return False
-        if (type(edge_index) is not Tensor
-                or edge_index.layout != torch.strided):
-            return False
-        cls = type(self)
-        return (not self.explain and self.decomposed_layers == 1
-                and self.flow == 'source_to_target'
-                and type(self.aggr_module) is SumAggregation
-                and cls.message is GATStyleConv.message
-                and cls.aggregate is MessagePassing.aggregate
-                and cls.update is MessagePassing.update
-                and not any((
-                    self._propagate_forward_pre_hooks,
-                    self._propagate_forward_hooks,
-                    self._message_forward_pre_hooks,
-                    self._message_forward_hooks,
-                    self._aggregate_forward_pre_hooks,
-                    self._aggregate_forward_hooks,
-                )))
+        r"""Whether :func:`~ikgat.nn.aggregation.attention_aggregate`
+        replaces :meth:`propagate` (rules in the class docstring)."""
+        return (self.lean_aggregation and not self._aggregation_hook_ids
+                and self._lean_paths_apply(edge_index)
+                and self.decomposed_layers == 1
+                and type(self.aggr_module) is SumAggregation)
 
     def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
-        r"""Whether :meth:`edge_updater` would only call this class's
-        :meth:`edge_update` on the edges of an :obj:`edge_index` tensor, so
-        that :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` computes the
-        same attention weights without :math:`E \times H \times 3` gathers.
-        PyG's path stays in charge of sparse adjacencies, :class:`EdgeIndex`,
-        explain mode, edge-update hooks, other flows, an overridden
-        :meth:`edge_update` and :func:`torch.compile`."""
-        if torch.compiler.is_compiling():
-            return False
-        if (type(edge_index) is not Tensor
-                or edge_index.layout != torch.strided):
-            return False
-        return (not self.explain and self.flow == 'source_to_target'
-                and type(self).edge_update is IKGATConv.edge_update
-                and not self._edge_update_forward_pre_hooks
-                and not self._edge_update_forward_hooks)
+        r"""Whether :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax`
+        replaces :meth:`edge_updater` (rules in the class docstring)."""
+        return (self.lean_edge_softmax and not self._edge_update_hook_ids
+                and self._lean_paths_apply(edge_index))
+
+    # Registering a hook turns the lean path it would bypass off until the
+    # hook is removed (the handles returned keep the count):
+    def register_propagate_forward_pre_hook(self, hook):
+        return _LeanHookHandle(super().register_propagate_forward_pre_hook(
+            hook), self._aggregation_hook_ids)
+
+    def register_propagate_forward_hook(self, hook):
+        return _LeanHookHandle(super().register_propagate_forward_hook(hook),
+                               self._aggregation_hook_ids)
+
+    def register_message_forward_pre_hook(self, hook):
+        return _LeanHookHandle(super().register_message_forward_pre_hook(
+            hook), self._aggregation_hook_ids)
+
+    def register_message_forward_hook(self, hook):
+        return _LeanHookHandle(super().register_message_forward_hook(hook),
+                               self._aggregation_hook_ids)
+
+    def register_aggregate_forward_pre_hook(self, hook):
+        return _LeanHookHandle(super().register_aggregate_forward_pre_hook(
+            hook), self._aggregation_hook_ids)
+
+    def register_aggregate_forward_hook(self, hook):
+        return _LeanHookHandle(super().register_aggregate_forward_hook(hook),
+                               self._aggregation_hook_ids)
+
+    def register_message_and_aggregate_forward_pre_hook(self, hook):
+        return _LeanHookHandle(
+            super().register_message_and_aggregate_forward_pre_hook(hook),
+            self._aggregation_hook_ids)
+
+    def register_message_and_aggregate_forward_hook(self, hook):
+        return _LeanHookHandle(
+            super().register_message_and_aggregate_forward_hook(hook),
+            self._aggregation_hook_ids)
+
+    def register_edge_update_forward_pre_hook(self, hook):
+        return _LeanHookHandle(
+            super().register_edge_update_forward_pre_hook(hook),
+            self._edge_update_hook_ids)
+
+    def register_edge_update_forward_hook(self, hook):
+        return _LeanHookHandle(super().register_edge_update_forward_hook(hook),
+                               self._edge_update_hook_ids)
 
     @torch.no_grad()
     def attention_decomposition(
@@ -612,6 +692,29 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
             anchor_norm = gate_src.new_zeros(H, 2)
         return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
                          half_norm_dst, anchor_norm, gate_src, gate_dst)
+
+
+class _LeanHookHandle:
+    r"""PyG's :class:`~torch.utils.hooks.RemovableHandle` for a hook, which
+    also keeps the layer's count of hooks that turn a lean path off."""
+    def __init__(self, handle: RemovableHandle, hook_ids: Set[int]):
+        self.handle = handle
+        self.hook_ids = hook_ids
+        hook_ids.add(handle.id)
+
+    @property
+    def id(self) -> int:
+        return self.handle.id
+
+    def remove(self) -> None:
+        self.handle.remove()
+        self.hook_ids.discard(self.handle.id)
+
+    def __enter__(self) -> '_LeanHookHandle':
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        self.remove()
 
 
 def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:

@@ -409,9 +409,7 @@ def both_paths(conv, monkeypatch, *args, **kwargs):
         inputs += [t for t in args[0] if t is not None]
     results = []
     for lean in (True, False):
-        if not lean:
-            monkeypatch.setattr(IKGATConv, '_lean_aggregation_applies',
-                                lambda self, edge_index: False)
+        conv.lean_aggregation = lean
         conv.zero_grad()
         for tensor in inputs:
             tensor.grad = None
@@ -423,6 +421,7 @@ def both_paths(conv, monkeypatch, *args, **kwargs):
                  if p.grad is not None]
         grads += [t.grad.clone() for t in inputs]
         results.append((out.detach(), alpha.detach(), grads))
+    del conv.lean_aggregation
     assert len(calls) == 1  # the first pass was lean, the second was not
     return results
 
@@ -548,3 +547,122 @@ def test_kernel_capabilities_are_declared():
                 conv.redraw_spectral_points()
         if not kernel_class.has_kl:
             assert conv.kl_divergence().item() == 0.0
+
+
+# ------------------------------------------- the fast-path dispatch rules
+
+
+def lean_choice(conv, *args, **kwargs):
+    """(edge softmax lean, aggregation lean) of one forward pass."""
+    import ikgat.nn.conv.ikgat_conv as module
+    used = {'softmax': False, 'aggregate': False}
+    softmax, aggregate = module.kernel_edge_softmax, module.attention_aggregate
+
+    def counting_softmax(*a, **k):
+        used['softmax'] = True
+        return softmax(*a, **k)
+
+    def counting_aggregate(*a, **k):
+        used['aggregate'] = True
+        return aggregate(*a, **k)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, 'kernel_edge_softmax', counting_softmax)
+        patch.setattr(module, 'attention_aggregate', counting_aggregate)
+        conv(*args, **kwargs)
+    return used['softmax'], used['aggregate']
+
+
+def test_dispatch_rule_switches():
+    x, edge_index = random_graph(10, 30, 5, seed=40)
+    conv = IKGATConv(5, 4, heads=2)
+    assert lean_choice(conv, x, edge_index) == (True, True)
+    conv.lean_edge_softmax = False
+    assert lean_choice(conv, x, edge_index) == (False, True)
+    conv.lean_aggregation = False
+    assert lean_choice(conv, x, edge_index) == (False, False)
+    del conv.lean_edge_softmax, conv.lean_aggregation
+    assert lean_choice(conv, x, edge_index) == (True, True)
+
+
+def test_dispatch_rule_plain_tensor_edge_index():
+    from torch_geometric import EdgeIndex
+    x, edge_index = random_graph(10, 30, 5, seed=41)
+    conv = IKGATConv(5, 4, heads=2, add_self_loops=False)
+    adj = to_torch_coo_tensor(coalesce(edge_index).flip(0), size=(10, 10))
+    assert lean_choice(conv, x, adj) == (False, False)
+    typed = EdgeIndex(edge_index, sparse_size=(10, 10))
+    assert lean_choice(conv, x, typed) == (False, False)
+
+
+def test_dispatch_rule_explain_and_flow():
+    x, edge_index = random_graph(10, 30, 5, seed=42)
+    conv = IKGATConv(5, 4, heads=2)
+    from torch_geometric.explain.algorithm.utils import clear_masks, set_masks
+    set_masks(conv, torch.zeros(30), edge_index)  # explain mode
+    assert conv.explain
+    assert lean_choice(conv, x, edge_index) == (False, False)
+    clear_masks(conv)
+    assert lean_choice(conv, x, edge_index) == (True, True)
+    flipped = IKGATConv(5, 4, heads=2, flow='target_to_source')
+    assert lean_choice(flipped, x, edge_index) == (False, False)
+
+
+def test_dispatch_rule_aggregation_and_decomposition():
+    x, edge_index = random_graph(10, 30, 5, seed=43)
+    assert lean_choice(IKGATConv(5, 4, aggr='mean'), x,
+                       edge_index) == (True, False)
+    # (PyG's decomposition cannot chunk the (x_src, x_dst) pair IKGATConv
+    # propagates, so only the rule itself is checked:)
+    conv = IKGATConv(5, 4, decomposed_layers=2)
+    assert conv._lean_edge_softmax_applies(edge_index)
+    assert not conv._lean_aggregation_applies(edge_index)
+
+
+@pytest.mark.parametrize('step,choice', [
+    ('propagate_forward_pre', (True, False)),
+    ('propagate_forward', (True, False)),
+    ('message_forward_pre', (True, False)),
+    ('message_forward', (True, False)),
+    ('aggregate_forward_pre', (True, False)),
+    ('aggregate_forward', (True, False)),
+    ('message_and_aggregate_forward_pre', (True, False)),
+    ('message_and_aggregate_forward', (True, False)),
+    ('edge_update_forward_pre', (False, True)),
+    ('edge_update_forward', (False, True)),
+])
+def test_dispatch_rule_hooks(step, choice):
+    x, edge_index = random_graph(10, 30, 5, seed=44)
+    conv = IKGATConv(5, 4, heads=2)
+    handle = getattr(conv, f'register_{step}_hook')(lambda *args: None)
+    assert lean_choice(conv, x, edge_index) == choice
+    handle.remove()
+    assert lean_choice(conv, x, edge_index) == (True, True)
+    with getattr(conv, f'register_{step}_hook')(lambda *args: None):
+        assert lean_choice(conv, x, edge_index) == choice
+    assert lean_choice(conv, x, edge_index) == (True, True)
+
+
+def test_dispatch_rule_subclasses_that_override_a_step():
+    x, edge_index = random_graph(10, 30, 5, seed=45)
+
+    class OwnMessage(IKGATConv):
+        def message(self, x_j, alpha):
+            return 2 * super().message(x_j, alpha)
+
+    class OwnEdgeUpdate(IKGATConv):
+        def edge_update(self, score_j, score_i, score_missing_dst,
+                        edge_attr, index, ptr, dim_size):
+            return super().edge_update(score_j, score_i, score_missing_dst,
+                                       edge_attr, index, ptr, dim_size)
+
+    class OwnMessageStillLean(OwnMessage):
+        lean_aggregation = True  # the subclass vouches for it
+
+    assert not OwnMessage.lean_aggregation and OwnMessage.lean_edge_softmax
+    assert lean_choice(OwnMessage(5, 4), x, edge_index) == (True, False)
+    assert lean_choice(OwnEdgeUpdate(5, 4), x, edge_index) == (False, True)
+    assert lean_choice(OwnMessageStillLean(5, 4), x,
+                       edge_index) == (True, True)
+    assert lean_choice(MIKANConv(5, 4, num_spectral_points=4), x,
+                       edge_index) == (True, True)
