@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from benchmarks.harness.statistics import mean_std_ci, t_quantile
+from benchmarks.harness.statistics import mean_std_ci
 
 
 def test_mean_std_ci_on_known_numbers():
@@ -20,16 +20,13 @@ def test_mean_std_ci_on_known_numbers():
 
 @pytest.mark.parametrize('df, expected', [(1, 12.7062047), (2, 4.3026527),
                                           (4, 2.7764451), (9, 2.2621572),
-                                          (19, 2.0930241), (99, 1.9842169),
-                                          (10000, 1.9602012)])
-def test_t_quantile_matches_tables(df, expected):
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-6)
-    assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-6)
-
-
-def test_t_quantile_matches_scipy():
-    stats = pytest.importorskip('scipy.stats')
-    for df in (1, 3, 7, 30, 250):
-        for prob in (0.6, 0.9, 0.95, 0.995):
-            assert t_quantile(prob, df) == pytest.approx(
-                stats.t.ppf(prob, df), rel=1e-8, abs=1e-9)
+                                          (19, 2.0930241), (99, 1.9842169)])
+def test_half_width_uses_the_t_quantile_of_the_tables(df, expected):
+    # Values with sample std 1 (n - 1 = df): the half-width is t / sqrt(n).
+    n = df + 1
+    values = [0.0] * n
+    values[0], values[1] = -math.sqrt(df / 2), math.sqrt(df / 2)
+    stats = mean_std_ci(values)
+    assert stats.std == pytest.approx(1.0)
+    assert stats.half_width * math.sqrt(n) == pytest.approx(expected,
+                                                            abs=1e-6)
