@@ -43,14 +43,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-#: Elements of one :math:`(\text{chunk}, H, C)` message buffer (float32:
-#: 4 MiB); the edge chunk is this divided by :math:`H C`.
-CHUNK_ELEMENTS = 1 << 20
-
-
-def _chunks(num_edges: int, chunk_size: int):
-    for start in range(0, num_edges, chunk_size):
-        yield start, min(start + chunk_size, num_edges)
+from ikgat.nn.chunking import chunks, resolve_chunk_size
 
 
 class AttentionAggregate(torch.autograd.Function):
@@ -64,7 +57,7 @@ class AttentionAggregate(torch.autograd.Function):
         out = x_src.new_zeros(num_dst, heads, channels)
         buffer = x_src.new_empty(min(chunk_size, src.numel()), heads,
                                  channels)
-        for start, stop in _chunks(src.numel(), chunk_size):
+        for start, stop in chunks(src.numel(), chunk_size):
             message = buffer[:stop - start]
             torch.index_select(x_src, 0, src[start:stop], out=message)
             message.mul_(alpha[start:stop].unsqueeze(-1))
@@ -86,7 +79,7 @@ class AttentionAggregate(torch.autograd.Function):
         grad_buffer = grad_out.new_empty(size, *grad_out.shape[1:])
         x_buffer = x_src.new_empty(size, *x_src.shape[1:]) if need_alpha \
             else None
-        for start, stop in _chunks(src.numel(), ctx.chunk_size):
+        for start, stop in chunks(src.numel(), ctx.chunk_size):
             grad_i = grad_buffer[:stop - start]  # G_i of each edge
             torch.index_select(grad_out, 0, dst[start:stop], out=grad_i)
             if grad_alpha is not None:  # <G_i, x_j>
@@ -118,7 +111,8 @@ def attention_aggregate(alpha: Tensor, x_src: Tensor, edge_index: Tensor,
             0 the sources :math:`j`, row 1 the targets :math:`i`.
         num_dst (int): The number of target nodes :math:`N_t`.
         chunk_size (int, optional): Edges per chunk; by default
-            :obj:`CHUNK_ELEMENTS` divided by :math:`H C`.
+            :obj:`~ikgat.nn.chunking.CHUNK_ELEMENTS` divided by
+            :math:`H C`.
             (default: :obj:`None`)
     """
     if x_src.dim() != 3 or alpha.dim() != 2 or (
@@ -131,13 +125,8 @@ def attention_aggregate(alpha: Tensor, x_src: Tensor, edge_index: Tensor,
         raise ValueError(f"attention_aggregate: 'edge_index' must be (2, E) "
                          f"with E = alpha.size(0) = {alpha.size(0)} (got "
                          f"{tuple(edge_index.shape)})")
-    if chunk_size is None:
-        chunk_size = max(1, CHUNK_ELEMENTS //
-                         max(1, x_src.size(1) * x_src.size(2)))
-    elif isinstance(chunk_size, bool) or not isinstance(
-            chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"attention_aggregate: 'chunk_size' must be a "
-                         f"positive integer (got {chunk_size!r})")
+    chunk_size = resolve_chunk_size('attention_aggregate', chunk_size,
+                                    x_src.size(1) * x_src.size(2))
     # The multiplication promotes, as alpha.unsqueeze(-1) * x_j does:
     dtype = torch.promote_types(alpha.dtype, x_src.dtype)
     src, dst = _long_rows(edge_index)

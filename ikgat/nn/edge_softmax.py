@@ -23,9 +23,10 @@ For an edge :math:`e = (j \to i)` with optional edge gate :math:`\epsilon_{e,h}`
     {\sum_{e' \to i} \exp(\ell_{e',h} - m_{i,h}) + 10^{-16}},
     \quad m_{i,h} = \max_{e' \to i} \ell_{e',h},
 
-which is, operation for operation, what ``IKGATConv.edge_update`` does with
-PyG's :func:`~torch_geometric.utils.softmax` (the same additions in the same
-order, so the same slope choice :math:`t` and the same logits).  PyG's path
+which is what ``IKGATConv.edge_update`` does with PyG's
+:func:`~torch_geometric.utils.softmax`: both compute the logit with
+:func:`edge_logit` (so the same slope choice :math:`t` and the same
+logits).  PyG's path
 lifts :math:`S^s` and :math:`S^t` to every edge (two :math:`E \times H \times
 3` gathers and their sum, 288 bytes per edge in float32 with :math:`H = 8`)
 and autograd keeps several :math:`E \times H` tensors for backward.  Here
@@ -65,21 +66,51 @@ and zero for the gate slots.  The group sums are one chunked
 H)` scratch memory.  The backward pass is not itself differentiable (no
 double backward).
 """
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 from torch_geometric.typing import OptTensor
 
-#: Elements of one :math:`(\text{chunk}, H)` edge buffer; the gathered
-#: :math:`(\text{chunk}, H, 3)` scores are three times that (float32: 12 MiB).
-CHUNK_ELEMENTS = 1 << 20
+from ikgat.nn.chunking import chunks, resolve_chunk_size
 
 
-def _chunks(num_edges: int, chunk_size: int):
-    for start in range(0, num_edges, chunk_size):
-        yield start, min(start + chunk_size, num_edges)
+def edge_logit(score_j: Tensor, score_i: Tensor, edge_gate: OptTensor,
+               negative_slope: float) -> Tuple[Tensor, Tensor]:
+    r"""The per-edge logit of kernel attention from the packed node scores
+    of its endpoints: the one formula that ``IKGATConv.edge_update``,
+    :class:`KernelEdgeSoftmax` (per chunk) and
+    ``IKGATConv.attention_decomposition`` evaluate.
+
+    With :math:`S = S^s_j + S^t_i` (slots :math:`[s_0, s_1, g]`),
+    :math:`\gamma = g + \epsilon`, :math:`t = [\gamma \le 0]`:
+    :math:`\ell = s_t + c_t \epsilon`, where :math:`c_0 = 1` and
+    :math:`c_1 =` :obj:`negative_slope`.
+
+    Args:
+        score_j (torch.Tensor): Source scores gathered per edge,
+            :math:`(E, H, 3)`.
+        score_i (torch.Tensor): Target scores gathered per edge,
+            :math:`(E, H, 3)` (or broadcastable to it).
+        edge_gate (torch.Tensor, optional): The edge term :math:`\epsilon`,
+            :math:`(E, H)`.
+        negative_slope (float): The slope :math:`c_1`.
+
+    Returns:
+        The logits :math:`\ell` and the mask :math:`[\gamma > 0]` (the
+        slope choice :math:`t = 0`), both :math:`(E, H)`.
+    """
+    score = score_j + score_i
+    gate = score[..., 2]
+    if edge_gate is not None:
+        gate = gate + edge_gate
+    positive = gate > 0
+    logit = torch.where(positive, score[..., 0], score[..., 1])
+    if edge_gate is not None:
+        logit = logit + torch.where(positive, edge_gate,
+                                    negative_slope * edge_gate)
+    return logit, positive
 
 
 def _target_rows(score_dst: Tensor, dst: Tensor, broadcast: bool) -> Tensor:
@@ -99,35 +130,25 @@ class KernelEdgeSoftmax(torch.autograd.Function):
         num_edges, heads = src.numel(), score_src.size(1)
         alpha = score_src.new_empty(num_edges, heads)
         group_max = score_src.new_full((num_dst, heads), float('-inf'))
-        for start, stop in _chunks(num_edges, chunk_size):
+        for start, stop in chunks(num_edges, chunk_size):
             src_c, dst_c = src[start:stop], dst[start:stop]
-            # score_j + score_i, then gate and slope choice, exactly as in
-            # IKGATConv.edge_update:
-            score = score_src.index_select(0, src_c) + _target_rows(
-                score_dst, dst_c, broadcast_dst)
-            gate = score[..., 2]
-            edge_gate_c = None
-            if edge_gate is not None:
-                edge_gate_c = edge_gate[start:stop]
-                gate = gate + edge_gate_c
-            positive = gate > 0
-            logit = alpha[start:stop]
-            torch.where(positive, score[..., 0], score[..., 1], out=logit)
-            if edge_gate_c is not None:
-                logit.add_(
-                    torch.where(positive, edge_gate_c,
-                                negative_slope * edge_gate_c))
+            logit, _ = edge_logit(
+                score_src.index_select(0, src_c),
+                _target_rows(score_dst, dst_c, broadcast_dst),
+                None if edge_gate is None else edge_gate[start:stop],
+                negative_slope)
+            alpha[start:stop] = logit
             group_max.scatter_reduce_(0, dst_c.view(-1, 1).expand_as(logit),
                                       logit, reduce='amax')
         # exp(logit - max), summed per target, as PyG's softmax:
         group_sum = score_src.new_zeros(num_dst, heads)
-        for start, stop in _chunks(num_edges, chunk_size):
+        for start, stop in chunks(num_edges, chunk_size):
             dst_c, part = dst[start:stop], alpha[start:stop]
             part.sub_(group_max.index_select(0, dst_c)).exp_()
             group_sum.index_add_(0, dst_c, part)
         del group_max
         group_sum.add_(1e-16)
-        for start, stop in _chunks(num_edges, chunk_size):
+        for start, stop in chunks(num_edges, chunk_size):
             dst_c = dst[start:stop]
             alpha[start:stop].div_(group_sum.index_select(0, dst_c))
         ctx.save_for_backward(alpha, score_src, score_dst, edge_gate, src,
@@ -145,7 +166,7 @@ class KernelEdgeSoftmax(torch.autograd.Function):
         chunk_size, broadcast = ctx.chunk_size, ctx.broadcast_dst
         # sum over the group of target i of alpha * g:
         group_dot = alpha.new_zeros(ctx.num_dst, heads)
-        for start, stop in _chunks(num_edges, chunk_size):
+        for start, stop in chunks(num_edges, chunk_size):
             group_dot.index_add_(
                 0, dst[start:stop],
                 alpha[start:stop] * grad_alpha[start:stop])
@@ -159,7 +180,7 @@ class KernelEdgeSoftmax(torch.autograd.Function):
             need_edge and edge_gate is not None) else None
         gate_src = score_src[..., 2].contiguous()
         gate_dst = score_dst[..., 2].contiguous()
-        for start, stop in _chunks(num_edges, chunk_size):
+        for start, stop in chunks(num_edges, chunk_size):
             src_c, dst_c = src[start:stop], dst[start:stop]
             # dL/dlogit = alpha * (g - sum_group alpha g):
             grad_logit = grad_alpha[start:stop] - group_dot.index_select(
@@ -221,7 +242,7 @@ def kernel_edge_softmax(score_src: Tensor, score_dst: Tensor,
         negative_slope (float, optional): The slope :math:`c_1`.
             (default: :obj:`0.2`)
         chunk_size (int, optional): Edges per chunk; by default
-            :obj:`CHUNK_ELEMENTS` divided by :math:`H`.
+            :obj:`~ikgat.nn.chunking.CHUNK_ELEMENTS` divided by :math:`H`.
             (default: :obj:`None`)
     """
     if score_src.dim() != 3 or score_src.size(-1) != 3 or (
@@ -238,12 +259,9 @@ def kernel_edge_softmax(score_src: Tensor, score_dst: Tensor,
         raise ValueError(f"kernel_edge_softmax: 'edge_gate' must be (E, H) "
                          f"= ({num_edges}, {heads}) (got "
                          f"{tuple(edge_gate.shape)})")
-    if chunk_size is None:
-        chunk_size = max(1, CHUNK_ELEMENTS // max(1, heads))
-    elif isinstance(chunk_size, bool) or not isinstance(
-            chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"kernel_edge_softmax: 'chunk_size' must be a "
-                         f"positive integer (got {chunk_size!r})")
+    # A chunk's (chunk, H) buffers; its gathered (chunk, H, 3) scores are
+    # three times that (float32: 12 MiB).
+    chunk_size = resolve_chunk_size('kernel_edge_softmax', chunk_size, heads)
     dtype = torch.promote_types(score_src.dtype, score_dst.dtype)
     if edge_gate is not None:
         dtype = torch.promote_types(dtype, edge_gate.dtype)

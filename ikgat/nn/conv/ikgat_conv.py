@@ -46,7 +46,7 @@ from ikgat.nn.conv.inputs import (
     check_batch,
     node_counts,
 )
-from ikgat.nn.edge_softmax import kernel_edge_softmax
+from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
 from ikgat.norms import lp_norm_squared
 
 
@@ -450,19 +450,11 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         if score_i is None:
             assert score_missing_dst is not None
             score_i = score_missing_dst
-        score = score_j + score_i  # [E, H, 3]
-        gate = score[..., 2]
         if index.numel() == 0:
-            return gate
-        edge_gate = self._edge_gate(edge_attr)
-        if edge_gate is not None:
-            gate = gate + edge_gate
+            return score_j[..., 2] + score_i[..., 2]
         # c_ij = 1 where e_ij > 0 (t = 0), negative_slope elsewhere (t = 1):
-        positive = gate > 0
-        logit = torch.where(positive, score[..., 0], score[..., 1])
-        if edge_gate is not None:
-            logit = logit + torch.where(positive, edge_gate,
-                                        self.negative_slope * edge_gate)
+        logit, _ = edge_logit(score_j, score_i, self._edge_gate(edge_attr),
+                              self.negative_slope)
         alpha = softmax(logit, index, ptr, dim_size)
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         return alpha
@@ -569,10 +561,12 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         if edge_gate is not None:
             edge_gate = edge_gate.to(terms.gate_src.dtype)
 
-        gate = terms.gate_src[src] + terms.gate_dst[dst_rows]
-        if edge_gate is not None:
-            gate = gate + edge_gate
-        slope_index = (gate <= 0).long().unsqueeze(-1)  # t_ij
+        # The weights come from the forward pass's node scores (the same
+        # logits up to terms that cancel in the softmax), not from the sum
+        # of the reported terms, which loses digits when they are huge:
+        logit, positive = edge_logit(score_src[src], score_dst[dst_rows],
+                                     edge_gate, self.negative_slope)
+        slope_index = (~positive).long().unsqueeze(-1)  # t_ij
 
         def pick(values: Tensor) -> Tensor:  # [E, H, T] -> [E, H] at t_ij
             return values.gather(-1, slope_index).squeeze(-1)
@@ -585,15 +579,10 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                          terms.half_norm_dst[dst_rows])
         edge_term = torch.zeros_like(log_similarity)
         if edge_gate is not None:
-            slope = torch.where(gate > 0, 1.0, self.negative_slope)
-            edge_term = slope * edge_gate
+            edge_term = torch.where(positive, edge_gate,
+                                    self.negative_slope * edge_gate)
         num_dst = size[1] if size is not None else (
             x_dst.size(0) if x_dst is not None else None)
-        # The weights come from the forward pass's node scores (the same
-        # logits up to terms that cancel in the softmax), not from the sum
-        # of the reported terms, which loses digits when they are huge:
-        logit = (pick(score_src[src][..., :2]) +
-                 pick(score_dst[dst_rows][..., :2]) + edge_term)
         alpha = softmax(logit, dst, num_nodes=num_dst)
         return AttentionDecomposition(edge_index, log_similarity,
                                       log_magnitude, edge_term, alpha)
