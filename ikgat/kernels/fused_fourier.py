@@ -82,10 +82,10 @@ times slower (page faults on the multi-gigabyte outputs).
 
 Two interchangeable chunk kernels compute the same formulas:
 
-* ``backend='eager'``: plain tensor operations on reused chunk buffers
+* ``node_path='eager'``: plain tensor operations on reused chunk buffers
   (fresh multi-megabyte tensors per chunk cost page faults that doubled the
   time);
-* ``backend='compile'``: the same per-chunk formulas through
+* ``node_path='compile'``: the same per-chunk formulas through
   :func:`torch.compile` (Inductor generates one C++ loop for cos, sin and the
   reductions and uses vectorised sines and cosines, about four times faster
   than the eager ones on CPU).  The first call compiles (seconds, cached on
@@ -98,6 +98,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from ikgat.kernels.base import renamed_argument
 
 #: Elements of one :math:`(H, mR, n)` chunk of angles (float32: 1 MiB);
 #: the node chunk is this divided by :math:`H m R`.
@@ -338,7 +340,8 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
                                  spectral_points: Sequence[Tensor],
                                  eps: float, batch: Optional[Tensor] = None,
                                  chunk_size: Optional[int] = None,
-                                 backend: str = 'eager') -> Tensor:
+                                 node_path: str = 'eager', *,
+                                 backend: Optional[str] = None) -> Tensor:
     r"""Return :math:`\log(f(v_n, c_t a_h)^2 + \epsilon)` of shape
     :math:`(N, H, T)`, the same result as
     :func:`~ikgat.kernels.random_features.fourier_log_similarity`, computed
@@ -360,10 +363,14 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
             of :func:`fourier_log_similarity`. (default: :obj:`None`)
         chunk_size (int, optional): Nodes per chunk; by default about
             :obj:`CHUNK_ELEMENTS` angles per chunk. (default: :obj:`None`)
-        backend (str, optional): The chunk kernel, :obj:`"eager"` or
+        node_path (str, optional): The chunk kernel, :obj:`"eager"` or
             :obj:`"compile"` (:func:`torch.compile`, falls back to eager if
-            compiling fails). (default: :obj:`"eager"`)
+            compiling fails), as the kernels' ``node_path`` (formerly
+            ``backend``, still accepted with a :class:`DeprecationWarning`).
+            (default: :obj:`"eager"`)
     """
+    backend = renamed_argument('fused_fourier_log_similarity', 'backend',
+                               'node_path', backend, node_path, 'eager')
     sets = list(spectral_points)
     if sets and sets[0].dim() == 4 and sets[0].size(0) == 1:
         sets = [points[0] for points in sets]
@@ -382,8 +389,8 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
         raise ValueError(f"'chunk_size' must be a positive integer "
                          f"(got {chunk_size!r})")
     if backend not in BACKENDS:
-        raise ValueError(f"Unknown backend {backend!r}; choose one of "
-                         f"{list(BACKENDS)}")
+        raise ValueError(f"Unknown node_path {backend!r} for the fused "
+                         f"path; choose one of {list(BACKENDS)}")
     heads, channels = x.size(1), x.size(2)
     points = node_side_points(sets, side, channels).contiguous()  # H, mR, C
     anchor_cos, anchor_sin = anchor_features(anchor, slopes, sets)

@@ -99,13 +99,10 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             (default: :obj:`1`)
         eps (float, optional): :math:`\epsilon` in
             :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
-        node_path (str, optional): How the node-wise term is evaluated:
-            :obj:`"eager"` (fused and memory-lean, cosines recomputed in
-            backward; used when all nodes share one sample),
-            :obj:`"compile"` (the same through
-            :func:`torch.compile`, fastest on CPU once compiled) or
-            :obj:`"plain"` (stores :math:`N \times H \times 2R` features;
-            supports double backward). (default: :obj:`"eager"`)
+        node_path (str, optional): How the node-wise term is evaluated, one
+            of :obj:`~ikgat.kernels.random_features.NODE_PATHS` (the fused
+            paths apply when all nodes share one sample).
+            (default: :obj:`"eager"`)
         copula (bool, optional): Tie the heads by a learned Gaussian copula
             (MIKAN). (default: :obj:`False`)
     """

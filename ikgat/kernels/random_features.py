@@ -25,10 +25,15 @@ from torch_geometric.utils import to_dense_batch
 
 from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
 
-#: How the node-wise term is evaluated: ``'eager'`` and ``'compile'`` are the
-#: fused, memory-lean path of :mod:`ikgat.kernels.fused_fourier` (its chunk
-#: kernels eager or through :func:`torch.compile`); ``'plain'`` stores the
-#: :math:`N \times H \times 2R` features and supports double backward.
+#: The values of the random-feature kernels' ``node_path`` option, how the
+#: node-wise term is evaluated (documented here once):
+#:
+#: * ``'eager'`` (the default): the fused, memory-lean path of
+#:   :mod:`ikgat.kernels.fused_fourier`, cosines recomputed in backward;
+#: * ``'compile'``: the same chunk kernels through :func:`torch.compile`
+#:   (fastest on CPU once compiled);
+#: * ``'plain'``: stores the :math:`N \times H \times 2R` features; supports
+#:   double backward.
 NODE_PATHS = ('eager', 'compile', 'plain')
 
 
@@ -97,7 +102,7 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
             and not torch.compiler.is_compiling()):
         return fused_fourier_log_similarity(x, anchor, side, slopes,
                                             spectral_points, eps,
-                                            backend=node_path)
+                                            node_path=node_path)
     if spectral_points[0].dim() == 3:
         spectral_points = [points.unsqueeze(0) for points in spectral_points]
     num_graphs = spectral_points[0].size(0)

@@ -26,11 +26,8 @@ class NonStationaryRandomFourierKernel(RandomFourierKernel):
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon` in
             :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
-        node_path (str, optional): How the node-wise term is evaluated:
-            :obj:`"eager"` (fused and memory-lean, cosines recomputed in
-            backward), :obj:`"compile"` (the same through
-            :func:`torch.compile`, fastest on CPU once compiled) or
-            :obj:`"plain"` (stores :math:`N \times H \times 2R` features;
-            supports double backward). (default: :obj:`"eager"`)
+        node_path (str, optional): How the node-wise term is evaluated, one
+            of :obj:`~ikgat.kernels.random_features.NODE_PATHS`.
+            (default: :obj:`"eager"`)
     """
     num_sets = 2

@@ -108,7 +108,7 @@ def test_as_accurate_as_plain_path_float32(backend, seed):
             with _no_fallback_warning():
                 fused = value_and_grads(fused_fourier_log_similarity, x,
                                         anchor, side, slopes, sets,
-                                        chunk_size=10, backend=backend)[1]
+                                        chunk_size=10, node_path=backend)[1]
             for exact, a, b in zip(truth, plain, fused):
                 plain_error = (a.double() - exact).abs().max().item()
                 fused_error = (b.double() - exact).abs().max().item()
@@ -225,9 +225,12 @@ def test_invalid_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match='chunk_size'):
         fused_fourier_log_similarity(x, anchor, 0, slopes, sets, EPS,
                                      chunk_size=0)
-    with pytest.raises(ValueError, match='backend'):
+    with pytest.raises(ValueError, match='node_path'):
         fused_fourier_log_similarity(x, anchor, 0, slopes, sets, EPS,
-                                     backend='cuda')
+                                     node_path='cuda')
+    with pytest.warns(DeprecationWarning, match="'backend'"):
+        fused_fourier_log_similarity(x, anchor, 0, slopes, sets, EPS,
+                                     backend='eager')
 
 
 def test_double_backward_is_refused():
@@ -248,7 +251,7 @@ def test_compiled_backend_equals_plain_path(num_sets, side):
     with _no_fallback_warning():
         assert_matches_plain(x, anchor, side, slopes, sets, atol=1e-5,
                              rtol=1e-5, grad_atol=5e-5, chunk_size=10,
-                             backend='compile')
+                             node_path='compile')
 
 
 def test_compiled_backend_gradcheck_float64():
@@ -257,7 +260,7 @@ def test_compiled_backend_gradcheck_float64():
     def function(x, anchor, *sets):
         return fused_fourier_log_similarity(x, anchor, 1, slopes, list(sets),
                                             EPS, chunk_size=3,
-                                            backend='compile')
+                                            node_path='compile')
 
     with _no_fallback_warning():
         assert torch.autograd.gradcheck(function, (x, anchor, *sets))
