@@ -237,7 +237,8 @@ CPU thread(s); {timing}):
 
 Settings: {settings}. These are short trainings, a single seed each: the
 accuracies below describe the plotted models, they are not the benchmark
-(see `python -m benchmarks.planetoid`). Machine: {platform.machine()}, torch {torch.__version__};
+(see `python -m benchmarks.planetoid`). Machine: {platform.machine()},
+torch {torch.__version__};
 models trained at ikgat commit {', '.join(trained_at)}, figures drawn at
 {git_commit()}.
 

@@ -51,6 +51,7 @@ from benchmarks.harness.registry import (
     protocol_for,
 )
 from benchmarks.harness.results import (
+    MalformedResults,
     ResultsWriter,
     format_float,
     format_int,
@@ -439,7 +440,11 @@ def main(argv: Optional[List[str]] = None) -> None:
                                      description=__doc__.split('\n\n')[0])
     add_commands(parser)
     args = parser.parse_args(argv)
-    args.run(args)
+    try:
+        args.run(args)
+    except MalformedResults as error:  # one line, as for a usage error
+        print(f'error: {error}', file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == '__main__':

@@ -59,10 +59,8 @@ writes mean ± std over seeds as Markdown.
 """
 import argparse
 import copy
-import csv
 import json
 import math
-import os
 import os.path as osp
 import shlex
 import sys
@@ -79,7 +77,9 @@ from torch import Tensor
 from benchmarks.harness.data import BenchData, load_planetoid_data
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.registry import protocol_for
-from benchmarks.harness.results import RESULTS_DIR
+from benchmarks.harness.results import (RESULTS_DIR, MalformedResults,
+                                        ResultsWriter, read_results,
+                                        write_text)
 from benchmarks.harness.runtime import parse_seeds, resolve_device, seed_everything
 from ikgat.datasets import toy_citation_graph
 from ikgat.kernels.random_features import NODE_PATHS
@@ -101,6 +101,8 @@ COLUMNS = (['dataset', 'method', 'setting', 'seed', 'held_out'] +
            ['temperature', 'epochs', 'best_epoch', 'seconds', 'config',
             'device', 'git_commit'])
 KEY_COLUMNS = ('dataset', 'method', 'setting', 'seed', 'config')
+NUMERIC_COLUMNS = (('seed', ) + METRICS + OOD_METRICS +
+                   ('temperature', 'epochs', 'best_epoch', 'seconds'))
 
 DEFAULT_RESULTS = osp.join(RESULTS_DIR, 'uncertainty.csv')
 DEFAULT_SUMMARY = osp.join(RESULTS_DIR, 'uncertainty.md')
@@ -342,38 +344,13 @@ def _key(row: Dict[str, Any]):
 
 
 def read_rows(path: str) -> List[Dict[str, str]]:
-    if not osp.exists(path):
-        return []
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
+    r"""The rows of an uncertainty results file, validated
+    (:func:`benchmarks.harness.results.read_results`)."""
+    return read_results(path, KEY_COLUMNS, NUMERIC_COLUMNS)
 
 
-class RowWriter:
-    r"""Appends rows to a CSV file (header written once), flushed at once."""
-    def __init__(self, path: str):
-        directory = osp.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        fresh = not osp.exists(path) or osp.getsize(path) == 0
-        self.file = open(path, 'a', newline='')
-        self.writer = csv.DictWriter(self.file, fieldnames=COLUMNS)
-        if fresh:
-            self.writer.writeheader()
-            self.file.flush()
-
-    def write(self, row: Dict[str, Any]) -> None:
-        self.writer.writerow({
-            column: _format(row.get(column, ''))
-            for column in COLUMNS
-        })
-        self.file.flush()
-        os.fsync(self.file.fileno())
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def _format(value: Any) -> str:
+def format_value(value: Any) -> str:
+    r"""A cell: floats as ``repr`` (``nan`` blank), the rest as ``str``."""
     if isinstance(value, float):
         return '' if math.isnan(value) else repr(value)
     return str(value)
@@ -472,6 +449,7 @@ def run_uncertainty(datasets: Sequence[str], methods: Sequence[str],
     if unknown:
         raise ValueError(f"Unknown settings {sorted(unknown)}; choose from "
                          f"{list(SETTINGS)}")
+    writer = ResultsWriter(results, COLUMNS)  # repairs a torn last row
     done = {_key(row) for row in read_rows(results)} if resume else set()
     commit = git_commit()
     overrides = dict(protocol_overrides or {})
@@ -482,42 +460,39 @@ def run_uncertainty(datasets: Sequence[str], methods: Sequence[str],
     groups = [[m for m in methods if m in GAT_METHODS]] + [
         [m] for m in methods if m not in GAT_METHODS]
     groups = [group for group in groups if group]
-    writer = RowWriter(results)
     written: List[Dict[str, Any]] = []
-    try:
-        for name in datasets:
-            bench = load_dataset(name)
-            bench = bench._replace(data=bench.data.to(torch_device))
-            protocol = protocol_for(bench.name, **overrides)
-            held = (ood_classes or {}).get(
-                bench.name, DEFAULT_OOD_CLASSES.get(bench.name, 1))
-            for seed in seeds:
-                for setting in settings:
-                    for group in groups:
-                        todo = [m for m in group if (
-                            bench.name, m, setting, str(seed),
-                            config.label(m)) not in done]
-                        if not todo:
-                            continue
-                        # A GAT group trains once for all its methods:
-                        rows = run_unit(bench, setting, seed, todo, config,
-                                        protocol, held)
-                        for row in rows:
-                            row['git_commit'] = commit
-                            writer.write(row)
-                            done.add(_key({k: str(v) for k, v in
-                                           row.items()}))
-                            written.append(row)
-                            log(f"{row['dataset']} {row['setting']} seed "
-                                f"{seed} {row['method']}: acc "
-                                f"{row['accuracy']:.4f} auroc "
-                                f"{row['auroc']:.4f} ece {row['ece']:.4f}"
-                                + (f" ood_auroc {row['ood_auroc']:.4f}"
-                                   if setting == 'ood' else '') +
-                                f" ({row['seconds']:.0f}s, "
-                                f"{row['epochs']} epochs)")
-    finally:
-        writer.close()
+    for name in datasets:
+        bench = load_dataset(name)
+        bench = bench._replace(data=bench.data.to(torch_device))
+        protocol = protocol_for(bench.name, **overrides)
+        held = (ood_classes or {}).get(
+            bench.name, DEFAULT_OOD_CLASSES.get(bench.name, 1))
+        for seed in seeds:
+            for setting in settings:
+                for group in groups:
+                    todo = [m for m in group if (
+                        bench.name, m, setting, str(seed),
+                        config.label(m)) not in done]
+                    if not todo:
+                        continue
+                    # A GAT group trains once for all its methods:
+                    rows = run_unit(bench, setting, seed, todo, config,
+                                    protocol, held)
+                    for row in rows:
+                        row['git_commit'] = commit
+                        writer.write({k: format_value(v)
+                                      for k, v in row.items()})
+                        done.add(_key({k: str(v) for k, v in
+                                       row.items()}))
+                        written.append(row)
+                        log(f"{row['dataset']} {row['setting']} seed "
+                            f"{seed} {row['method']}: acc "
+                            f"{row['accuracy']:.4f} auroc "
+                            f"{row['auroc']:.4f} ece {row['ece']:.4f}"
+                            + (f" ood_auroc {row['ood_auroc']:.4f}"
+                               if setting == 'ood' else '') +
+                            f" ({row['seconds']:.0f}s, "
+                            f"{row['epochs']} epochs)")
     return written
 
 
@@ -680,6 +655,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> List[dict]:
     args = parse_args(argv)
+    try:
+        return _main(args, argv)
+    except MalformedResults as error:  # one line, as for a usage error
+        print(f'error: {error}', file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _main(args: argparse.Namespace, argv: Optional[List[str]]
+          ) -> List[dict]:
     torch.set_num_threads(args.threads)
     command = 'python -m benchmarks.uncertainty ' + ' '.join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
@@ -720,11 +704,7 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
                                ood_classes={'Tiny': 1} if args.smoke else
                                None, device=args.device)
     text = render_summary(read_rows(results), command=command)
-    directory = osp.dirname(summary)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    with open(summary, 'w') as f:
-        f.write(text + '\n')
+    write_text(summary, text + '\n')
     print(f'{len(rows)} new rows in {results}; summary in {summary}')
     return rows
 

@@ -1,9 +1,11 @@
 r"""Results files: the run table shared by the Planetoid and OGB studies,
-CSV rows appended as runs finish, and Markdown reports."""
+CSV rows appended (and fsynced) as runs finish, validated when read or
+resumed, and Markdown reports written through a temporary file."""
 import csv
 import os
 import os.path as osp
-from typing import Any, Dict, List, Sequence, Tuple
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ikgat.durable import write_text_atomic
 
@@ -37,26 +39,93 @@ def run_key(row: Dict[str, Any]) -> Tuple[str, ...]:
             format_float(row['beta']), str(row.get('tag', '')))
 
 
-def read_results(path: str) -> List[Dict[str, str]]:
-    r"""The rows of a results CSV (an empty list when it does not exist)."""
+#: Columns of :data:`COLUMNS` that hold numbers (or nothing).
+NUMERIC_COLUMNS = ('seed', 'p', 'R', 'beta', 'lr', 'weight_decay', 'val_acc',
+                   'test_acc', 'epochs', 'best_epoch', 'seconds',
+                   'num_parameters')
+
+
+class MalformedResults(ValueError):
+    r"""A line of a results file that is not a row of its table: the
+    message names the file, the line and what is wrong with it."""
+
+
+def _check_row(path: str, line: int, header: Sequence[str],
+               fields: Sequence[str], numeric: Sequence[str]) -> None:
+    if len(fields) != len(header):
+        raise MalformedResults(
+            f'{path}:{line}: {len(fields)} fields where the header has '
+            f'{len(header)} (a row cut off, or two rows on one line?): '
+            f'{",".join(fields)[:120]!r}')
+    for column, value in zip(header, fields):
+        if column in numeric and value != '':
+            try:
+                float(value)
+            except ValueError:
+                raise MalformedResults(
+                    f'{path}:{line}: column {column!r} holds {value!r}, '
+                    f'not a number') from None
+
+
+def read_results(path: str, key_columns: Sequence[str] = KEY_COLUMNS,
+                 numeric: Sequence[str] = NUMERIC_COLUMNS
+                 ) -> List[Dict[str, str]]:
+    r"""The rows of a results CSV (an empty list when it does not exist).
+
+    Raises:
+        MalformedResults: naming ``file:line`` and the fault, when a line
+            has another number of fields than the header or a
+            :obj:`numeric` column holds something else than a number.
+    """
     if not osp.isfile(path):
         return []
     with open(path, newline='') as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        missing = [c for c in KEY_COLUMNS if c not in header]
+        reader = csv.reader(f)
+        header = next(reader, [])
+        missing = [c for c in key_columns if c not in header]
         if missing:
             raise ValueError(f'{path} is not a results file of this harness: '
                              f'it lacks the columns {missing}')
-        return list(reader)
+        rows = []
+        for fields in reader:
+            _check_row(path, reader.line_num, header, fields, numeric)
+            rows.append(dict(zip(header, fields)))
+        return rows
+
+
+def repair_torn_row(path: str) -> Optional[str]:
+    r"""Remove a last line of :obj:`path` that was cut off mid-line (it
+    does not end with a line break: a write was interrupted), fsync, and
+    return its text; :obj:`None` when the file ends with a complete line.
+    The run of that row is then missing from the file, so a resumed
+    benchmark runs it again."""
+    if not osp.isfile(path):
+        return None
+    with open(path, 'rb+') as f:
+        data = f.read()
+        if not data or data.endswith(b'\n'):
+            return None
+        keep = data.rfind(b'\n') + 1  # 0: not even the header is whole
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+    return data[keep:].decode('utf-8', errors='replace')
 
 
 class ResultsWriter:
-    r"""Appends rows to a CSV (header written once), flushing each row so
-    that an interrupted benchmark keeps every finished run."""
+    r"""Appends rows to a results CSV, the header written once.  Each row
+    is flushed and fsynced before :meth:`write` returns, so an interrupted
+    benchmark keeps every finished run.  Opening the file repairs a torn
+    last row (:func:`repair_torn_row`, reported on stderr) and checks the
+    header, so that nothing is appended onto a broken line."""
     def __init__(self, path: str, columns: Sequence[str] = COLUMNS):
         self.path = path
         self.columns = list(columns)
+        torn = repair_torn_row(path)
+        if torn is not None:
+            print(f'{path}: removed a torn last row (cut off mid-line: '
+                  f'{torn[:80]!r}); its run is no longer in the file and '
+                  f'runs again', file=sys.stderr)
         if osp.isfile(path) and osp.getsize(path) > 0:
             with open(path, newline='') as f:
                 header = next(csv.reader(f), [])
@@ -77,7 +146,7 @@ class ResultsWriter:
                 writer.writeheader()
             writer.writerow(row)
             f.flush()
-
+            os.fsync(f.fileno())
 
 
 def write_text(path: str, text: str) -> None:

@@ -181,3 +181,26 @@ def test_render_summary_separates_settings_of_one_method():
         lines[0])
     assert '| Cora | mikan {"out_magnitude":true} | 2 | 60.00 ± 0.00 |' in (
         lines[1])
+
+
+def test_a_torn_row_is_repaired_on_resume(tmp_path, restore_threads, capsys):
+    from benchmarks.uncertainty import main
+    results, summary = tmp_path / 'u.csv', tmp_path / 'u.md'
+    argv = ['--smoke', '--results', str(results), '--summary', str(summary),
+            '--methods', 'gat-msp', 'mikan', '--settings', 'ood', '--resume']
+    main(argv)
+    whole = results.read_bytes()
+    results.write_bytes(whole[:-40])  # mikan's row cut off mid-line
+    rows = main(argv)
+    assert [row['method'] for row in rows] == ['mikan']
+    assert 'removed a torn last row' in capsys.readouterr().err
+    # The rows before the torn one are kept as they were:
+    assert results.read_bytes().startswith(
+        whole[:whole.rfind(b'\n', 0, -1) + 1])
+    assert [row['method'] for row in read(results)] == ['gat-msp', 'mikan']
+    # Two rows on one line are named, in one line, with status 2:
+    results.write_bytes(whole[:-40] + whole[whole.find(b'\n') + 1:])
+    with pytest.raises(SystemExit) as exit:
+        main(argv[:-1] + ['--summary-only'])
+    assert exit.value.code == 2
+    assert f'{results}:3: ' in capsys.readouterr().err
