@@ -196,11 +196,13 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
             learn an additive bias. (default: :obj:`True`)
         residual (bool, optional): If set to :obj:`True`, the layer will add
             a learnable skip-connection. (default: :obj:`False`)
-        kernel (str or ikgat.kernels.Kernel, optional): The similarity:
-            :obj:`"rbf"`, :obj:`"rbf_only"`, :obj:`"rff"`, :obj:`"rff_ns"`,
-            :obj:`"direct"`, :obj:`"expsin"`, :obj:`"linear"`, :obj:`"poly"`,
-            :obj:`"exp"`, or a kernel instance built for :obj:`heads` and
-            :obj:`out_channels`. (default: :obj:`"direct"`)
+        kernel (str or ikgat.kernels.Kernel, optional): The similarity, a
+            name of :obj:`ikgat.kernels.KERNELS` (:obj:`"rbf"`,
+            :obj:`"rbf_only"`, :obj:`"rff"`, :obj:`"rff_ns"`,
+            :obj:`"direct"`, :obj:`"implicit"`, :obj:`"expsin"`,
+            :obj:`"linear"`, :obj:`"poly"`, :obj:`"exp"`; a test checks this
+            list against the registry), or a kernel instance built for
+            :obj:`heads` and :obj:`out_channels`. (default: :obj:`"direct"`)
         num_spectral_points (int, optional): Spectral points per head
             :math:`R` of the random-feature kernels (formerly
             ``num_features``, still accepted for one release with a
