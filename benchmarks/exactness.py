@@ -3,7 +3,7 @@ r"""Exactness report: the figures behind IKGATConv's correctness claims.
 * ``kernel='rbf', p=2`` against PyG's GATConv with tied weights on Cora
   (attention weights and outputs, float32 and float64);
 * the node-wise fast path against the plain edge-wise evaluation of every
-  kernel (``tests/helpers.py``) on Cora;
+  kernel (:func:`ikgat.reference.edge_wise_attention`) on Cora;
 * the stationary random-feature kernel (``rff``) against the exact RBF
   attention as the number of spectral points R grows.
 
@@ -20,10 +20,11 @@ import torch
 import torch_geometric.transforms as T
 from torch_geometric.nn import GATConv
 
+from benchmarks.harness.results import RESULTS_DIR
 from ikgat import IKGATConv
 from ikgat.datasets import load_planetoid
 from ikgat.kernels import KERNELS
-from tests.helpers import edge_wise_reference
+from ikgat.reference import edge_wise_attention
 
 
 def gat_difference(data, dtype):
@@ -47,7 +48,7 @@ def factorisation_difference(data, kernel, p):
                      add_self_loops=False).eval()
     out, (_, alpha) = conv(data.x, data.edge_index,
                            return_attention_weights=True)
-    ref_out, ref_alpha = edge_wise_reference(conv, data.x, data.edge_index)
+    ref_out, ref_alpha = edge_wise_attention(conv, data.x, data.edge_index)
     return ((alpha - ref_alpha).abs().max().item(),
             (out - ref_out).abs().max().item())
 
@@ -77,7 +78,7 @@ def rff_errors(data, sizes, seeds):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--out', default=osp.join('benchmarks', 'results',
+    parser.add_argument('--out', default=osp.join(RESULTS_DIR,
                                                   'exactness.md'))
     parser.add_argument('--seeds', type=int, default=5)
     args = parser.parse_args(argv)
