@@ -352,6 +352,7 @@ def test_cli_plots_from_checkpoints(tmp_path, capsys):
     assert 'takes one --checkpoint' in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_train_saves_a_checkpoint_that_plot_reads(cora, tmp_path):
     from ikgat.cli import main
     path = str(tmp_path / 'cora.pt')

@@ -87,7 +87,8 @@ def test_equals_plain_path_float32(shape, num_sets, side, chunk_size):
                          rtol=1e-5, grad_atol=5e-5, chunk_size=chunk_size)
 
 
-@pytest.mark.parametrize('backend', ['eager', 'compile'])
+@pytest.mark.parametrize(
+    'backend', ['eager', pytest.param('compile', marks=pytest.mark.slow)])
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_as_accurate_as_plain_path_float32(backend, seed):
     # Against the float64 truth, the fused float32 gradients lose at most
@@ -244,6 +245,7 @@ def test_double_backward_is_refused():
 
 # The torch.compile'd chunk kernels: the same formulas, compiled once per
 # dtype (dynamic shapes), so only a few cases to keep the suite fast.
+@pytest.mark.slow
 @pytest.mark.parametrize('num_sets', [1, 2])
 @pytest.mark.parametrize('side', [0, 1])
 def test_compiled_backend_equals_plain_path(num_sets, side):
@@ -254,6 +256,7 @@ def test_compiled_backend_equals_plain_path(num_sets, side):
                              node_path='compile')
 
 
+@pytest.mark.slow
 def test_compiled_backend_gradcheck_float64():
     x, anchor, slopes, sets = make_inputs(5, 2, 3, 4, 2, dtype=torch.float64)
 

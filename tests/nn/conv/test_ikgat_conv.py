@@ -306,6 +306,7 @@ def test_attention_explainer_sees_kernel_attention():
     assert mask.shape == (50, ) and (mask >= 0).all() and mask.sum() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('add_self_loops', [False, True])
 def test_torch_compile_matches_eager(add_self_loops):
     torch.manual_seed(4)

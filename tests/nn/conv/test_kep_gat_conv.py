@@ -443,6 +443,7 @@ def test_bad_inputs():
 # -------------------------------------------------------------- learning
 
 
+@pytest.mark.slow
 def test_learns_cora(cora):
     # One thread: on a shared 2-core machine two threads contend (measured
     # 199 s instead of about 20 s under load).

@@ -255,6 +255,7 @@ def test_no_nan_for_large_features_and_small_p(p):
         assert torch.isfinite(parameter.grad).all(), name
 
 
+@pytest.mark.slow
 def test_two_layer_mikan_learns_cora(cora):
     from ikgat.models import TwoLayerGAT
     from ikgat.training import train_node_classifier
