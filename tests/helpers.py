@@ -2,9 +2,11 @@
 import math
 
 import torch
+from torch_geometric.data import Data
 
-from ikgat import kernels
+from ikgat import IKGATConv, kernels
 from ikgat.kernels import KERNELS
+from ikgat.models import TwoLayerGAT
 from ikgat.reference import edge_wise_attention
 
 
@@ -114,3 +116,25 @@ def make_layer(name: str, in_channels, out_channels: int, **kwargs):
         return MIKANConv(in_channels, out_channels, **kwargs)
     return IKGATConv(in_channels, out_channels,
                      kernel=name[len('ikgat-'):], **kwargs)
+
+
+#: Sizes of the tiny two-layer models of the inspection and plot tests.
+HEADS, CHANNELS, R = 2, 3, 4
+
+
+def tiny_graph(seed=0, num_nodes=24, num_edges=80, features=5, classes=3):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(num_nodes, features, generator=generator)
+    edge_index = torch.randint(0, num_nodes, (2, num_edges),
+                               generator=generator)
+    y = torch.randint(0, classes, (num_nodes, ), generator=generator)
+    masks = torch.arange(num_nodes) % 3
+    return Data(x=x, edge_index=edge_index, y=y, train_mask=masks == 0,
+                val_mask=masks == 1, test_mask=masks == 2)
+
+
+def tiny_model(conv=IKGATConv, seed=0, **conv_kwargs):
+    torch.manual_seed(seed)
+    conv_kwargs.setdefault('num_spectral_points', R)
+    return TwoLayerGAT(5, CHANNELS, 3, conv, heads=HEADS,
+                       conv_kwargs=conv_kwargs).eval()
