@@ -22,6 +22,8 @@ pytest.importorskip('ipykernel')
 pytest.importorskip('matplotlib')
 pytest.importorskip('sklearn')
 
+pytestmark = pytest.mark.slow  # each notebook starts a kernel and trains
+
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 NOTEBOOK_DIR = osp.join(ROOT, 'notebooks')
 NOTEBOOKS = sorted(glob.glob(osp.join(NOTEBOOK_DIR, '*.ipynb')))

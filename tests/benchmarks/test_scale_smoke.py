@@ -1,8 +1,11 @@
 """benchmarks/scale.py on tiny graphs: runs, writes its table, reports an
 out-of-memory and skips by extrapolation (no timing assertions)."""
+import pytest
+
 from benchmarks.scale import main, predict_peak
 
 
+@pytest.mark.slow  # a subprocess per model and size (about 20 s)
 def test_scale_runs_and_writes_a_table(tmp_path):
     output = tmp_path / 'scale.md'
     main(['--fractions', '0.0001', '--models', 'gat', 'ikgat',
@@ -13,6 +16,7 @@ def test_scale_runs_and_writes_a_table(tmp_path):
     assert len(lines) == 4 and all(line.endswith('| ok |') for line in lines)
 
 
+@pytest.mark.slow  # subprocesses
 def test_scale_reports_out_of_memory_and_skips_larger_sizes(tmp_path):
     output = tmp_path / 'scale.md'
     main(['--fractions', '0.001', '0.002', '--models', 'gat', '--steps', '1',
