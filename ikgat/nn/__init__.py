@@ -3,11 +3,10 @@ from ikgat.nn.conv import (
     IKGATConv,
     KEPGATConv,
     MIKANConv,
-    ksvd_loss,
 )
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.edge_softmax import kernel_edge_softmax
-from ikgat.nn.kl import kl_divergence
+from ikgat.nn.losses import kl_divergence, ksvd_loss
 
 __all__ = [
     'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition',

@@ -1,36 +1,10 @@
-r"""The KL term of the ELBO, summed over a model's variational layers."""
-import torch
-from torch import Tensor
+r"""Deprecated: :func:`kl_divergence` moved to :mod:`ikgat.nn.losses`."""
+import warnings
 
+from ikgat.nn.losses import kl_divergence, sum_outermost
 
-def kl_divergence(model: torch.nn.Module) -> Tensor:
-    r"""Return :math:`\sum_m \mathrm{KL}_m` over the modules of :obj:`model`
-    that define ``kl_divergence()``, the KL of their last forward pass; a
-    zero scalar when there are none.
+warnings.warn("ikgat.nn.kl is deprecated and will be removed in the next "
+              "release; import kl_divergence from ikgat.nn (or "
+              "ikgat.nn.losses)", DeprecationWarning, stacklevel=2)
 
-    The outermost module that defines the method accounts for everything
-    below it (a layer reports its kernel's KL), so nothing is counted twice.
-    The training loss of a variational model is
-    ``nll + beta * kl_divergence(model)``.
-    """
-    return sum_outermost(model, 'kl_divergence')
-
-
-def sum_outermost(model: torch.nn.Module, method: str) -> Tensor:
-    r"""Return the sum of ``module.<method>()`` over the outermost modules of
-    :obj:`model` that define :obj:`method` (a module below one that defines
-    it is not counted again); a zero scalar when there are none."""
-    owners = []
-    for name, module in model.named_modules():
-        if not callable(getattr(module, method, None)):
-            continue
-        if any(owner == '' or name.startswith(owner + '.')
-               for owner, _ in owners):
-            continue
-        owners.append((name, module))
-    if owners:
-        return torch.stack([getattr(module, method)().reshape(())
-                            for _, module in owners]).sum()
-    parameter = next(model.parameters(), None)
-    return torch.zeros((), device=None if parameter is None else
-                       parameter.device)
+__all__ = ['kl_divergence', 'sum_outermost']

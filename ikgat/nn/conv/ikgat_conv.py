@@ -47,7 +47,7 @@ from ikgat.nn.conv.inputs import (
     node_counts,
 )
 from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
-from ikgat.norms import lp_norm_squared
+from ikgat.nn.norms import lp_norm_squared
 
 
 class AttentionDecomposition(NamedTuple):
@@ -168,7 +168,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     squared norms cancel algebraically
     (:meth:`~ikgat.kernels.Kernel.reduced_log_similarity`): the logits are
     GAT's at any input scale.  Other kernels clamp :math:`\|\cdot\|_p^2`
-    at :math:`e^{40}` (:mod:`ikgat.norms`).  A NaN or infinite input row
+    at :math:`e^{40}` (:mod:`ikgat.nn.norms`).  A NaN or infinite input row
     makes NaN only the output rows that attend to it, as in GATConv.
 
     Args:

@@ -28,7 +28,8 @@ from ikgat.nn.conv.gat_base import (
     accumulation_dtype,
     without_autocast,
 )
-from ikgat.nn.kl import sum_outermost
+# ksvd_loss lives in ikgat.nn.losses; importable from here as documented:
+from ikgat.nn.losses import ksvd_loss  # noqa: F401
 
 
 class KEPGATConv(GATStyleConv):
@@ -185,7 +186,7 @@ class KEPGATConv(GATStyleConv):
 
         out = model(x, edge_index)
         loss = (F.cross_entropy(out[train], y[train])
-                + eta_ksvd * ikgat.nn.conv.kep_gat_conv.ksvd_loss(model)
+                + eta_ksvd * ikgat.nn.ksvd_loss(model)
                 + beta * ikgat.nn.kl_divergence(model) / num_train)
 
     where the helpers sum :meth:`ksvd_loss` and :meth:`kl_divergence` over
@@ -561,13 +562,3 @@ class KEPGATConv(GATStyleConv):
 
 def _finite_or_zero(values: Tensor) -> Tensor:
     return torch.where(torch.isfinite(values), values, 0.0)
-
-
-def ksvd_loss(model: torch.nn.Module) -> Tensor:
-    r"""Return :math:`\sum_m L_{\mathrm{ksvd}, m}` over the modules of
-    :obj:`model` that define ``ksvd_loss()`` (the KSVD losses of their last
-    forward pass); a zero scalar when there are none.  As
-    :func:`ikgat.nn.kl_divergence`, the outermost module defining the method
-    accounts for everything below it.  Training adds
-    ``eta_ksvd * ksvd_loss(model)`` to the loss."""
-    return sum_outermost(model, 'ksvd_loss')

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from torch_geometric.utils import scatter
 
 from ikgat.nn import kl_divergence
-from ikgat.nn.conv.kep_gat_conv import ksvd_loss
+from ikgat.nn import ksvd_loss
 from tests.helpers import LAYER_NAMES, make_layer
 
 

@@ -1,10 +1,11 @@
 import math
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ikgat.norms import LOG_MAX, SMALL, lp_norm_squared
+from ikgat.nn.norms import LOG_MAX, SMALL, lp_norm_squared
 
 finite = st.floats(-50, 50, allow_nan=False, width=64)
 
@@ -57,3 +58,12 @@ def test_half_precision_inputs_accumulate_in_float32():
             assert value.dtype == torch.float32
             expected = lp_norm_squared(x.float(), p)
             assert torch.isfinite(value) and value == expected
+
+
+def test_the_former_module_path_warns_and_still_works():
+    import importlib
+    import sys
+    sys.modules.pop('ikgat.norms', None)
+    with pytest.warns(DeprecationWarning, match='ikgat.nn.norms'):
+        former = importlib.import_module('ikgat.norms')
+    assert former.lp_norm_squared is lp_norm_squared
