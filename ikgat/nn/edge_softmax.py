@@ -178,8 +178,8 @@ class KernelEdgeSoftmax(torch.autograd.Function):
             if need_dst else None
         grad_edge = alpha.new_empty(num_edges, heads) if (
             need_edge and edge_gate is not None) else None
-        gate_src = score_src[..., 2].contiguous()
-        gate_dst = score_dst[..., 2].contiguous()
+        gat_logit_src = score_src[..., 2].contiguous()
+        gat_logit_dst = score_dst[..., 2].contiguous()
         for start, stop in chunks(num_edges, chunk_size):
             src_c, dst_c = src[start:stop], dst[start:stop]
             # dL/dlogit = alpha * (g - sum_group alpha g):
@@ -187,8 +187,8 @@ class KernelEdgeSoftmax(torch.autograd.Function):
                 0, dst_c)
             grad_logit.mul_(alpha[start:stop])
             # The slope choice of the forward pass, recomputed bit for bit:
-            gate = gate_src.index_select(0, src_c) + _target_rows(
-                gate_dst, dst_c, broadcast)
+            gate = gat_logit_src.index_select(0, src_c) + _target_rows(
+                gat_logit_dst, dst_c, broadcast)
             if edge_gate is not None:
                 gate = gate + edge_gate[start:stop]
             positive = gate > 0

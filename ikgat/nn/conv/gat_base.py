@@ -25,7 +25,7 @@ from torch_geometric.utils import (
     remove_self_loops,
 )
 
-from ikgat.nn.conv.inputs import (
+from ikgat.nn.conv.checks import (
     check_edge_attr,
     check_edge_index,
     check_node_features,
@@ -266,7 +266,7 @@ class GATStyleConv(MessagePassing):
         edge_attr = edge_attr.view(-1, self.heads, self.out_channels)
         return (edge_attr * self.att_edge).sum(dim=-1)
 
-    def _finish(self, out: Tensor, res: OptTensor) -> Tensor:
+    def _add_residual_and_bias(self, out: Tensor, res: OptTensor) -> Tensor:
         r"""Concatenate or average the heads, then add residual and bias."""
         if self.concat:
             out = out.reshape(-1, self.heads * self.out_channels)

@@ -42,7 +42,7 @@ from ikgat.nn.conv.gat_base import (
     accumulation_dtype,
     without_autocast,
 )
-from ikgat.nn.conv.inputs import (
+from ikgat.nn.conv.checks import (
     check_batch,
     node_counts,
 )
@@ -69,8 +69,8 @@ class NodeTerms(NamedTuple):
     half_norm_src: Tensor  # [N_src, H]  ½‖k_j‖_p²
     half_norm_dst: Tensor  # [N_dst, H]  ½‖q_i‖_p²
     anchor_norm: Tensor  # [H, T]  ‖c_t a‖_p²
-    gate_src: Tensor  # [N_src, H]  a_src·x_j
-    gate_dst: Tensor  # [N_dst, H]  a_dst·x_i
+    gat_logit_src: Tensor  # [N_src, H]  a_src·x_j, GAT's logit part
+    gat_logit_dst: Tensor  # [N_dst, H]  a_dst·x_i (their sum e_ij picks c)
 
 
 class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
@@ -373,7 +373,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                 # propagate_type: (x: OptPairTensor, alpha: Tensor)
                 out = self.propagate(edge_index, x=(x_src, x_dst),
                                      alpha=alpha, size=size)
-        out = self._finish(out.to(out_dtype), res)
+        out = self._add_residual_and_bias(out.to(out_dtype), res)
         alpha = alpha.to(alpha_dtype)
 
         if return_attention_weights:
@@ -398,13 +398,13 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                 _num_targets(x_src, x_dst, size), self._edge_gate(edge_attr),
                 self.negative_slope)
             return F.dropout(alpha, p=self.dropout, training=self.training)
-        score_missing_dst: OptTensor = None
+        score_dst_shared: OptTensor = None
         if x_dst is None:
-            score_missing_dst, score_dst = score_dst, None
+            score_dst_shared, score_dst = score_dst, None
 
-        # edge_updater_type: (score: OptPairTensor, score_missing_dst: OptTensor, edge_attr: OptTensor)  # noqa: E501
+        # edge_updater_type: (score: OptPairTensor, score_dst_shared: OptTensor, edge_attr: OptTensor)  # noqa: E501
         return self.edge_updater(edge_index, score=(score_src, score_dst),
-                                 score_missing_dst=score_missing_dst,
+                                 score_dst_shared=score_dst_shared,
                                  edge_attr=edge_attr, size=size)
 
     def _prepare_kernel(self, x_src: Tensor, x_dst: OptTensor,
@@ -446,12 +446,12 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         return self.att_src.new_zeros(())
 
     def edge_update(self, score_j: Tensor, score_i: OptTensor,
-                    score_missing_dst: OptTensor, edge_attr: OptTensor,
+                    score_dst_shared: OptTensor, edge_attr: OptTensor,
                     index: Tensor, ptr: OptTensor,
                     dim_size: Optional[int]) -> Tensor:
         if score_i is None:
-            assert score_missing_dst is not None
-            score_i = score_missing_dst
+            assert score_dst_shared is not None
+            score_i = score_dst_shared
         if index.numel() == 0:
             return score_j[..., 2] + score_i[..., 2]
         # c_ij = 1 where e_ij > 0 (t = 0), negative_slope elsewhere (t = 1):
@@ -561,7 +561,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
             score_src, score_dst = self._node_scores(x_src, x_dst)
             edge_gate = self._edge_gate(edge_attr)
         if edge_gate is not None:
-            edge_gate = edge_gate.to(terms.gate_src.dtype)
+            edge_gate = edge_gate.to(terms.gat_logit_src.dtype)
 
         # The weights come from the forward pass's node scores (the same
         # logits up to terms that cancel in the softmax), not from the sum
@@ -658,10 +658,10 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                     x_src, self.p).unsqueeze(-1)
         if self.magnitude:
             logit_src = logit_src + self._anchor_norm(anchor, slopes)
-        gate_src = (x_src * anchor[:, C:]).sum(-1)
-        gate_dst = (q * anchor[:, :C]).sum(-1)
-        return (torch.cat([logit_src, gate_src.unsqueeze(-1)], dim=-1),
-                torch.cat([logit_dst, gate_dst.unsqueeze(-1)], dim=-1))
+        gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
+        gat_logit_dst = (q * anchor[:, :C]).sum(-1)
+        return (torch.cat([logit_src, gat_logit_src.unsqueeze(-1)], dim=-1),
+                torch.cat([logit_dst, gat_logit_dst.unsqueeze(-1)], dim=-1))
 
     def _node_terms(self, x_src: Tensor, x_dst: OptTensor) -> NodeTerms:
         r"""The reported terms of :meth:`attention_decomposition`, each as
@@ -671,18 +671,18 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         C = self.out_channels
         log_sim_src = self.kernel.log_similarity(x_src, anchor, 1, slopes)
         log_sim_dst = self.kernel.log_similarity(q, anchor, 0, slopes)
-        gate_src = (x_src * anchor[:, C:]).sum(-1)
-        gate_dst = (q * anchor[:, :C]).sum(-1)
+        gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
+        gat_logit_dst = (q * anchor[:, :C]).sum(-1)
         if self.magnitude:
             half_norm_src = 0.5 * lp_norm_squared(x_src, self.p)
             half_norm_dst = 0.5 * lp_norm_squared(q, self.p)
             anchor_norm = self._anchor_norm(anchor, slopes)
         else:
-            half_norm_src = gate_src.new_zeros(gate_src.shape)
-            half_norm_dst = gate_dst.new_zeros(gate_dst.shape)
-            anchor_norm = gate_src.new_zeros(H, 2)
+            half_norm_src = gat_logit_src.new_zeros(gat_logit_src.shape)
+            half_norm_dst = gat_logit_dst.new_zeros(gat_logit_dst.shape)
+            anchor_norm = gat_logit_src.new_zeros(H, 2)
         return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
-                         half_norm_dst, anchor_norm, gate_src, gate_dst)
+                         half_norm_dst, anchor_norm, gat_logit_src, gat_logit_dst)
 
 
 class _LeanHookHandle:

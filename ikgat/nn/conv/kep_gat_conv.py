@@ -427,7 +427,7 @@ class KEPGATConv(GATStyleConv):
             alpha, out = self._attend_and_sample(coo, x_src, x_dst,
                                                  edge_attr, num_src, num_dst,
                                                  generator)
-        out = self._finish(out.to(out_dtype), res)
+        out = self._add_residual_and_bias(out.to(out_dtype), res)
         alpha = alpha.to(alpha_dtype)
 
         if return_attention_weights:
@@ -452,11 +452,11 @@ class KEPGATConv(GATStyleConv):
         H = self.heads
         dtype = x_src.dtype
         pair_size = (num_src, num_dst)
-        gate_src = (x_src * self.att_src.to(dtype)).sum(dim=-1)
-        gate_dst = None if x_dst is None else (
+        gat_logit_src = (x_src * self.att_src.to(dtype)).sum(dim=-1)
+        gat_logit_dst = None if x_dst is None else (
             x_dst * self.att_dst.to(dtype)).sum(-1)
         # edge_updater_type: (gate: OptPairTensor, edge_attr: OptTensor)
-        alpha = self.edge_updater(coo, gate=(gate_src, gate_dst),
+        alpha = self.edge_updater(coo, gate=(gat_logit_src, gat_logit_dst),
                                   edge_attr=edge_attr, size=pair_size)
 
         # Dual vectors: the values, h_r(j) = k_j and h_e(i) = q_i; without

@@ -652,9 +652,9 @@ def test_dispatch_rule_subclasses_that_override_a_step():
             return 2 * super().message(x_j, alpha)
 
     class OwnEdgeUpdate(IKGATConv):
-        def edge_update(self, score_j, score_i, score_missing_dst,
+        def edge_update(self, score_j, score_i, score_dst_shared,
                         edge_attr, index, ptr, dim_size):
-            return super().edge_update(score_j, score_i, score_missing_dst,
+            return super().edge_update(score_j, score_i, score_dst_shared,
                                        edge_attr, index, ptr, dim_size)
 
     class OwnMessageStillLean(OwnMessage):
