@@ -91,7 +91,8 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
             class are read from it.
         dataset: The dataset name (``'Cora'``, ...).
         conv_kwargs: The ``conv_kwargs`` the model was built with (kernel,
-            p, num_spectral_points, ...): they cannot be read back from the layers.
+            p, num_spectral_points, ...): they cannot be read back from the
+            layers.
         log: A JSON-friendly training log (optional).
         info: Anything else worth keeping, e.g. accuracies (optional).
         normalize_features: Whether the features were row-normalised.

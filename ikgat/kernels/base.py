@@ -3,8 +3,9 @@ r"""The interface every similarity kernel of :class:`ikgat.IKGATConv` follows.
 Kernel attention pairs every node vector with the *anchor* :math:`c\,a`: the
 attention vector :math:`a = [a_{dst} \,\|\, a_{src}] \in \mathbb{R}^{2C}` of a
 head, scaled by the LeakyReLU slope :math:`c \in \{1, \text{negative_slope}\}`.
-Target nodes enter as :math:`q_i = [x_i \,\|\, 0]` (``side=0``) and source
-nodes as :math:`k_j = [0 \,\|\, x_j]` (``side=1``).  A kernel therefore only
+Target nodes enter as :math:`q_i = [x_i \,\|\, 0]` (``is_source=False``)
+and source nodes as :math:`k_j = [0 \,\|\, x_j]` (``is_source=True``).  A
+kernel therefore only
 needs to evaluate :math:`\log \mathrm{sim}(\text{node vector}, c_t a)` once per
 node, head and slope: this is the node-wise factorisation that keeps the edge
 work at :math:`O(|\mathcal{E}| H)`.
@@ -38,9 +39,10 @@ class Kernel(torch.nn.Module):
     #: (variational kernels); such kernels also define ``num_samples``.
     stochastic: bool = False
     #: Whether the kernel is a random-feature estimate with spectral points,
-    #: returned by :meth:`spectral_points_per_graph`; such kernels take the number
-    #: :math:`R` of spectral points per head as ``num_spectral_points``, the
-    #: node-wise evaluation as ``node_path`` and have a ``lengthscale``.
+    #: returned by :meth:`spectral_points_per_graph`; such kernels take the
+    #: number :math:`R` of spectral points per head as
+    #: ``num_spectral_points``, the node-wise evaluation as ``node_path``,
+    #: and have a ``lengthscale``.
     has_spectral_points: bool = False
     #: Whether :meth:`redraw_spectral_points` redraws them in place.
     can_redraw: bool = False
@@ -104,7 +106,7 @@ class Kernel(torch.nn.Module):
         """
         raise NotImplementedError
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
         r"""Evaluate :math:`\log\mathrm{sim}(v_n, c_t a_h)` node-wise.
 
@@ -112,8 +114,9 @@ class Kernel(torch.nn.Module):
             x (torch.Tensor): Node projections of shape :math:`(N, H, C)`.
             anchor (torch.Tensor): Attention vectors
                 :math:`a_h = [a_{dst} \| a_{src}]` of shape :math:`(H, 2C)`.
-            side (int): :obj:`0` if :math:`v_n = [x_n \| 0]` (targets),
-                :obj:`1` if :math:`v_n = [0 \| x_n]` (sources).
+            is_source (bool): :obj:`False` if :math:`v_n = [x_n \| 0]`
+                (targets), :obj:`True` if :math:`v_n = [0 \| x_n]`
+                (sources).
             slopes (torch.Tensor): The scales :math:`c_t`, shape :math:`(T,)`.
 
         Returns:
@@ -129,8 +132,8 @@ class Kernel(torch.nn.Module):
         declares otherwise (the RBF kernel: :math:`-1/(2l^2)`)."""
         return 0.0
 
-    def reduced_log_similarity(self, x: Tensor, anchor: Tensor, side: int,
-                               slopes: Tensor) -> Tensor:
+    def reduced_log_similarity(self, x: Tensor, anchor: Tensor,
+                               is_source: bool, slopes: Tensor) -> Tensor:
         r"""Evaluate :math:`r_{n,h,t} = \log\mathrm{sim}(v_n, c_t a_h) -
         \gamma\|v_n\|_2^2` node-wise, :math:`\gamma` =
         :attr:`node_norm_coefficient`; same arguments and shape as
@@ -144,7 +147,7 @@ class Kernel(torch.nn.Module):
         over a softmax group and is left out.  Adding and then subtracting
         two huge squared norms would lose every digit of the logit.
         """
-        return self.log_similarity(x, anchor, side, slopes)
+        return self.log_similarity(x, anchor, is_source, slopes)
 
     def extra_repr(self) -> str:
         return f'heads={self.heads}, channels={self.channels}'
@@ -197,37 +200,38 @@ class DeprecatedNumFeatures:
         return self.num_spectral_points
 
 
-def split_anchor(anchor: Tensor, side: int) -> Tuple[Tensor, Tensor]:
+def split_anchor(anchor: Tensor, is_source: bool) -> Tuple[Tensor, Tensor]:
     r"""Split :math:`a = [a_{dst} \| a_{src}]` into the half that meets the
-    node coordinates (``side``) and the other half, each :math:`(H, C)`."""
+    node coordinates (as :obj:`is_source` says) and the other half, each
+    :math:`(H, C)`."""
     first, second = anchor.chunk(2, dim=-1)
-    return (first, second) if side == 0 else (second, first)
+    return (first, second) if not is_source else (second, first)
 
 
-def pad_node_vectors(x: Tensor, side: int) -> Tensor:
-    r"""Embed node projections as :math:`[x \| 0]` (``side=0``) or
-    :math:`[0 \| x]` (``side=1``) in :math:`\mathbb{R}^{2C}`."""
+def pad_node_vectors(x: Tensor, is_source: bool) -> Tensor:
+    r"""Embed node projections as :math:`[x \| 0]` (``is_source=False``) or
+    :math:`[0 \| x]` (``is_source=True``) in :math:`\mathbb{R}^{2C}`."""
     zeros = torch.zeros_like(x)
-    return torch.cat([x, zeros] if side == 0 else [zeros, x], dim=-1)
+    return torch.cat([x, zeros] if not is_source else [zeros, x], dim=-1)
 
 
-def scaled_anchor_distance_sq(x: Tensor, anchor: Tensor, side: int,
+def scaled_anchor_distance_sq(x: Tensor, anchor: Tensor, is_source: bool,
                               slopes: Tensor) -> Tensor:
     r"""Return :math:`\|v_n - c_t a_h\|^2` of shape :math:`(N, H, T)`.
 
     With :math:`v_n = [x_n \| 0]` the squared distance splits into
-    :math:`\|x_n - c_t a_{side}\|^2 + c_t^2 \|a_{other}\|^2`.
+    :math:`\|x_n - c_t a_{own}\|^2 + c_t^2 \|a_{other}\|^2`.
     """
-    own, other = split_anchor(anchor, side)
+    own, other = split_anchor(anchor, is_source)
     scaled_own = slopes.view(-1, 1, 1) * own  # [T, H, C]
     diff = x.unsqueeze(2) - scaled_own.transpose(0, 1)  # [N, H, T, C]
     other_sq = slopes.view(1, -1)**2 * (other * other).sum(-1, keepdim=True)
     return (diff * diff).sum(-1) + other_sq  # [N, H, T]
 
 
-def scaled_anchor_dot(x: Tensor, anchor: Tensor, side: int,
+def scaled_anchor_dot(x: Tensor, anchor: Tensor, is_source: bool,
                       slopes: Tensor) -> Tensor:
-    r"""Return :math:`v_n^\top (c_t a_h) = c_t\, x_n^\top a_{side}` of shape
+    r"""Return :math:`v_n^\top (c_t a_h) = c_t\, x_n^\top a_{own}` of shape
     :math:`(N, H, T)`."""
-    own, _ = split_anchor(anchor, side)
+    own, _ = split_anchor(anchor, is_source)
     return (x * own).sum(-1).unsqueeze(-1) * slopes

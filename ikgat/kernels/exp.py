@@ -22,9 +22,9 @@ class ExpKernel(Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return (self.scale * (x * y).sum(-1)).exp()
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
-        return self.scale * scaled_anchor_dot(x, anchor, side, slopes)
+        return self.scale * scaled_anchor_dot(x, anchor, is_source, slopes)
 
     def extra_repr(self) -> str:
         return f'{super().extra_repr()}, scale={self.scale}'

@@ -37,10 +37,10 @@ class ExpSinKernel(Kernel):
         diff = x - y
         return self._log_from_distance_sq((diff * diff).sum(-1)).exp()
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
         return self._log_from_distance_sq(
-            scaled_anchor_distance_sq(x, anchor, side, slopes))
+            scaled_anchor_distance_sq(x, anchor, is_source, slopes))
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, lengthscale={self.lengthscale}, '

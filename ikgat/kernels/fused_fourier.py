@@ -17,8 +17,8 @@ spectral points, the :math:`(H, T, R)` anchor features and the
 Notation (one head :math:`h`; heads are a batch dimension throughout).  With
 :math:`m` spectral point sets :math:`w_{s,r} \in \mathbb{R}^{2C}`, let
 :math:`u_{s,r}` be the half of :math:`w_{s,r}` that meets the node
-coordinates (the first :math:`C` entries for targets, ``side=0``, the last
-:math:`C` for sources, ``side=1``), so :math:`w_{s,r}^\top v_n =
+coordinates (the first :math:`C` entries for targets, ``is_source=False``,
+the last :math:`C` for sources, ``is_source=True``), so :math:`w_{s,r}^\top v_n =
 u_{s,r}^\top x_n =: \theta_{n,s,r}`, and :math:`b_{s,r} = w_{s,r}^\top a`.
 The anchor features, scaled by the normaliser, are
 
@@ -307,12 +307,12 @@ class FusedFourierEstimate(torch.autograd.Function):
                 untile(grad_sin) if need_sin else None, None, None)
 
 
-def node_side_points(spectral_points: Sequence[Tensor], side: int,
+def node_side_points(spectral_points: Sequence[Tensor], is_source: bool,
                      channels: int) -> Tensor:
     r"""Stack the halves :math:`u_{s,r}` of all sets that meet the node
     coordinates: :math:`(H, mR, C)`, set after set."""
     halves = [
-        points[..., :channels] if side == 0 else points[..., channels:]
+        points[..., :channels] if not is_source else points[..., channels:]
         for points in spectral_points
     ]
     return torch.cat(halves, dim=1) if len(halves) > 1 else halves[0]
@@ -335,7 +335,7 @@ def anchor_features(anchor: Tensor, slopes: Tensor,
     return cos_sum / normaliser, sin_sum / normaliser
 
 
-def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
+def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
                                  slopes: Tensor,
                                  spectral_points: Sequence[Tensor],
                                  eps: float, batch: Optional[Tensor] = None,
@@ -352,7 +352,8 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
     Args:
         x (torch.Tensor): Node projections :math:`(N, H, C)`.
         anchor (torch.Tensor): Attention vectors :math:`(H, 2C)`.
-        side (int): :obj:`0` for targets, :obj:`1` for sources.
+        is_source (bool): :obj:`False` for targets, :obj:`True` for
+            sources.
         slopes (torch.Tensor): :math:`c_t`, shape :math:`(T,)` (it gets a
             gradient through autograd, like the anchor).
         spectral_points (list of torch.Tensor): Sets of shape
@@ -392,7 +393,8 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
         raise ValueError(f"Unknown node_path {backend!r} for the fused "
                          f"path; choose one of {list(BACKENDS)}")
     heads, channels = x.size(1), x.size(2)
-    points = node_side_points(sets, side, channels).contiguous()  # H, mR, C
+    # [H, mR, C]:
+    points = node_side_points(sets, is_source, channels).contiguous()
     anchor_cos, anchor_sin = anchor_features(anchor, slopes, sets)
     size = _chunk_size(heads, points.size(1), chunk_size)
     estimate = FusedFourierEstimate.apply(x, points, anchor_cos, anchor_sin,

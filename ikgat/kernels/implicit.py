@@ -267,11 +267,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         points = [w[0] for w in self.spectral_points()]
         return fourier_estimate(x, y, points)**2
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
-        return fourier_log_similarity(x, anchor, side, slopes,
+        return fourier_log_similarity(x, anchor, is_source, slopes,
                                       self.spectral_points(), self.eps,
-                                      batch=self._batches[side],
+                                      batch=self._batches[int(is_source)],
                                       node_path=self.node_path)
 
     def kl_divergence(self) -> Tensor:

@@ -26,9 +26,9 @@ class LinearKernel(Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return (_positive_features(x) * _positive_features(y)).sum(-1)
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
-        own, other = split_anchor(anchor, side)
+        own, other = split_anchor(anchor, is_source)
         scaled_own = _positive_features(slopes.view(-1, 1, 1) * own)
         scaled_other = _positive_features(slopes.view(-1, 1, 1) * other)
         # phi([x || 0])^T phi(c a) = phi(x)^T phi(c a_own) + sum phi(c a_other)

@@ -39,9 +39,9 @@ class PolynomialKernel(Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return ((x * y).sum(-1) + self.offset).pow(self.degree)
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
-        dot = scaled_anchor_dot(x, anchor, side, slopes)
+        dot = scaled_anchor_dot(x, anchor, is_source, slopes)
         return ((dot + self.offset).pow(self.degree) + self.eps).log()
 
     def extra_repr(self) -> str:

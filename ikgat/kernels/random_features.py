@@ -65,16 +65,16 @@ def fourier_estimate(x: Tensor, y: Tensor,
             fourier_features(y, spectral_points)).sum(-1) / normaliser
 
 
-def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
+def fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
                            slopes: Tensor, spectral_points: Sequence[Tensor],
                            eps: float, batch: Optional[Tensor] = None,
                            node_path: str = 'eager') -> Tensor:
     r"""Return :math:`\log(f(v_n, c_t a_h)^2 + \epsilon)` of shape
     :math:`(N, H, T)`, node-wise.
 
-    Node vectors are :math:`v_n = [x_n \| 0]` (``side=0``) or
-    :math:`[0 \| x_n]` (``side=1``), so :math:`w^\top v_n` only needs the
-    matching half of :math:`w`, and :math:`w^\top (c_t a) = c_t\, w^\top a`
+    Node vectors are :math:`v_n = [x_n \| 0]` (``is_source=False``) or
+    :math:`[0 \| x_n]` (``is_source=True``), so :math:`w^\top v_n` only
+    needs the matching half of :math:`w`, and :math:`w^\top (c_t a) = c_t\, w^\top a`
     is one scalar per head and spectral point.  The features of the
     :math:`T` scaled anchors are computed once; every node then needs one
     :math:`(2R \times T)` product per head.
@@ -82,7 +82,8 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
     Args:
         x (torch.Tensor): Node projections :math:`(N, H, C)`.
         anchor (torch.Tensor): Attention vectors :math:`(H, 2C)`.
-        side (int): :obj:`0` for targets, :obj:`1` for sources.
+        is_source (bool): :obj:`False` for targets, :obj:`True` for
+            sources.
         slopes (torch.Tensor): :math:`c_t`, shape :math:`(T,)`.
         spectral_points (list of torch.Tensor): Sets of shape
             :math:`(H, R, 2C)`, or :math:`(G, H, R, 2C)` with one sample per
@@ -100,7 +101,7 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
     shared = spectral_points[0].dim() == 3 or spectral_points[0].size(0) == 1
     if (shared and node_path != 'plain'
             and not torch.compiler.is_compiling()):
-        return fused_fourier_log_similarity(x, anchor, side, slopes,
+        return fused_fourier_log_similarity(x, anchor, is_source, slopes,
                                             spectral_points, eps,
                                             node_path=node_path)
     if spectral_points[0].dim() == 3:
@@ -125,7 +126,7 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, side: int,
     node_features = 0
     anchor_features = 0
     for points in spectral_points:  # [G, H, R, 2C]
-        own = points[..., :channels] if side == 0 else points[..., channels:]
+        own = points[..., channels:] if is_source else points[..., :channels]
         angle = dense @ own.transpose(-1, -2)  # [G, H, N, R]
         node_features = node_features + torch.cat([angle.cos(), angle.sin()],
                                                   dim=-1)

@@ -38,21 +38,21 @@ class RBFKernel(Kernel):
         diff = x - y
         return (-(diff * diff).sum(-1) / (2 * self.lengthscale**2)).exp()
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
-        distance_sq = scaled_anchor_distance_sq(x, anchor, side, slopes)
+        distance_sq = scaled_anchor_distance_sq(x, anchor, is_source, slopes)
         return -distance_sq / (2 * self.lengthscale**2)
 
     @property
     def node_norm_coefficient(self) -> float:
         return -0.5 / self.lengthscale**2
 
-    def reduced_log_similarity(self, x: Tensor, anchor: Tensor, side: int,
-                               slopes: Tensor) -> Tensor:
+    def reduced_log_similarity(self, x: Tensor, anchor: Tensor,
+                               is_source: bool, slopes: Tensor) -> Tensor:
         # -|v - c a|^2 / 2l^2 = (v^T (c a) - |c a|^2 / 2) / l^2 - |v|^2 / 2l^2,
         # where |c a|^2 = c^2 |a|^2 over both halves of a; the last term is
         # the node_norm_coefficient's and is left out here:
-        dot = scaled_anchor_dot(x, anchor, side, slopes)  # [N, H, T]
+        dot = scaled_anchor_dot(x, anchor, is_source, slopes)  # [N, H, T]
         anchor_sq = (anchor * anchor).sum(-1, keepdim=True) * slopes**2
         return (dot - 0.5 * anchor_sq) / self.lengthscale**2  # [H, T] bcast
 

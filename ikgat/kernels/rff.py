@@ -100,12 +100,12 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return fourier_estimate(x, y, self.spectral_point_sets)**2
 
-    def log_similarity(self, x: Tensor, anchor: Tensor, side: int,
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
         # The spectral points follow the dtype of x: the layer evaluates
         # the node terms in float32 for a float16 or bfloat16 model.
         sets = [points.to(x.dtype) for points in self.spectral_point_sets]
-        return fourier_log_similarity(x, anchor, side, slopes, sets,
+        return fourier_log_similarity(x, anchor, is_source, slopes, sets,
                                       self.eps, node_path=self.node_path)
 
     def extra_repr(self) -> str:

@@ -97,7 +97,8 @@ def test_rff_estimate_is_unbiased_and_converges_to_rbf():
 
 
 def test_spectral_points_are_gaussian_with_the_documented_variance():
-    kernel = RandomFourierKernel(4, 8, num_spectral_points=512, lengthscale=2.0)
+    kernel = RandomFourierKernel(4, 8, num_spectral_points=512,
+                                 lengthscale=2.0)
     (w, ) = kernel.spectral_point_sets
     assert w.shape == (4, 512, 16)
     assert abs(w.mean().item()) < 0.01

@@ -638,7 +638,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         # Targets: the kernel's gamma |q_i|^2 and the magnitude's ½‖q_i‖_p²
         # are the same for both slopes, hence constant over the softmax
         # group of i: they cancel and are left out.
-        logit_dst = kernel.reduced_log_similarity(q, anchor, 0, slopes)
+        logit_dst = kernel.reduced_log_similarity(q, anchor, False, slopes)
         gamma = kernel.node_norm_coefficient
         if self.magnitude and self.p == 2.0 and gamma != 0.0:
             # log sim(c a, k_j) + ½‖k_j‖² = r_j + (gamma + ½)‖k_j‖²: for the
@@ -646,13 +646,13 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
             # cancel exactly, leaving c a_s^T x_j + ½‖c a‖² here and
             # c a_d^T x_i - ½‖c a‖² on the target side: the logit is GAT's
             # c e_ij at any input scale.
-            logit_src = kernel.reduced_log_similarity(x_src, anchor, 1,
+            logit_src = kernel.reduced_log_similarity(x_src, anchor, True,
                                                       slopes)
             if gamma != -0.5:
                 logit_src = logit_src + (
                     (gamma + 0.5) * (x_src * x_src).sum(-1)).unsqueeze(-1)
         else:
-            logit_src = kernel.log_similarity(x_src, anchor, 1, slopes)
+            logit_src = kernel.log_similarity(x_src, anchor, True, slopes)
             if self.magnitude:
                 logit_src = logit_src + 0.5 * lp_norm_squared(
                     x_src, self.p).unsqueeze(-1)
@@ -669,8 +669,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         H = self.heads
         x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
         C = self.out_channels
-        log_sim_src = self.kernel.log_similarity(x_src, anchor, 1, slopes)
-        log_sim_dst = self.kernel.log_similarity(q, anchor, 0, slopes)
+        log_sim_src = self.kernel.log_similarity(x_src, anchor, True, slopes)
+        log_sim_dst = self.kernel.log_similarity(q, anchor, False, slopes)
         gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
         gat_logit_dst = (q * anchor[:, :C]).sum(-1)
         if self.magnitude:
@@ -682,7 +682,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
             half_norm_dst = gat_logit_dst.new_zeros(gat_logit_dst.shape)
             anchor_norm = gat_logit_src.new_zeros(H, 2)
         return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
-                         half_norm_dst, anchor_norm, gat_logit_src, gat_logit_dst)
+                         half_norm_dst, anchor_norm, gat_logit_src,
+                         gat_logit_dst)
 
 
 class _LeanHookHandle:

@@ -171,8 +171,9 @@ def test_gradcheck(kernel):
     torch.manual_seed(3)
     x, edge_index = random_graph(6, 14, 4, seed=13)
     kernel_kwargs = {'hidden_channels': 3} if kernel == 'implicit' else None
-    conv = IKGATConv(4, 3, heads=2, kernel=kernel, num_spectral_points=4, p=2.5,
-                     edge_dim=2, kernel_kwargs=kernel_kwargs).double()
+    conv = IKGATConv(4, 3, heads=2, kernel=kernel, num_spectral_points=4,
+                     p=2.5, edge_dim=2,
+                     kernel_kwargs=kernel_kwargs).double()
     edge_attr = torch.randn(14, 2, dtype=torch.double)
     names = [name for name, _ in conv.named_parameters()]
     values = tuple(

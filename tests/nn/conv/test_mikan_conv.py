@@ -215,7 +215,8 @@ def test_bipartite_and_empty_graphs():
 
 @pytest.mark.parametrize('kwargs, error, match', [
     (dict(p=0.0), ValueError, "'p'"),
-    (dict(num_spectral_points=7), ValueError, "'num_spectral_points' must be even"),
+    (dict(num_spectral_points=7), ValueError,
+     "'num_spectral_points' must be even"),
     (dict(num_spectral_points=0), ValueError, "'num_spectral_points'"),
     (dict(prior_scale=-1.0), ValueError, "'prior_scale'"),
     (dict(num_samples=0), ValueError, "'num_samples'"),
