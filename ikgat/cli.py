@@ -148,7 +148,7 @@ def run_train(args: argparse.Namespace) -> None:
           flush=True)
     recorder = None
     if args.save_checkpoint:
-        from ikgat.visualization import AttentionTermsRecorder
+        from ikgat.inspection import AttentionTermsRecorder
         recorder = AttentionTermsRecorder(model, data.x, data.edge_index)
     result = train_node_classifier(model, data, lr=args.lr,
                                    weight_decay=args.weight_decay,
