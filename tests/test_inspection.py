@@ -143,3 +143,11 @@ def test_group_spread_by_hand():
     index = torch.tensor([0, 0, 1])
     # Node 0: std of (1, 3) = 1; node 1: one edge, std 0; mean 0.5.
     assert inspection._group_spread(values, index, 2) == pytest.approx(0.5)
+
+
+def test_inspection_imports_no_plotting_library():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['matplotlib'] = None; "
+            "sys.modules['sklearn'] = None; import ikgat.inspection")
+    subprocess.run([sys.executable, '-c', code], check=True)

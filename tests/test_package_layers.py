@@ -1,0 +1,44 @@
+"""Imports inside the library flow one way: kernels -> nn -> models ->
+inspection -> visualization (the CLI and the lab sit above them)."""
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parents[1] / 'ikgat'
+
+#: Each layer and the layers it may import from.
+LAYERS = {
+    'kernels': {'kernels'},
+    'nn': {'kernels', 'nn'},
+    'reference': {'kernels', 'nn'},
+    'models': {'kernels', 'nn'},
+    'inspection': {'kernels', 'nn', 'models'},
+    'visualization': {'kernels', 'nn', 'models', 'inspection'},
+}
+
+
+def layer_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix('.py')
+
+
+def ikgat_imports(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module.startswith('ikgat.')):
+            yield node.module.split('.')[1]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith('ikgat.'):
+                    yield alias.name.split('.')[1]
+
+
+def test_imports_flow_one_way():
+    wrong = []
+    for path in sorted(PACKAGE.rglob('*.py')):
+        layer = layer_of(path)
+        if layer not in LAYERS:
+            continue
+        for target in ikgat_imports(path):
+            if target not in LAYERS[layer]:
+                wrong.append(f'{path.relative_to(PACKAGE)} imports '
+                             f'ikgat.{target}')
+    assert not wrong, wrong
