@@ -4,6 +4,7 @@ import warnings
 import pytest
 import torch
 
+from ikgat.kernels import KERNELS
 from ikgat.kernels.fused_fourier import (
     FusedFourierEstimate,
     fused_fourier_log_similarity,
@@ -271,7 +272,9 @@ def test_compiled_backend_gradcheck_float64():
 
 # ------------------------------------------- the layers' default node path
 
-LAYER_KERNELS = ['rff', 'rff_ns', 'direct', 'implicit']
+#: The registry's random-feature kernels (they declare spectral points):
+LAYER_KERNELS = sorted(name for name, kernel_class in KERNELS.items()
+                       if kernel_class.has_spectral_points)
 
 
 def layer_output_and_grads(kernel, node_path, seed=3):
