@@ -62,7 +62,7 @@ def rff_errors(data, sizes, seeds):
     rows = []
     for num_features in sizes:
         conv = IKGATConv(data.num_features, 8, heads=8, kernel='rff',
-                         num_features=num_features).eval()
+                         num_spectral_points=num_features).eval()
         conv.load_state_dict(exact.state_dict(), strict=False)
         maxima, means = [], []
         for seed in range(seeds):

@@ -1,7 +1,8 @@
 r"""The committed figures of ``benchmarks/results/figures/``, from models
 trained on Cora here (the IKA paper's Figs. 3, 4 and 5).
 
-Trains, with the GAT protocol of :mod:`benchmarks.harness.registry` (8 heads × 8,
+Trains, with the GAT protocol of :mod:`benchmarks.harness.registry`
+(8 heads × 8,
 dropout 0.6, Adam lr 0.005, weight decay 5e-4, patience 100, row-normalised
 features, public split) but fewer epochs than the benchmark:
 

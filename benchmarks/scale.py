@@ -138,12 +138,12 @@ def build_model(name: str, in_channels: int, num_classes: int):
         conv = GATConv(in_channels, CHANNELS, heads=HEADS)
     else:
         conv = IKGATConv(in_channels, CHANNELS, heads=HEADS, kernel='direct',
-                         num_features=NUM_FEATURES)
+                         num_spectral_points=NUM_FEATURES)
         if name == 'ikgat-propagate':  # force PyG's gather-multiply-scatter
-            conv._lean_aggregation_applies = lambda edge_index: False
+            conv.lean_aggregation = False
         if name in ('ikgat-propagate', 'ikgat-edge-updater'):
             # force edge_update's [E, H, 3] gathers and PyG's softmax
-            conv._lean_edge_softmax_applies = lambda edge_index: False
+            conv.lean_edge_softmax = False
     return OneLayer(conv)
 
 

@@ -7,7 +7,8 @@ r"""Speed and memory of kernel attention against GATConv, in one process:
     python -m benchmarks.speed --smoke --out /tmp/speed.md
 
 Every number is measured in this one process, and every table is one
-:class:`~benchmarks.harness.measurement.Session` (round-robin over its models, in a
+:class:`~benchmarks.harness.measurement.Session` (round-robin over its
+models, in a
 shuffled order per round), so the ratios to GATConv compare like with like
 on whatever machine and load the run sees.
 
@@ -25,7 +26,8 @@ on whatever machine and load the run sees.
   ``eager`` and ``compile`` are the fused path (DESIGN.md section 3);
 * **naive edge-wise**: the ``direct`` kernel evaluated per edge,
   :math:`E \times H \times R` sines and cosines
-  (:class:`~benchmarks.speed_steps.NaiveEdgeWise`), on the same node path as the
+  (:class:`~benchmarks.speed_steps.NaiveEdgeWise`), on the same node path
+  as the
   factorised layer, so the ratio isolates the factorisation;
 * **edge doubling**: at fixed :math:`N` (ogbn-arxiv's) and :math:`R`, the
   time that doubling the average degree adds to GATConv, IKGATConv and the
@@ -577,7 +579,8 @@ def speed_defaults() -> Dict[str, object]:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    r"""``python -m benchmarks.speed`` with the flags of :obj:`args` that differ from
+    r"""``python -m benchmarks.speed`` with the flags of :obj:`args` that
+    differ from
     the defaults (before ``--smoke`` expands)."""
     defaults = speed_defaults()
     words = ['python -m benchmarks.speed']

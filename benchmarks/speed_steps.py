@@ -110,14 +110,14 @@ def make_ikgat(in_channels: int, kernel: str = 'direct',
     kernel_kwargs = (dict(node_path=node_path)
                      if takes_node_path(kernel) else None)
     return IKGATConv(in_channels, CHANNELS, heads=HEADS, kernel=kernel,
-                     num_features=num_features, kernel_kwargs=kernel_kwargs)
+                     num_spectral_points=num_features, kernel_kwargs=kernel_kwargs)
 
 
 def make_mikan(in_channels: int, num_features: int = 64,
                node_path: str = 'eager') -> torch.nn.Module:
     from ikgat import MIKANConv
     return MIKANConv(in_channels, CHANNELS, heads=HEADS,
-                     num_features=num_features,
+                     num_spectral_points=num_features,
                      kernel_kwargs=dict(node_path=node_path))
 
 
@@ -156,7 +156,7 @@ class NaiveEdgeWise(torch.nn.Module):
             softmax,
         )
 
-        from ikgat.norms import lp_norm_squared
+        from ikgat.nn.norms import lp_norm_squared
         conv = self.conv
         H, C = conv.heads, conv.out_channels
         proj = conv.lin(x).view(-1, H, C)
@@ -254,7 +254,8 @@ def seeded(make: Callable[[], torch.nn.Module],
 def step_maker(make: Callable[[], torch.nn.Module], graph: Graph,
                kind: Callable[[torch.nn.Module, Graph], Step] = layer_step
                ) -> Callable[[], Step]:
-    r"""A deferred step for :meth:`benchmarks.harness.measurement.Session.add`: builds
+    r"""A deferred step for
+    :meth:`benchmarks.harness.measurement.Session.add`: builds
     the model when the session starts."""
     return lambda: kind(make(), graph)
 

@@ -14,7 +14,8 @@ Two settings per (dataset, seed):
   classes out-of-distribution; MSP ranks them (``ood_auroc``,
   ``ood_fpr95``), and the in-distribution test nodes get the full report.
 
-Every model follows the GAT protocol (:data:`benchmarks.harness.registry.PROTOCOLS`):
+Every model follows the GAT protocol
+(:data:`benchmarks.harness.registry.PROTOCOLS`):
 Adam, early stopping on the validation split (patience on accuracy and
 loss).  The state evaluated is the one of the lowest validation NLL, not of
 the best validation accuracy (:mod:`ikgat.training`'s rule): on Cora the
@@ -80,7 +81,8 @@ from benchmarks.harness.registry import protocol_for
 from benchmarks.harness.results import (RESULTS_DIR, MalformedResults,
                                         ResultsWriter, read_results,
                                         write_text)
-from benchmarks.harness.runtime import parse_seeds, resolve_device, seed_everything
+from benchmarks.harness.runtime import (parse_seeds, resolve_device,
+                                        seed_everything)
 from ikgat.datasets import toy_citation_graph
 from ikgat.kernels.random_features import NODE_PATHS
 from ikgat.training import train_node_classifier, variational_adam
@@ -218,7 +220,7 @@ def build(method: str, in_channels: int, num_classes: int,
     elif method == 'mikan':
         from ikgat.nn.conv.mikan_conv import MIKANConv
         conv = MIKANConv
-        kwargs = dict(num_features=config.mikan_num_features, num_samples=1,
+        kwargs = dict(num_spectral_points=config.mikan_num_features, num_samples=1,
                       kernel_kwargs=dict(node_path=config.node_path))
         out_kwargs = dict(magnitude=config.mikan_output_magnitude)
     elif method == 'kep':

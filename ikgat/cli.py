@@ -96,9 +96,11 @@ def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
                         '(default: $IKGAT_DATA)')
     parser.add_argument('--kernel', default='direct', choices=sorted(KERNELS))
     parser.add_argument('--p', type=positive_float, default=2.0)
-    parser.add_argument('--num-features', type=positive_int, default=64,
-                        help='R, spectral points per head of the '
-                        'random-feature kernels (default: 64)')
+    parser.add_argument('--num-spectral-points', '--num-features',
+                        dest='num_spectral_points', type=positive_int,
+                        default=64, help='R, spectral points per head of the '
+                        'random-feature kernels (default: 64; --num-features '
+                        'is its old name)')
     parser.add_argument('--hidden', type=positive_int, default=8)
     parser.add_argument('--heads', type=positive_int, default=8)
     parser.add_argument('--dropout', type=probability, default=0.6)
@@ -134,7 +136,7 @@ def run_train(args: argparse.Namespace) -> None:
                                  transform=T.NormalizeFeatures())
     data = dataset[0]
     conv_kwargs = dict(kernel=args.kernel, p=args.p,
-                       num_features=args.num_features)
+                       num_spectral_points=args.num_spectral_points)
     with user_input():
         model = TwoLayerGAT(dataset.num_features, args.hidden,
                             dataset.num_classes, IKGATConv, heads=args.heads,

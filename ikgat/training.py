@@ -31,7 +31,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
-from ikgat.nn.kl import kl_divergence
+from ikgat.nn.losses import kl_divergence
 
 #: What :func:`train_node_classifier` can select an epoch on.
 SELECTIONS = ('accuracy', 'nll')

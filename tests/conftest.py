@@ -2,6 +2,13 @@ import os
 import os.path as osp
 
 import pytest
+import torch
+
+# Without a GPU, Triton kernels run in Triton's interpreter.  Triton reads the
+# variable when it is first imported, which PyG may do while any test module
+# is collected, so it is set here, before collection:
+if not torch.cuda.is_available():
+    os.environ.setdefault('TRITON_INTERPRET', '1')
 
 SHARED_DATA = osp.join(osp.dirname(__file__), '..', '..', 'shared', 'data')
 

@@ -168,7 +168,7 @@ def conv_factory(model: str, p: Optional[float] = None,
     if hyper['p'] is not None:
         kwargs['p'] = hyper['p']
     if hyper['R'] is not None:
-        kwargs['num_features'] = hyper['R']
+        kwargs['num_spectral_points'] = hyper['R']
         kwargs['kernel_kwargs'] = dict(
             node_path=check_node_path(model, node_path))
     if spec.layer == 'mikan':

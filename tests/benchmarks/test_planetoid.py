@@ -11,7 +11,8 @@ from benchmarks.harness.registry import MODELS, build_model, protocol_for
 from benchmarks.harness.results import COLUMNS, ResultsWriter, read_results
 from benchmarks.harness.statistics import mean_std_ci
 from benchmarks.planetoid import run_benchmark, run_search
-from benchmarks.summary import render_summary, select_hyperparameters, summarize
+from benchmarks.summary import (render_summary, select_hyperparameters,
+                                summarize)
 from ikgat.datasets import toy_citation_graph
 from ikgat.training import train_node_classifier
 
@@ -264,10 +265,11 @@ def test_summary_markdown_compares_with_our_gat():
     assert 'gat-rbf (81.60 ± 1.14, n=5) is 0.20 points below our gat' in text
     assert 'the 95% CIs overlap' in text
     assert "Against the paper's 83.3: at or above (+1.10)" in text
-    assert ('python -m benchmarks.planetoid --datasets Cora --models ikan-direct '
-            '--seeds 0-4 --p 2.5 --num-features 64 --tag final '
+    assert ('python -m benchmarks.planetoid --datasets Cora --models '
+            'ikan-direct --seeds 0-4 --p 2.5 --num-features 64 --tag final '
             '--results r.csv --resume') in text
-    assert 'python -m benchmarks.planetoid summary --results r.csv --tag final' in text
+    assert ('python -m benchmarks.planetoid summary --results r.csv '
+            '--tag final') in text
     assert '--models gat-rbf --seeds 0-4 --tag final' in text  # p is fixed
     # Cells are ordered by the models table whatever the row order:
     assert text.index('| gat-rbf |') < text.index('| ikan-direct |')

@@ -1,6 +1,6 @@
-"""The speed study (``python -m benchmarks.speed``) runs end to end on tiny graphs
-(no timing assertions), and its baselines compute the same function as the
-layer."""
+"""The speed study (``python -m benchmarks.speed``) runs end to end on tiny
+graphs (no timing assertions), and its baselines compute the same function
+as the layer."""
 import pytest
 import torch
 

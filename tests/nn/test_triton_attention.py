@@ -1,16 +1,14 @@
 """The fused Triton attention against the unfused path (kernel_edge_softmax
 then attention_aggregate): values and gradients on small graphs.
 
-Without CUDA the kernels run in Triton's interpreter, switched on here before
-Triton is first imported (it reads TRITON_INTERPRET when a kernel is jitted).
+Without CUDA the kernels run in Triton's interpreter, switched on by
+tests/conftest.py before Triton is first imported.
 """
 import os
 
 import pytest
 import torch
 
-if not torch.cuda.is_available():
-    os.environ.setdefault('TRITON_INTERPRET', '1')
 pytest.importorskip('triton')
 
 from ikgat.nn.aggregation import attention_aggregate  # noqa: E402
