@@ -33,12 +33,12 @@ with the copy bandwidth.  The unfused path (``kernel_edge_softmax`` then
 Run on a GPU machine (products-size graphs need about 40 GB for GATConv's
 message tensors; an OOM is reported as such)::
 
-    python benchmarks/gpu_speed.py --output benchmarks/results/gpu_speed.md
+    python -m benchmarks.gpu_speed --output benchmarks/results/gpu_speed.md
     # or graph by graph, to stay within a time limit:
-    python benchmarks/gpu_speed.py --graphs cora pubmed arxiv --output a.md
-    python benchmarks/gpu_speed.py --graphs products --rounds 5 --output b.md
+    python -m benchmarks.gpu_speed --graphs cora pubmed arxiv --output a.md
+    python -m benchmarks.gpu_speed --graphs products --rounds 5 --output b.md
     # seconds on CPU, tiny graphs (checks the script, numbers meaningless):
-    python benchmarks/gpu_speed.py --smoke --output /tmp/gpu_speed.md
+    python -m benchmarks.gpu_speed --smoke --output /tmp/gpu_speed.md
 
 Self-contained: imports ikgat's public layers, torch and torch_geometric
 (and the fused kernel module), nothing from ``benchmarks/``.
