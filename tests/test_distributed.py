@@ -20,6 +20,7 @@ from ikgat.models import TwoLayerGAT
 BATCH_SIZE, STEPS, BETA = 6, 4, 0.01
 LAYERS = {
     'ikgat_direct': (IKGATConv, {'kernel': 'direct'}),
+    'ikgat_implicit': (IKGATConv, {'kernel': 'implicit'}),
     'mikan': (MIKANConv, {}),
     'kep': (KEPGATConv, {}),
 }
