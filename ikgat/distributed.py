@@ -21,7 +21,6 @@ with :math:`W` ranks, :math:`B = |S|` seeds in the global batch and
 rank, so DDP's average counts it once.  Only rank 0 writes checkpoints and
 results (:func:`save_on_main`), atomically (:mod:`ikgat.durable`).
 """
-import socket
 from typing import Optional
 
 import torch
@@ -92,11 +91,3 @@ def save_on_main(obj, path: str) -> None:
         return
     with atomic_open(path, 'wb') as file:
         torch.save(obj, file)
-
-
-def free_port() -> int:
-    r"""A free TCP port on localhost, for ``MASTER_PORT`` in tests and
-    single-machine runs."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]

@@ -3,7 +3,6 @@ batches end with the parameters of one process trained on the same global
 batches.  No sampler is needed: every rank runs the model on the whole
 (small) graph and takes the loss on its own seeds."""
 import datetime
-import os
 import time
 
 import pytest
@@ -13,8 +12,8 @@ import torch.multiprocessing as mp
 
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
 from ikgat.datasets import toy_citation_graph
-from ikgat.distributed import (data_parallel_loss, free_port,
-                               save_on_main, seed_nodes_for_rank)
+from ikgat.distributed import (data_parallel_loss, save_on_main,
+                               seed_nodes_for_rank)
 from ikgat.models import TwoLayerGAT
 
 BATCH_SIZE, STEPS, BETA = 6, 4, 0.01
@@ -62,11 +61,12 @@ def train(model, data, rank, world_size):
         optimizer.step()
 
 
-def worker(rank, world_size, port, name, path):
-    os.environ['MASTER_ADDR'] = '127.0.0.1'
-    os.environ['MASTER_PORT'] = str(port)
+def worker(rank, world_size, store, name, path):
     torch.set_num_threads(1)
-    dist.init_process_group('gloo', rank=rank, world_size=world_size,
+    # A file store rather than a TCP port: no port can be taken by another
+    # process between choosing it and binding it.
+    dist.init_process_group('gloo', init_method=f'file://{store}',
+                            rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=60))
     try:
         model, data = make_model(name)
@@ -89,7 +89,8 @@ def test_seed_nodes_for_rank_split_the_batch():
 @pytest.mark.parametrize('name', list(LAYERS))
 def test_two_processes_equal_one(name, tmp_path):
     path = str(tmp_path / 'state.pt')
-    context = mp.spawn(worker, args=(2, free_port(), name, path), nprocs=2,
+    store = str(tmp_path / 'store')
+    context = mp.spawn(worker, args=(2, store, name, path), nprocs=2,
                        join=False)
     # A hung collective must fail the test, not the suite:
     deadline = time.monotonic() + 120
