@@ -27,12 +27,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _number(text: str) -> float:
+    r""":obj:`text` as a float, NaN when it is not a number (so that every
+    range check below rejects it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float('nan')
+
+
 def positive_float(text: str) -> float:
     r"""An argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float('nan')
+    value = _number(text)
     if not 0 < value < float('inf'):
         raise argparse.ArgumentTypeError(
             f'must be a positive number (got {text!r})')
@@ -41,10 +47,7 @@ def positive_float(text: str) -> float:
 
 def probability(text: str) -> float:
     r"""An argparse type: a number in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float('nan')
+    value = _number(text)
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(
             f'must lie in [0, 1) (got {text!r})')
