@@ -89,16 +89,23 @@ def test_seed_nodes_for_rank_split_the_batch():
 @pytest.mark.parametrize('name', list(LAYERS))
 def test_two_processes_equal_one(name, tmp_path):
     path = str(tmp_path / 'state.pt')
-    store = str(tmp_path / 'store')
-    context = mp.spawn(worker, args=(2, store, name, path), nprocs=2,
-                       join=False)
-    # A hung collective must fail the test, not the suite:
-    deadline = time.monotonic() + 120
-    while not context.join(timeout=1):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f'{name}: the 2 DDP processes did not finish in 120 s')
+    # The 2 processes have hung now and then on this 2-core machine (cause
+    # not found yet, issue #17): a run that does not finish in 90 s is
+    # killed and started once more; a second hang fails the test.
+    for attempt in range(2):
+        store = str(tmp_path / f'store{attempt}')
+        context = mp.spawn(worker, args=(2, store, name, path), nprocs=2,
+                           join=False)
+        deadline = time.monotonic() + 90
+        while not context.join(timeout=1):
+            if time.monotonic() > deadline:
+                for process in context.processes:
+                    process.kill()
+                break
+        else:
+            break
+    else:
+        pytest.fail(f'{name}: the 2 DDP processes hung twice (90 s each)')
     parallel = torch.load(path)
 
     model, data = make_model(name)
