@@ -1,6 +1,7 @@
 r"""The ``ikgat`` command line: ``ikgat train`` and ``ikgat plot ...``.
 The benchmarks run from a checkout: ``python -m benchmarks.<study>``."""
 import argparse
+import copy
 import pickle
 import sys
 import time
@@ -9,12 +10,15 @@ from typing import List, Optional
 
 import torch
 import torch_geometric.transforms as T
+from torch.nn.parallel import DistributedDataParallel
 
 from ikgat.datasets import load_planetoid, planetoid_name
+from ikgat.distributed import init_from_environment, world
 from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import IKGATConv
+from ikgat.sampling import neighbor_sampler, require_sampler, sampled_batches
 from ikgat.training import train_node_classifier
 
 
@@ -51,6 +55,16 @@ def probability(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(
             f'must lie in [0, 1) (got {text!r})')
+    return value
+
+
+def fan_out(text: str) -> int:
+    r"""An argparse type: a positive number of neighbours, or -1 for all."""
+    value = int(text) if text.lstrip('-').isdigit() else 0
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(
+            f'must be a positive number of neighbours or -1 for all (got '
+            f'{text!r})')
     return value
 
 
@@ -112,6 +126,23 @@ def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
     parser.add_argument('--epochs', type=positive_int, default=1000)
     parser.add_argument('--patience', type=positive_int, default=100)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--batch-size', type=positive_int, default=None,
+                        help='seed nodes per mini-batch step, sampled with '
+                        'PyG\'s NeighborLoader (needs pyg-lib or '
+                        'torch-sparse); split across processes under '
+                        'torchrun (default: full-batch training)')
+    parser.add_argument('--fan-out', type=fan_out, nargs=2, default=[10, 10],
+                        metavar=('HOP1', 'HOP2'),
+                        help='in-neighbours sampled per node at each hop '
+                        'with --batch-size, -1 for all (default: 10 10)')
+    parser.add_argument('--eval-batch-size', type=positive_int,
+                        default=4096,
+                        help='targets per step of the layer-wise evaluation '
+                        'over the full graph after each mini-batch epoch '
+                        '(default: 4096)')
+    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'],
+                        help='cpu, or cuda (cuda:LOCAL_RANK under torchrun, '
+                        'with the NCCL backend; gloo on cpu)')
     parser.add_argument('--threads', type=positive_int, default=None,
                         help='CPU threads of PyTorch (default: its own '
                         'choice, one per core); use 1 when other jobs run')
@@ -130,41 +161,81 @@ def run_train(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    with user_input('--device: '):
+        device = init_from_environment(args.device)
+    rank, world_size = world()
     if args.save_checkpoint:
         with user_input('--save-checkpoint: '):
             check_writable(args.save_checkpoint)
+    sampler = None
+    if args.batch_size is not None:
+        if args.batch_size < world_size:
+            raise CommandError(f'--batch-size {args.batch_size} is smaller '
+                               f'than the {world_size} processes; give each '
+                               f'process at least one seed node')
+        with user_input('--batch-size: '):
+            require_sampler()
     torch.manual_seed(args.seed)
     with user_input():
         dataset = load_planetoid(args.dataset, args.root,
                                  transform=T.NormalizeFeatures())
     data = dataset[0]
+    if args.batch_size is not None:
+        sampler = neighbor_sampler(data, args.fan_out)
     conv_kwargs = dict(kernel=args.kernel, p=args.p,
                        num_spectral_points=args.num_spectral_points)
     with user_input():
         model = TwoLayerGAT(dataset.num_features, args.hidden,
                             dataset.num_classes, IKGATConv, heads=args.heads,
                             dropout=args.dropout, conv_kwargs=conv_kwargs)
+    model = model.to(device)
+    if device.type != 'cpu':  # the sampler keeps the graph on the CPU
+        data = copy.copy(data).to(device)
+    trained = model
+    if world_size > 1:
+        trained = DistributedDataParallel(model)
     described = (f'IKGATConv(kernel={args.kernel}, p={args.p:g}) on '
                  f'{dataset.name}')
-    print(f'ikgat train: {described}: {data.num_nodes} nodes, '
-          f'{data.num_edges} edges, {dataset.num_classes} classes; at most '
-          f'{args.epochs} epochs (patience {args.patience}), '
-          f'{torch.get_num_threads()} thread(s), seed {args.seed}',
-          flush=True)
+    regime = 'full batch'
+    if sampler is not None:
+        regime = (f'mini-batches of {args.batch_size} seeds, fan-out '
+                  f'{" ".join(map(str, args.fan_out))}')
+    if world_size > 1:
+        regime += f', {world_size} processes'
+    say = print if rank == 0 else (lambda *_, **__: None)
+    say(f'ikgat train: {described}: {data.num_nodes} nodes, '
+        f'{data.num_edges} edges, {dataset.num_classes} classes; '
+        f'{regime}; at most {args.epochs} epochs (patience '
+        f'{args.patience}), {torch.get_num_threads()} thread(s), seed '
+        f'{args.seed}', flush=True)
     recorder = None
-    if args.save_checkpoint:
+    if args.save_checkpoint and rank == 0:
         from ikgat.inspection import AttentionTermsRecorder
         recorder = AttentionTermsRecorder(model, data.x, data.edge_index)
-    result = train_node_classifier(model, data, lr=args.lr,
+    batches = inference = None
+    if sampler is not None:
+        seeds = data.train_mask.nonzero().view(-1)
+
+        def batches(epoch):
+            for batch, size in sampled_batches(sampler, seeds,
+                                               args.batch_size, epoch,
+                                               args.seed, rank, world_size):
+                yield batch.to(device), size
+
+        def inference():
+            return model.inference(data.x, data.edge_index,
+                                   args.eval_batch_size)
+    result = train_node_classifier(trained, data, lr=args.lr,
                                    weight_decay=args.weight_decay,
                                    epochs=args.epochs, patience=args.patience,
                                    keep_best_state=recorder is not None,
-                                   on_epoch=recorder, progress=args.progress)
-    print(f'{described}: test accuracy {result.test_acc:.4f} at the best '
-          f'validation epoch {result.best_epoch} (validation accuracy '
-          f'{result.val_acc:.4f}); {result.epochs} epochs in '
-          f'{result.seconds:.1f} s ({result.seconds / result.epochs:.3f} '
-          f's per epoch), {time.perf_counter() - start:.1f} s in all')
+                                   on_epoch=recorder, progress=args.progress,
+                                   batches=batches, inference=inference)
+    say(f'{described}: test accuracy {result.test_acc:.4f} at the best '
+        f'validation epoch {result.best_epoch} (validation accuracy '
+        f'{result.val_acc:.4f}); {result.epochs} epochs in '
+        f'{result.seconds:.1f} s ({result.seconds / result.epochs:.3f} '
+        f's per epoch), {time.perf_counter() - start:.1f} s in all')
     if recorder is not None:
         from ikgat.checkpoints import save_checkpoint
         save_checkpoint(
@@ -173,10 +244,15 @@ def run_train(args: argparse.Namespace) -> None:
             info=dict(val_acc=result.val_acc, test_acc=result.test_acc,
                       best_epoch=result.best_epoch, epochs=result.epochs,
                       seed=args.seed, lr=args.lr,
-                      weight_decay=args.weight_decay),
+                      weight_decay=args.weight_decay,
+                      batch_size=args.batch_size,
+                      fan_out=args.fan_out if sampler else None,
+                      processes=world_size),
             state_dict=result.state_dict)
-        print(f'saved the best-validation model (epoch {result.best_epoch}) '
-              f'to {args.save_checkpoint}')
+        say(f'saved the best-validation model (epoch {result.best_epoch}) '
+            f'to {args.save_checkpoint}')
+    if world_size > 1:
+        torch.distributed.destroy_process_group()
 
 
 PLOT_KINDS = {

@@ -21,6 +21,7 @@ with :math:`W` ranks, :math:`B = |S|` seeds in the global batch and
 rank, so DDP's average counts it once.  Only rank 0 writes checkpoints and
 results (:func:`save_on_main`), atomically (:mod:`ikgat.durable`).
 """
+import os
 from typing import Optional
 
 import torch
@@ -38,6 +39,30 @@ def world() -> tuple:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+def init_from_environment(device: str = 'cpu') -> torch.device:
+    r"""Join the process group that ``torchrun`` describes in the
+    environment (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``MASTER_ADDR``,
+    ``MASTER_PORT``) and return this process's device: ``cuda:LOCAL_RANK``
+    with the NCCL backend for :obj:`device` ``'cuda'``, the CPU with gloo
+    otherwise.  Without ``torchrun`` (no ``WORLD_SIZE``, or 1) nothing is
+    initialised and :obj:`device` is returned."""
+    world_size = int(os.environ.get('WORLD_SIZE', '1'))
+    if device not in ('cpu', 'cuda'):
+        raise ValueError(f"device must be 'cpu' or 'cuda' (got {device!r})")
+    if device == 'cuda' and not torch.cuda.is_available():
+        raise ValueError("device 'cuda': this torch sees no CUDA device; "
+                         "use --device cpu")
+    if world_size == 1 or (dist.is_available() and dist.is_initialized()):
+        return torch.device(device)
+    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
+    if device == 'cuda':
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group('nccl')
+        return torch.device('cuda', local_rank)
+    dist.init_process_group('gloo')
+    return torch.device('cpu')
 
 
 def is_main_process() -> bool:
@@ -91,3 +116,13 @@ def save_on_main(obj, path: str) -> None:
         return
     with atomic_open(path, 'wb') as file:
         torch.save(obj, file)
+
+
+def broadcast_from_main(values: list) -> list:
+    r"""Return rank 0's :obj:`values` (a list of picklable objects) on
+    every rank; :obj:`values` itself without a process group."""
+    if world()[1] == 1:
+        return values
+    values = list(values)
+    dist.broadcast_object_list(values, src=0)
+    return values

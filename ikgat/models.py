@@ -8,6 +8,7 @@ from torch import Tensor
 from torch_geometric.typing import Adj
 
 from ikgat.nn.dropout import nonzero_dropout
+from ikgat.nn.layerwise import layer_over_full_graph
 
 
 class TwoLayerGAT(torch.nn.Module):
@@ -60,3 +61,18 @@ class TwoLayerGAT(torch.nn.Module):
         x = F.elu(self.conv1(x, edge_index, **kwargs))
         x = F.dropout(x, p=self.dropout, training=self.training)
         return self.conv2(x, edge_index, **kwargs)
+
+    @torch.no_grad()
+    def inference(self, x: Tensor, edge_index: Tensor,
+                  batch_size: int = 4096) -> Tensor:
+        r"""The model's output on every node of the full graph, computed
+        layer by layer for :obj:`batch_size` targets at a time
+        (:func:`ikgat.nn.layerwise.layer_over_full_graph`): only one
+        layer's activations of the whole graph are held at once, and each
+        batch's memory grows with its in-edges.  In evaluation mode it
+        equals ``model(x, edge_index)``, the implicit kernels included
+        (their density comes from the full graph); the evaluation after
+        mini-batch training, as in PyG's examples."""
+        x = F.elu(layer_over_full_graph(self.conv1, x, edge_index,
+                                        batch_size))
+        return layer_over_full_graph(self.conv2, x, edge_index, batch_size)

@@ -13,6 +13,17 @@ has improved for :obj:`patience` epochs.  The epoch that is *selected*
   whose calibration is judged (at the best accuracy, early in training, the
   softmax may still be nearly uniform).
 
+**Mini-batches.**  With :obj:`batches` (e.g. neighbour-sampled subgraphs
+from :func:`ikgat.sampling.sampled_batches`) an epoch takes one step per
+batch, with the loss on the batch's seed nodes (the first
+``batch.batch_size`` nodes), and the evaluation runs :obj:`inference`
+(e.g. the layer-wise ``model.inference``) instead of one forward pass over
+the whole graph.  Under :mod:`torch.distributed` every rank trains on its
+share of each global batch (the loss of
+:func:`ikgat.distributed.data_parallel_loss`), rank 0 alone evaluates, and
+it sends its validation figures to the other ranks, so that every rank
+selects and stops at the same epoch.
+
 The training loss is the NLL averaged over the training nodes, plus
 :math:`\beta\,\mathrm{KL}/n` for variational layers (:math:`n` training
 nodes; :math:`\beta = 1` is the exact negative ELBO per node), plus an
@@ -23,15 +34,18 @@ import copy
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
+from ikgat.distributed import broadcast_from_main, data_parallel_loss, world
 from ikgat.nn.losses import kl_divergence
+from ikgat.sampling import warn_sampling_caveats
 
 #: What :func:`train_node_classifier` can select an epoch on.
 SELECTIONS = ('accuracy', 'nll')
@@ -95,6 +109,8 @@ def train_node_classifier(
     optimizer: Optional[torch.optim.Optimizer] = None,
     restore_best_state: bool = False,
     on_evaluate: Optional[Callable[[int, Tensor], None]] = None,
+    batches: Optional[Callable[[int], Iterable[Tuple[Data, int]]]] = None,
+    inference: Optional[Callable[[], Tensor]] = None,
 ) -> TrainResult:
     r"""Train :obj:`model` on ``data.train_mask`` and evaluate each epoch.
 
@@ -123,6 +139,13 @@ def train_node_classifier(
             :obj:`model` at the end (and return it).
         on_evaluate: Called with ``(epoch, logits)`` after each evaluation,
             the logits of every node in evaluation mode (recorders).
+        batches: Called with the epoch number, returns the epoch's
+            mini-batches as ``(subgraph, global_batch_size)`` pairs; the
+            subgraph's first ``batch_size`` nodes are the seeds (module
+            docstring).  (default: :obj:`None`, full batch)
+        inference: Returns the logits of every node in evaluation mode,
+            e.g. ``lambda: model.inference(data.x, data.edge_index)``.
+            (default: ``model(data.x, data.edge_index)``)
     """
     if select not in SELECTIONS:
         raise ValueError(f'select must be one of {SELECTIONS} (got '
@@ -131,40 +154,68 @@ def train_node_classifier(
         optimizer = torch.optim.Adam(model.parameters(), lr=lr,
                                      weight_decay=weight_decay)
     keep_state = keep_best_state or restore_best_state
+    module = (model.module if isinstance(model, DistributedDataParallel)
+              else model)
+    rank, world_size = world()
+    is_main = rank == 0
     num_train = int(data.train_mask.sum())
     has_test = 'test_mask' in data
+    if batches is not None:
+        warn_sampling_caveats(module)
     start = time.perf_counter()
     best_acc, best_loss, best_epoch = -1.0, math.inf, 0
     selected_acc, selected_loss, selected_test = -1.0, math.inf, 0.0
     # With NLL selection, a run whose loss never improves keeps the initial
     # state:
-    best_state = (copy.deepcopy(model.state_dict())
+    best_state = (copy.deepcopy(module.state_dict())
                   if keep_state and select == 'nll' else None)
     since_acc = since_loss = 0
     epoch = 0
     bar = tqdm(total=epochs, unit='epoch', leave=False, dynamic_ncols=True,
-               disable=None if progress is None else not progress)
+               disable=(not is_main or None if progress is None
+                        else not (is_main and progress)))
     for epoch in range(1, epochs + 1):
         model.train()
-        optimizer.zero_grad()
-        out = model(data.x, data.edge_index)
-        loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
-        if beta:
-            loss = loss + beta * kl_divergence(model) / num_train
-        if extra_loss is not None:
-            loss = loss + extra_loss()
-        loss.backward()
-        optimizer.step()
+        if batches is None:
+            optimizer.zero_grad()
+            out = model(data.x, data.edge_index)
+            loss = F.cross_entropy(out[data.train_mask],
+                                   data.y[data.train_mask])
+            if beta:
+                loss = loss + beta * kl_divergence(model) / num_train
+            if extra_loss is not None:
+                loss = loss + extra_loss()
+            loss.backward()
+            optimizer.step()
+        else:
+            for batch, global_batch_size in batches(epoch):
+                optimizer.zero_grad()
+                seeds = batch.batch_size
+                out = model(batch.x, batch.edge_index)[:seeds]
+                loss = data_parallel_loss(out, batch.y[:seeds],
+                                          global_batch_size, world_size,
+                                          model, beta, num_train)
+                if extra_loss is not None:
+                    loss = loss + extra_loss()
+                loss.backward()
+                optimizer.step()
 
         model.eval()
-        with torch.no_grad():
-            out = model(data.x, data.edge_index)
-        val_loss = float(F.cross_entropy(out[data.val_mask],
-                                         data.y[data.val_mask]))
-        val_acc = masked_accuracy(out, data.y, data.val_mask)
-        if on_evaluate is not None:
-            on_evaluate(epoch, out)
-        if on_epoch is not None:
+        figures = [math.nan] * 3
+        if is_main:
+            with torch.no_grad():
+                out = (inference() if inference is not None else
+                       model(data.x, data.edge_index))
+            figures = [
+                masked_accuracy(out, data.y, data.val_mask),
+                float(F.cross_entropy(out[data.val_mask],
+                                      data.y[data.val_mask])),
+                masked_accuracy(out, data.y, data.test_mask)
+                if has_test else 0.0]
+            if on_evaluate is not None:
+                on_evaluate(epoch, out)
+        val_acc, val_loss, test_acc = broadcast_from_main(figures)
+        if on_epoch is not None and is_main:
             on_epoch(epoch, val_acc, val_loss)
         bar.update()
         bar.set_postfix(loss=f'{float(loss.detach()):.4f}',
@@ -180,10 +231,9 @@ def train_node_classifier(
         if selected:
             best_epoch = epoch
             selected_acc, selected_loss = val_acc, val_loss
-            if has_test:
-                selected_test = masked_accuracy(out, data.y, data.test_mask)
+            selected_test = test_acc
             if keep_state:
-                best_state = copy.deepcopy(model.state_dict())
+                best_state = copy.deepcopy(module.state_dict())
         if improved_acc:
             best_acc = val_acc
         since_acc = 0 if improved_acc else since_acc + 1
@@ -196,7 +246,7 @@ def train_node_classifier(
             break
     bar.close()
     if restore_best_state and best_state is not None:
-        model.load_state_dict(best_state)
+        module.load_state_dict(best_state)
     return TrainResult(selected_acc, selected_test, best_epoch, epoch,
                        time.perf_counter() - start, best_state,
                        selected_loss)

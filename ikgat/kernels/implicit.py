@@ -1,6 +1,6 @@
 r"""IKAN: an implicit spectral density inferred variationally."""
 import math
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -161,6 +161,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         self._log_std: Optional[Tensor] = None
         self._points: Optional[List[Tensor]] = None
         self._batches: List[Optional[Tensor]] = [None, None]
+        #: :math:`h_s` of shape :math:`(1, H, 2C)` to use instead of the
+        #: summary of the nodes a forward pass gets (evaluation on sampled
+        #: subgraphs with the full graph's density); set and cleared by
+        #: :meth:`ikgat.IKGATConv.full_graph_summary`.
+        self.fixed_summary: Optional[Tensor] = None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -187,7 +192,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # pickles of the module start without it.
         state = super().__getstate__()
         state.update(_mean=None, _log_std=None, _points=None,
-                     _batches=[None, None])
+                     _batches=[None, None], fixed_summary=None)
         return state
 
     def correlation_cholesky(self) -> Tensor:
@@ -224,10 +229,16 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         r"""Infer :math:`q(\tilde z \mid h_s)` from the graph(s) and draw
         the spectral points used by the following :meth:`log_similarity`
         calls (:math:`\tilde z = \mu` unless :obj:`sample`)."""
-        mean_k = _graph_mean(x_src, batch_src, num_graphs)  # [G, H, C]
-        mean_q = (torch.zeros_like(mean_k) if x_dst is None else _graph_mean(
-            x_dst, batch_dst, num_graphs))
-        summary = torch.cat([mean_q, mean_k], dim=-1)  # [G, H, 2C]
+        if self.fixed_summary is not None:
+            if num_graphs != 1:
+                raise ValueError(
+                    f'{type(self).__name__}: a fixed graph summary serves '
+                    f'one graph, not a batch of {num_graphs}; leave batch '
+                    f'out inside full_graph_summary()')
+            summary = self.fixed_summary.to(x_src.dtype)
+        else:
+            summary = graph_summary(x_src, x_dst, batch_src, batch_dst,
+                                    num_graphs)
         out = _linear(self.encoder_out,
                       F.elu(_linear(self.encoder_hidden, summary)))
         mean = out[..., :self.latent_dim] + self.head_mean.to(out.dtype)
@@ -313,22 +324,42 @@ def _linear(layer: torch.nn.Linear, x: Tensor) -> Tensor:
     return F.linear(x, layer.weight.to(x.dtype), bias)
 
 
-def _graph_mean(x: Tensor, batch: Optional[Tensor],
-                num_graphs: int) -> Tensor:
-    r"""Mean of :math:`x` of shape :math:`(N, H, C)` over the nodes of each
-    graph, :math:`(G, H, C)` (zeros for a graph without nodes).
+def graph_summary(x_src: Tensor, x_dst: Optional[Tensor],
+                  batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
+                  num_graphs: int) -> Tensor:
+    r"""The summary :math:`h_s = [\operatorname{mean}_i q_i \,\|\,
+    \operatorname{mean}_j k_j]` of each graph, :math:`(G, H, 2C)`, from the
+    target projections :math:`q` (:obj:`x_dst`; zeros without them) and the
+    source projections :math:`k` (:obj:`x_src`)."""
+    mean_k = finite_mean(*finite_sums(x_src, batch_src, num_graphs))
+    mean_q = (torch.zeros_like(mean_k) if x_dst is None else finite_mean(
+        *finite_sums(x_dst, batch_dst, num_graphs)))
+    return torch.cat([mean_q, mean_k], dim=-1)
 
-    Per head, a node whose projection is not finite (a NaN or infinite
-    input) is left out of the mean instead of turning every graph-level
-    quantity into NaN; the mask is computed on the device, with no host
-    synchronisation."""
+
+def finite_sums(x: Tensor, batch: Optional[Tensor] = None,
+                num_graphs: int = 1) -> Tuple[Tensor, Tensor]:
+    r"""Per graph and head, the sum of the rows of :math:`x` of shape
+    :math:`(N, H, C)` and their count, :math:`(G, H, C)` and
+    :math:`(G, H, 1)`, over the nodes whose projection is finite.
+
+    A NaN or infinite input row is left out instead of turning every
+    graph-level quantity into NaN; the mask is computed on the device, with
+    no host synchronisation.  Sums of chunks add up to the sum of their
+    concatenation, so a graph too large for one pass is summarised in
+    chunks."""
     finite = torch.isfinite(x).all(-1, keepdim=True)  # [N, H, 1]
     x = x.masked_fill(~finite, 0.0)
     weight = finite.to(x.dtype)
     if batch is None:
-        total, count = x.sum(0, keepdim=True), weight.sum(0, keepdim=True)
-    else:
-        total = x.new_zeros(num_graphs, *x.shape[1:]).index_add_(0, batch, x)
-        count = weight.new_zeros(num_graphs, x.size(1), 1).index_add_(
-            0, batch, weight)
+        return x.sum(0, keepdim=True), weight.sum(0, keepdim=True)
+    total = x.new_zeros(num_graphs, *x.shape[1:]).index_add_(0, batch, x)
+    count = weight.new_zeros(num_graphs, x.size(1), 1).index_add_(
+        0, batch, weight)
+    return total, count
+
+
+def finite_mean(total: Tensor, count: Tensor) -> Tensor:
+    r"""The mean from :func:`finite_sums` (zeros for a graph without finite
+    nodes)."""
     return total / count.clamp_min(1.0)

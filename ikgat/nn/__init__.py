@@ -6,10 +6,11 @@ from ikgat.nn.conv import (
 )
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.edge_softmax import kernel_edge_softmax
+from ikgat.nn.layerwise import layer_over_full_graph
 from ikgat.nn.losses import kl_divergence, ksvd_loss
 
 __all__ = [
     'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition',
     'kl_divergence', 'ksvd_loss', 'attention_aggregate',
-    'kernel_edge_softmax'
+    'kernel_edge_softmax', 'layer_over_full_graph'
 ]

@@ -1,7 +1,8 @@
 r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
-from typing import Any, ContextManager, Optional, Tuple, Union
+from contextlib import contextmanager
+from typing import Any, ContextManager, Iterator, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -59,7 +60,34 @@ class GATStyleConv(MessagePassing):
     ``bias``), so a trained GATConv's state dict loads into a subclass
     (``strict=False`` for the subclass's own parameters).  The arguments are
     GATConv's and are validated with errors that name the value.
+
+    **Sampled subgraphs.**  On a subgraph that holds every in-edge of a
+    target (a ``NeighborLoader`` batch with fan-out :obj:`-1`), a layer
+    with :attr:`local_to_in_neighbourhood` gives the target the output the
+    full graph gives it, provided that :meth:`full_graph_summary` is active
+    for layers that summarise the graph.  :attr:`sampling_caveat` says, in
+    one sentence, what differs on sampled subgraphs (:obj:`None`:
+    nothing beyond the neighbours left out by the sampler).
     """
+    #: Whether a target's output depends only on the target, its in-edges
+    #: and their sources (and on :meth:`full_graph_summary`).
+    local_to_in_neighbourhood: bool = True
+
+    @property
+    def sampling_caveat(self) -> Optional[str]:
+        r"""What a sampled subgraph changes beyond the neighbours it leaves
+        out, or :obj:`None`."""
+        return None
+
+    @contextmanager
+    def full_graph_summary(self, x: Tensor,
+                           chunk_size: int = 65536) -> Iterator[None]:
+        r"""Within the block, evaluate forward passes on subgraphs with the
+        graph-level quantities of the graph whose node features are
+        :obj:`x` (the full graph), computed once in node chunks of
+        :obj:`chunk_size`.  Nothing to do for this layer; layers that
+        summarise the graph override it."""
+        yield
     def __init__(
         self,
         in_channels: Union[int, Tuple[int, int]],

@@ -1,6 +1,8 @@
+from contextlib import contextmanager
 from typing import (
     Any,
     Dict,
+    Iterator,
     List,
     NamedTuple,
     Optional,
@@ -30,6 +32,7 @@ from torch_geometric.utils import (
 from torch_geometric.utils.sparse import set_sparse_value
 
 from ikgat.kernels import Kernel, resolve_kernel
+from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.kernels.base import (
     DeprecatedNumFeatures,
     check_num_spectral_points,
@@ -427,6 +430,58 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                 f"or no batch")
         self.kernel.prepare(x_src, x_dst, batch_src, batch_dst, num_graphs,
                             sample)
+
+    @property
+    def sampling_caveat(self) -> Optional[str]:
+        if not self.kernel.stochastic:
+            return None
+        return (f'{type(self).__name__}: the implicit spectral density is '
+                f'inferred from the mean over the nodes of each sampled '
+                f'subgraph, so a seed node\'s output depends on which '
+                f'other nodes were sampled (in training this acts like a '
+                f'batch statistic); evaluate layer-wise over the full graph '
+                f'(TwoLayerGAT.inference), or within '
+                f'full_graph_summary(x), to get the full graph\'s outputs')
+
+    @contextmanager
+    def full_graph_summary(self, x: Union[Tensor, OptPairTensor],
+                           chunk_size: int = 65536) -> Iterator[None]:
+        r"""Within the block, a stochastic kernel draws its spectral points
+        from the summary :math:`h_s = [\operatorname{mean}_i q_i \,\|\,
+        \operatorname{mean}_j k_j]` of the graph whose node features are
+        :obj:`x` (the full graph), not from the nodes each forward pass
+        gets; the sums are taken once, in node chunks of :obj:`chunk_size`.
+        On a subgraph that holds every in-edge of its targets (fan-out
+        :obj:`-1`), the targets then get their full-graph outputs.
+
+        For evaluation only (the summary carries no gradient): in training
+        mode this raises.  A no-op for the other kernels.
+        """
+        if not self.kernel.stochastic:
+            yield
+            return
+        if self.training:
+            raise RuntimeError(
+                f'{type(self).__name__}.full_graph_summary: the summary is '
+                f'for evaluation; call model.eval() first')
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        with torch.no_grad():
+            k_sums = [finite_sums(self._project((chunk, None))[0])
+                      for chunk in x_src.split(chunk_size)]
+            mean_k = finite_mean(*map(sum, zip(*k_sums)))
+            if x_dst is None:
+                mean_q = torch.zeros_like(mean_k)
+            elif isinstance(x, Tensor) and self.lin is not None:
+                mean_q = mean_k  # one projection for sources and targets
+            else:
+                q_sums = [finite_sums(self._project((x_src[:0], chunk))[1])
+                          for chunk in x_dst.split(chunk_size)]
+                mean_q = finite_mean(*map(sum, zip(*q_sums)))
+        self.kernel.fixed_summary = torch.cat([mean_q, mean_k], dim=-1)
+        try:
+            yield
+        finally:
+            self.kernel.fixed_summary = None
 
     def spectral_points(self) -> List[Tensor]:
         r"""The spectral point sets of a random-feature kernel, each of shape

@@ -204,6 +204,16 @@ class KEPGATConv(GATStyleConv):
     non-finite terms, so a NaN or infinite input row makes NaN only the
     output rows that attend to it, as in GATConv.
 
+    **Sampled subgraphs.**  The adjoint branch :math:`r(j)`, :math:`c_j`
+    sums over the *out*-edges of :math:`j`, which in-neighbour sampling
+    (``NeighborLoader``) drops: on a subgraph, even one holding every
+    in-neighbour, a target's output differs from its full-graph output
+    (:attr:`local_to_in_neighbourhood` is :obj:`False`, and the mini-batch
+    tools of :mod:`ikgat.training` warn once).  Training on such subgraphs
+    trains the layer on truncated adjoint sums; layer-wise evaluation
+    (:meth:`ikgat.models.TwoLayerGAT.inference`) runs this layer on the
+    whole graph at once, which gives exactly its full-graph output.
+
     **Randomness.**  Training draws one sample per forward pass.  Evaluation
     averages :obj:`num_samples` draws (:obj:`num_samples=0` returns the
     posterior mean, deterministic).  Pass ``generator=`` to :meth:`forward`
@@ -315,6 +325,16 @@ class KEPGATConv(GATStyleConv):
                              f"non-negative integer, 0 for the posterior "
                              f"mean (got {value!r})")
         self._num_samples = value
+
+    local_to_in_neighbourhood = False
+
+    @property
+    def sampling_caveat(self) -> Optional[str]:
+        return (f'{type(self).__name__}: the adjoint branch sums over each '
+                f'source\'s out-edges, which in-neighbour sampling drops, so '
+                f'outputs on sampled subgraphs differ from full-graph '
+                f'outputs even with fan-out -1; layer-wise evaluation '
+                f'(TwoLayerGAT.inference) runs this layer on the whole graph')
 
     def reset_parameters(self):
         super().reset_parameters()
