@@ -252,6 +252,11 @@ def run_train(args: argparse.Namespace) -> None:
         say(f'saved the best-validation model (epoch {result.best_epoch}) '
             f'to {args.save_checkpoint}')
     if world_size > 1:
+        # DDP's reducer goes first, while the process group still has
+        # another reference: the last reference dropped in the reducer's
+        # destructor would join gloo's threads with the GIL held, while
+        # they wait for the GIL (a deadlock at exit, 3 runs in 6 here).
+        del trained
         torch.distributed.destroy_process_group()
 
 

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 import torch
+import torch_geometric.typing
 
 from ikgat.cli import main
 
@@ -157,3 +158,63 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(tmp_path,
     monkeypatch.undo()
     assert open(path, 'rb').read() == before
     assert load_checkpoint(path).layer == 'IKGATConv'
+
+
+needs_sampler = pytest.mark.skipif(
+    not (torch_geometric.typing.WITH_PYG_LIB
+         or torch_geometric.typing.WITH_TORCH_SPARSE),
+    reason='needs pyg-lib or torch-sparse')
+
+
+@needs_sampler
+def test_train_in_mini_batches(cora, capsys, tmp_path):
+    path = str(tmp_path / 'mini.pt')
+    main(['train', '--epochs', '2', '--hidden', '2', '--heads', '2',
+          '--threads', '1', '--batch-size', '70', '--fan-out', '5', '-1',
+          '--eval-batch-size', '1000', '--save-checkpoint', path])
+    lines = capsys.readouterr().out.splitlines()
+    assert 'mini-batches of 70 seeds, fan-out 5 -1' in lines[0]
+    assert '2 epochs in' in lines[1]
+    from ikgat.checkpoints import load_checkpoint
+    info = load_checkpoint(path).info
+    assert info['batch_size'] == 70 and info['fan_out'] == [5, -1]
+
+
+@pytest.mark.parametrize('argv,message', [
+    (['--fan-out', '10', '0'], '--fan-out: must be a positive number of '
+     "neighbours or -1 for all (got '0')"),
+    (['--fan-out', '10'], '--fan-out: expected 2 arguments'),
+    (['--batch-size', '0'], "--batch-size: must be a positive integer"),
+    (['--device', 'tpu'], "--device: invalid choice: 'tpu'"),
+])
+def test_mini_batch_options_are_checked(argv, message, capsys):
+    err = run_failing(['train'] + argv, capsys)
+    assert message in err, err
+
+
+def test_mini_batches_without_a_sampler_name_both(monkeypatch, capsys):
+    monkeypatch.setattr(torch_geometric.typing, 'WITH_PYG_LIB', False)
+    monkeypatch.setattr(torch_geometric.typing, 'WITH_TORCH_SPARSE', False)
+    err = run_failing(['train', '--batch-size', '64'], capsys)
+    assert 'pyg-lib' in err and 'torch-sparse' in err, err
+
+
+@pytest.mark.slow
+@needs_sampler
+def test_train_under_torchrun_with_two_processes(cora, tmp_path):
+    # Two gloo processes, one thread each: only rank 0 talks and writes.
+    import subprocess
+    import sys
+    path = str(tmp_path / 'ddp.pt')
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    done = subprocess.run(
+        [sys.executable, '-m', 'torch.distributed.run', '--nproc-per-node',
+         '2', '--standalone', '-m', 'ikgat.cli', 'train', '--epochs',
+         '2', '--hidden', '2', '--heads', '2', '--threads', '1',
+         '--batch-size', '64', '--no-progress', '--save-checkpoint', path],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, done.stdout
+    assert '2 processes' in lines[0] and '2 epochs in' in lines[1]
+    assert osp.exists(path)
