@@ -1,7 +1,6 @@
 r"""The ``ikgat`` command line: ``ikgat train`` and ``ikgat plot ...``.
 The benchmarks run from a checkout: ``python -m benchmarks.<study>``."""
 import argparse
-import copy
 import pickle
 import sys
 import time
@@ -18,7 +17,7 @@ from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import IKGATConv
-from ikgat.sampling import neighbor_sampler, require_sampler, sampled_batches
+from ikgat.sampling import minibatch_training, require_sampler
 from ikgat.training import train_node_classifier
 
 
@@ -167,7 +166,6 @@ def run_train(args: argparse.Namespace) -> None:
     if args.save_checkpoint:
         with user_input('--save-checkpoint: '):
             check_writable(args.save_checkpoint)
-    sampler = None
     if args.batch_size is not None:
         if args.batch_size < world_size:
             raise CommandError(f'--batch-size {args.batch_size} is smaller '
@@ -179,9 +177,7 @@ def run_train(args: argparse.Namespace) -> None:
     with user_input():
         dataset = load_planetoid(args.dataset, args.root,
                                  transform=T.NormalizeFeatures())
-    data = dataset[0]
-    if args.batch_size is not None:
-        sampler = neighbor_sampler(data, args.fan_out)
+    data = dataset[0].to(device)
     conv_kwargs = dict(kernel=args.kernel, p=args.p,
                        num_spectral_points=args.num_spectral_points)
     with user_input():
@@ -189,15 +185,13 @@ def run_train(args: argparse.Namespace) -> None:
                             dataset.num_classes, IKGATConv, heads=args.heads,
                             dropout=args.dropout, conv_kwargs=conv_kwargs)
     model = model.to(device)
-    if device.type != 'cpu':  # the sampler keeps the graph on the CPU
-        data = copy.copy(data).to(device)
     trained = model
     if world_size > 1:
         trained = DistributedDataParallel(model)
     described = (f'IKGATConv(kernel={args.kernel}, p={args.p:g}) on '
                  f'{dataset.name}')
     regime = 'full batch'
-    if sampler is not None:
+    if args.batch_size is not None:
         regime = (f'mini-batches of {args.batch_size} seeds, fan-out '
                   f'{" ".join(map(str, args.fan_out))}')
     if world_size > 1:
@@ -213,18 +207,10 @@ def run_train(args: argparse.Namespace) -> None:
         from ikgat.inspection import AttentionTermsRecorder
         recorder = AttentionTermsRecorder(model, data.x, data.edge_index)
     batches = inference = None
-    if sampler is not None:
-        seeds = data.train_mask.nonzero().view(-1)
-
-        def batches(epoch):
-            for batch, size in sampled_batches(sampler, seeds,
-                                               args.batch_size, epoch,
-                                               args.seed, rank, world_size):
-                yield batch.to(device), size
-
-        def inference():
-            return model.inference(data.x, data.edge_index,
-                                   args.eval_batch_size)
+    if args.batch_size is not None:
+        batches, inference = minibatch_training(
+            model, data, args.batch_size, args.fan_out, args.eval_batch_size,
+            args.seed)
     result = train_node_classifier(trained, data, lr=args.lr,
                                    weight_decay=args.weight_decay,
                                    epochs=args.epochs, patience=args.patience,
@@ -246,7 +232,7 @@ def run_train(args: argparse.Namespace) -> None:
                       seed=args.seed, lr=args.lr,
                       weight_decay=args.weight_decay,
                       batch_size=args.batch_size,
-                      fan_out=args.fan_out if sampler else None,
+                      fan_out=args.fan_out if args.batch_size else None,
                       processes=world_size),
             state_dict=result.state_dict)
         say(f'saved the best-validation model (epoch {result.best_epoch}) '

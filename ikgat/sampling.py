@@ -14,14 +14,15 @@ that every rank takes part in every step.
 
 Sampling needs pyg-lib or torch-sparse (:func:`require_sampler`).
 """
+import copy
 import warnings
-from typing import Iterator, List, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ikgat.distributed import seed_nodes_for_rank
+from ikgat.distributed import seed_nodes_for_rank, world
 from ikgat.nn.conv.gat_base import GATStyleConv
 
 #: How to get a neighbour sampler, named by the error of
@@ -104,3 +105,36 @@ def warn_sampling_caveats(model: torch.nn.Module) -> None:
     for module in model.modules():
         if isinstance(module, GATStyleConv) and module.sampling_caveat:
             warnings.warn(module.sampling_caveat, UserWarning, stacklevel=2)
+
+
+def minibatch_training(
+    model: torch.nn.Module, data: Data, batch_size: int,
+    num_neighbors: Sequence[int], eval_batch_size: int = 4096,
+    seed: int = 0
+) -> Tuple[Callable[[int], Iterable[Tuple[Data, int]]],
+           Callable[[], Tensor]]:
+    r"""The ``batches`` and ``inference`` arguments of
+    :func:`ikgat.training.train_node_classifier` that train :obj:`model`
+    on :obj:`data` in neighbour-sampled mini-batches of :obj:`batch_size`
+    training seeds (this process's share under :mod:`torch.distributed`)
+    and evaluate it layer-wise over the full graph with
+    ``model.inference(x, edge_index, eval_batch_size)`` (e.g.
+    :meth:`ikgat.models.TwoLayerGAT.inference`).
+
+    The sampler works on a CPU copy of the graph; the batches move to the
+    device of ``data.x``, where the inference runs."""
+    device = data.x.device
+    on_cpu = data if device.type == 'cpu' else copy.copy(data).cpu()
+    sampler = neighbor_sampler(on_cpu, num_neighbors)
+    seeds = on_cpu.train_mask.nonzero().view(-1)
+    rank, world_size = world()
+
+    def batches(epoch: int) -> Iterator[Tuple[Data, int]]:
+        for batch, size in sampled_batches(sampler, seeds, batch_size, epoch,
+                                           seed, rank, world_size):
+            yield batch.to(device), size
+
+    def inference() -> Tensor:
+        return model.inference(data.x, data.edge_index, eval_batch_size)
+
+    return batches, inference

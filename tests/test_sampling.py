@@ -16,8 +16,9 @@ from ikgat.kernels import KERNELS, ImplicitSpectralKernel
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import layer_over_full_graph
 from ikgat.sampling import (check_num_neighbors, global_batches,
-                            neighbor_sampler, require_sampler,
-                            sampled_batches, warn_sampling_caveats)
+                            minibatch_training, neighbor_sampler,
+                            require_sampler, sampled_batches,
+                            warn_sampling_caveats)
 from ikgat.training import train_node_classifier
 
 HAS_SAMPLER = pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE
@@ -189,16 +190,16 @@ def test_one_full_neighbourhood_batch_is_one_full_batch_step(conv, kwargs):
     model = TwoLayerGAT(data.num_features, 4, 3, conv, heads=2,
                         dropout=0.0, conv_kwargs=kwargs)
     twin = copy.deepcopy(model)
-    sampler = neighbor_sampler(data, [-1, -1])
-    seeds = data.train_mask.nonzero().view(-1)
+    num_train = int(data.train_mask.sum())
+    batches, inference = minibatch_training(model, data, num_train, [-1, -1],
+                                            eval_batch_size=16)
+    assert [batch.batch_size for batch, _ in batches(1)] == [num_train]
     # SGD: Adam's first step is lr * sign(gradient), which turns roundoff
     # in a vanishing gradient into a full step.
     train_node_classifier(
         model, data, epochs=1, patience=None,
         optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-        batches=lambda epoch: sampled_batches(sampler, seeds, seeds.numel(),
-                                              epoch, 0),
-        inference=lambda: model.inference(data.x, data.edge_index, 16))
+        batches=batches, inference=inference)
     train_node_classifier(twin, data, epochs=1, patience=None,
                           optimizer=torch.optim.SGD(twin.parameters(),
                                                     lr=0.5))
