@@ -12,8 +12,9 @@ on the ``valid`` split; the parameters of the best validation epoch are
 restored and the :class:`Evaluator` reports train / valid / test accuracy.
 
 The defaults of :data:`OGB_PROTOCOLS` are a GAT-style starting point, not
-tuned settings.  ``ogbn-products`` (2.4M nodes, 62M edges) full-batch needs
-a large GPU.
+tuned settings.  ``ogbn-products`` (2.4M nodes, 62M edges) trains in
+neighbour-sampled mini-batches by default (full batch needs a large GPU);
+``--batch-size`` and ``--fan-out`` set the regime of any dataset.
 """
 import argparse
 import os.path as osp
@@ -26,10 +27,14 @@ from benchmarks.harness.data import BenchData
 from benchmarks.harness.progress import Progress
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.registry import (
+    FULL_BATCH,
     MODELS,
+    add_regime_arguments,
     build_model,
     check_models,
     model_hyperparameters,
+    regime_overrides,
+    training_regime,
 )
 from benchmarks.harness.results import (
     COLUMNS,
@@ -51,10 +56,14 @@ from ikgat.training import train_node_classifier
 
 OGB_PROTOCOLS: Dict[str, Dict[str, Any]] = {
     'ogbn-arxiv': dict(lr=0.005, weight_decay=0.0, hidden=32, heads=4,
-                       out_heads=1, dropout=0.5, epochs=500, patience=100),
+                       out_heads=1, dropout=0.5, epochs=500, patience=100,
+                       **FULL_BATCH),
+    # Full batch needs a large GPU; mini-batches of PyG's products example:
     'ogbn-products': dict(lr=0.005, weight_decay=0.0, hidden=32, heads=4,
                           out_heads=1, dropout=0.5, epochs=300,
-                          patience=50),
+                          patience=50,
+                          **dict(FULL_BATCH, batch_size=1024,
+                                 fan_out=(15, 10))),
 }
 #: Datasets stored as directed graphs that the benchmark makes undirected.
 MAKE_UNDIRECTED = ('ogbn-arxiv', )
@@ -123,13 +132,19 @@ def load_ogbn(name: str, root: Optional[str] = None,
 
 
 @torch.no_grad()
-def evaluate_ogb(name: str, model: torch.nn.Module, data) -> Dict[str, float]:
+def evaluate_ogb(name: str, model: torch.nn.Module, data,
+                 inference: Optional[Callable[[], torch.Tensor]] = None
+                 ) -> Dict[str, float]:
     r"""Accuracy of :obj:`model` on the three splits by OGB's
-    :class:`~ogb.nodeproppred.Evaluator` of :obj:`name`."""
+    :class:`~ogb.nodeproppred.Evaluator` of :obj:`name`, from
+    :obj:`inference` (e.g. layer-wise) or one forward pass."""
     from ogb.nodeproppred import Evaluator
     evaluator = Evaluator(name)
     model.eval()
-    y_pred = model(data.x, data.edge_index).argmax(dim=-1, keepdim=True)
+    with torch.no_grad():
+        logits = (inference() if inference is not None else
+                  model(data.x, data.edge_index))
+    y_pred = logits.argmax(dim=-1, keepdim=True)
     y_true = data.y.view(-1, 1)
     return {part: evaluator.eval({'y_true': y_true[mask],
                                   'y_pred': y_pred[mask]})['acc']
@@ -181,14 +196,16 @@ def run_ogb(name: str, models: Sequence[str], seeds: Sequence[int],
             net = build_model(model, bench.num_features, bench.num_classes,
                               protocol, p=hyper['p'],
                               R=hyper['R']).to(torch_device)
+            regime = training_regime(protocol, net, data, seed)
             result = train_node_classifier(
                 net, data, lr=protocol['lr'],
                 weight_decay=protocol['weight_decay'],
                 epochs=protocol['epochs'], patience=protocol['patience'],
                 beta=float(hyper['beta'] or 0.0), keep_best_state=True,
-                on_epoch=bar.epoch)
+                on_epoch=bar.epoch,
+                **regime)
             net.load_state_dict(result.state_dict)
-            accuracy = evaluate_ogb(name, net, data)
+            accuracy = evaluate_ogb(name, net, data, regime.get('inference'))
             row = dict(
                 dataset=name, model=model, tag=tag, seed=seed,
                 p=format_float(hyper['p']), R=format_int(hyper['R']),
@@ -242,6 +259,7 @@ def add_ogb_arguments(parser: argparse.ArgumentParser) -> None:
                        ('dropout', float), ('epochs', int),
                        ('patience', int)):
         proto.add_argument(f'--{flag}', type=kind, default=None)
+    add_regime_arguments(proto)
     parser.set_defaults(run=_run_ogb_command)
 
 
@@ -250,7 +268,8 @@ def _run_ogb_command(args: argparse.Namespace) -> None:
     overrides = dict(lr=args.lr, weight_decay=args.weight_decay,
                      hidden=args.hidden, heads=args.heads,
                      out_heads=args.out_heads, dropout=args.dropout,
-                     epochs=args.epochs, patience=args.patience)
+                     epochs=args.epochs, patience=args.patience,
+                     **regime_overrides(args))
     rows = run_ogb(args.dataset, args.models, parse_seeds(args.seeds),
                    results=args.results, tag=args.tag, p=args.p,
                    R=args.num_features, beta=args.beta,

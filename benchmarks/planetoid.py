@@ -43,12 +43,15 @@ from benchmarks.harness.registry import (
     DEFAULT_HYPERPARAMETERS,
     MODELS,
     SEARCH_GRID,
+    add_regime_arguments,
     build_model,
     canonical_dataset,
     check_models,
     conv_factory,
     model_hyperparameters,
     protocol_for,
+    regime_overrides,
+    training_regime,
 )
 from benchmarks.harness.results import (
     MalformedResults,
@@ -97,7 +100,8 @@ def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],
         net, data, lr=protocol['lr'], weight_decay=protocol['weight_decay'],
         epochs=protocol['epochs'], patience=protocol['patience'],
         beta=float(hyper['beta'] or 0.0), on_epoch=on_epoch,
-        keep_best_state=checkpoint_dir is not None)
+        keep_best_state=checkpoint_dir is not None,
+        **training_regime(protocol, net, data, seed))
     row = dict(
         dataset=bench.name, model=model, tag=tag, seed=int(seed),
         p=format_float(hyper['p']), R=format_int(hyper['R']),
@@ -311,13 +315,15 @@ def _add_common_run_arguments(parser: argparse.ArgumentParser,
     proto.add_argument('--dropout', type=float, default=None)
     proto.add_argument('--epochs', type=int, default=None)
     proto.add_argument('--patience', type=int, default=None)
+    add_regime_arguments(proto)
 
 
 def _protocol_overrides(args: argparse.Namespace) -> Dict[str, Any]:
     return dict(lr=args.lr, weight_decay=args.weight_decay,
                 hidden=args.hidden, heads=args.heads,
                 out_heads=args.out_heads, dropout=args.dropout,
-                epochs=args.epochs, patience=args.patience)
+                epochs=args.epochs, patience=args.patience,
+                **regime_overrides(args))
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:

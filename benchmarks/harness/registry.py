@@ -7,8 +7,10 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
+from ikgat.cli import fan_out, positive_int
 from ikgat.datasets import PLANETOID_NAMES
 from ikgat.kernels.random_features import check_node_path
+from ikgat.sampling import minibatch_training
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,17 @@ PAPER_SOURCES = {'GAT': 'GAT paper, 100 runs',
 
 #: The GAT paper's protocol.  Cora and CiteSeer share it; PubMed uses a
 #: larger learning rate and weight decay and 8 averaged output heads.
+#: The training regime of a protocol: full batch unless ``batch_size``
+#: seeds per step are given, then neighbour-sampled mini-batches with
+#: ``fan_out`` in-neighbours per node and hop and layer-wise evaluation in
+#: batches of ``eval_batch_size`` targets
+#: (:func:`ikgat.sampling.minibatch_training`).
+FULL_BATCH: Dict[str, Any] = dict(batch_size=None, fan_out=(10, 10),
+                                  eval_batch_size=4096)
 GAT_PROTOCOL: Dict[str, Any] = dict(lr=0.005, weight_decay=5e-4, hidden=8,
                                     heads=8, out_heads=1, dropout=0.6,
-                                    epochs=1000, patience=100)
+                                    epochs=1000, patience=100,
+                                    **FULL_BATCH)
 PROTOCOLS: Dict[str, Dict[str, Any]] = {
     'Cora': dict(GAT_PROTOCOL),
     'CiteSeer': dict(GAT_PROTOCOL),
@@ -114,6 +124,43 @@ def protocol_for(dataset: str, **overrides: Any) -> Dict[str, Any]:
                          f'choose from {sorted(protocol)}')
     protocol.update({k: v for k, v in overrides.items() if v is not None})
     return protocol
+
+
+def training_regime(protocol: Dict[str, Any], model: torch.nn.Module,
+                    data, seed: int) -> Dict[str, Any]:
+    r"""The keyword arguments of
+    :func:`ikgat.training.train_node_classifier` for the regime of
+    :obj:`protocol` (:data:`FULL_BATCH`): none for full batch, else the
+    mini-batches and layer-wise inference of
+    :func:`ikgat.sampling.minibatch_training`."""
+    if protocol['batch_size'] is None:
+        return {}
+    batches, inference = minibatch_training(
+        model, data, protocol['batch_size'], protocol['fan_out'],
+        protocol['eval_batch_size'], seed)
+    return dict(batches=batches, inference=inference)
+
+
+def add_regime_arguments(parser) -> None:
+    r"""The flags of the training regime (:data:`FULL_BATCH`), with the
+    argument checks of ``ikgat train``."""
+    parser.add_argument('--batch-size', type=positive_int, default=None,
+                        help='seed nodes per mini-batch step with neighbour '
+                        'sampling (default: full batch); give such runs a '
+                        '--tag of their own')
+    parser.add_argument('--fan-out', type=fan_out, nargs='+', default=None,
+                        help='in-neighbours sampled per node at each hop, '
+                        '-1 for all (default: 10 10)')
+    parser.add_argument('--eval-batch-size', type=positive_int,
+                        default=None, help='targets per step of the '
+                        'layer-wise evaluation (default: 4096)')
+
+
+def regime_overrides(args) -> Dict[str, Any]:
+    r"""The protocol overrides of :func:`add_regime_arguments`' flags."""
+    return dict(batch_size=args.batch_size,
+                fan_out=None if args.fan_out is None else tuple(args.fan_out),
+                eval_batch_size=args.eval_batch_size)
 
 
 def canonical_dataset(name: str) -> str:

@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+import torch_geometric.typing
 
 pd = pytest.importorskip('pandas')
 pytest.importorskip('ogb')
@@ -119,6 +120,25 @@ def test_evaluator_matches_training_loop(tiny_ogbn, tmp_path):
     accuracy = evaluate_ogb('ogbn-arxiv', net, bench.data)
     assert accuracy['valid'] == pytest.approx(result.val_acc, abs=1e-6)
     assert accuracy['test'] == pytest.approx(result.test_acc, abs=1e-6)
+
+
+@pytest.mark.skipif(not (torch_geometric.typing.WITH_PYG_LIB
+                         or torch_geometric.typing.WITH_TORCH_SPARSE),
+                    reason='needs pyg-lib or torch-sparse')
+def test_mini_batches_through_the_ogb_path(tiny_ogbn, tmp_path):
+    # Neighbour-sampled training and layer-wise evaluation: the evaluator's
+    # accuracies are those of the selected epoch.
+    from benchmarks.ogbn import OGB_PROTOCOLS
+    assert OGB_PROTOCOLS['ogbn-products']['batch_size'] == 1024
+    rows = run_ogb('ogbn-arxiv', ['ikan-direct'], [0],
+                   results=str(tmp_path / 'ogb.csv'), tag='mini',
+                   meta_dict=tiny_ogbn,
+                   protocol_overrides=dict(epochs=25, patience=25, hidden=8,
+                                           heads=2, lr=0.01, batch_size=8,
+                                           fan_out=(5, 5),
+                                           eval_batch_size=16),
+                   device='cpu', progress=False)
+    assert float(rows[0]['val_acc']) >= 0.5  # chance is 1/3
 
 
 def test_the_study_does_not_shadow_ogb():

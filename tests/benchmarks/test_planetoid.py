@@ -1,13 +1,17 @@
 """The Planetoid study on a tiny synthetic graph (seconds)."""
+import argparse
 import csv
 import math
 
 import pytest
 import torch
+import torch_geometric.typing
 
 from benchmarks import planetoid as bench
 from benchmarks.harness.data import BenchData
-from benchmarks.harness.registry import MODELS, build_model, protocol_for
+from benchmarks.harness.registry import (MODELS, add_regime_arguments,
+                                         build_model, protocol_for,
+                                         regime_overrides)
 from benchmarks.harness.results import COLUMNS, ResultsWriter, read_results
 from benchmarks.harness.statistics import mean_std_ci
 from benchmarks.planetoid import run_benchmark, run_search
@@ -315,3 +319,36 @@ def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
         val_acc = float((out[data.val_mask].argmax(-1) ==
                          data.y[data.val_mask]).float().mean())
         assert math.isclose(val_acc, float(row['val_acc']), abs_tol=1e-6)
+
+
+@pytest.mark.skipif(not (torch_geometric.typing.WITH_PYG_LIB
+                         or torch_geometric.typing.WITH_TORCH_SPARSE),
+                    reason='needs pyg-lib or torch-sparse')
+def test_mini_batch_regime_from_the_protocol(tmp_path, monkeypatch):
+    # --batch-size/--fan-out reach the training loop as mini-batches and
+    # layer-wise inference.
+    seen = []
+    original = bench.train_node_classifier
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(bench, 'train_node_classifier', spy)
+    results = str(tmp_path / 'mini.csv')
+    parser = argparse.ArgumentParser()
+    add_regime_arguments(parser)
+    args = parser.parse_args(['--batch-size', '4', '--fan-out', '3', '-1'])
+    rows = run_benchmark(['Tiny'], ['gat', 'ikan-direct'], [0],
+                         results=results, tag='mini',
+                         protocol_overrides=dict(QUICK,
+                                                 **regime_overrides(args)),
+                         device='cpu', progress=False,
+                         load_dataset=tiny_loader)
+    assert len(rows) == 2
+    batches = [batch for batch, _ in seen[0]['batches'](1)]
+    assert [batch.batch_size for batch in batches] == [4, 4, 4]
+    assert seen[0]['inference']().shape == (48, 3)
+    full = protocol_for('Cora')
+    assert full['batch_size'] is None and bench.training_regime(
+        full, None, None, 0) == {}
