@@ -82,6 +82,14 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     :meth:`prepare` computes in the dtype of its inputs, which the layer
     makes float32 for a float16 or bfloat16 model.
 
+    Sampled subgraphs: :math:`h_s` is the mean over the nodes a forward
+    pass gets, so on a neighbour-sampled subgraph a seed's output depends
+    on which other nodes were sampled (in training it is a batch statistic,
+    as in batch normalisation).  For evaluation,
+    :meth:`ikgat.IKGATConv.full_graph_summary` sets :attr:`fixed_summary`
+    to the full graph's :math:`h_s`, and a subgraph holding every
+    in-neighbour then gives the full graph's outputs.
+
     Args:
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
