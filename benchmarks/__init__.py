@@ -9,6 +9,8 @@ r"""The lab: studies of :mod:`ikgat`, run from a checkout's root as
   :mod:`~benchmarks.mikan_draws`: calibration and uncertainty;
 * :mod:`~benchmarks.speed` (with :mod:`~benchmarks.speed_steps`),
   :mod:`~benchmarks.scale`, :mod:`~benchmarks.contention`: time and memory;
+* :mod:`~benchmarks.minibatch`: mini-batch (neighbour-sampled) training
+  throughput, and the speed-up from 1 to 2 data-parallel processes;
 * :mod:`~benchmarks.exactness`: the figures behind the correctness claims;
 * :mod:`~benchmarks.figures`: the README's figures.
 
