@@ -18,8 +18,9 @@ Batches come from the library: :func:`ikgat.sampling.neighbor_sampler`
 :func:`ikgat.sampling.sampled_batches` (epochs of shuffled global batches of
 ``--batch-size`` seeds, each rank sampling its share).  A training step is
 the body of :func:`ikgat.training.train_node_classifier`'s mini-batch loop
-(:func:`train_step`: forward, :func:`ikgat.distributed.data_parallel_loss`
-on the seeds, backward, Adam step).
+(:func:`ikgat.training.minibatch_step`: forward,
+:func:`ikgat.distributed.data_parallel_loss` on the seeds, backward, Adam
+step).
 
 **Part ``single``** (one process, ``--threads`` threads): one
 :class:`~benchmarks.harness.measurement.Session` times, round-robin in a
@@ -89,6 +90,7 @@ from torch_geometric.data import Data
 
 from benchmarks.harness.measurement import (
     Session,
+    current_rss,
     fmt_bytes,
     fmt_time,
     machine_info,
@@ -106,8 +108,9 @@ from benchmarks.harness.results import (
 )
 from benchmarks.harness.runtime import seed_everything, set_threads
 from benchmarks.scale import GRAPHS, make_graph
-from ikgat.distributed import data_parallel_loss
-from ikgat.sampling import neighbor_sampler, require_sampler, sampled_batches
+from ikgat.sampling import (neighbor_sampler, require_sampler,
+                            sampled_batches)
+from ikgat.training import minibatch_step
 
 #: The models compared (names of :data:`benchmarks.harness.registry.MODELS`).
 DEFAULT_MODELS = ('gat', 'ikan-direct')
@@ -180,37 +183,9 @@ def make_model(name: str, in_channels: int, num_classes: int,
     return model.train()
 
 
-def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-               batch: Data, global_batch_size: int,
-               world_size: int = 1) -> None:
-    r"""One mini-batch step as :func:`ikgat.training.train_node_classifier`
-    takes it (the body of its loop over ``batches``, which the library has
-    no function for): the loss of
-    :func:`ikgat.distributed.data_parallel_loss` on the subgraph's first
-    ``batch.batch_size`` nodes (the seeds), backward, optimiser step."""
-    optimizer.zero_grad()
-    seeds = batch.batch_size
-    out = model(batch.x, batch.edge_index)[:seeds]
-    loss = data_parallel_loss(out, batch.y[:seeds], global_batch_size,
-                              world_size)
-    loss.backward()
-    optimizer.step()
-
-
 def adam(model: torch.nn.Module) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=LR,
                             weight_decay=WEIGHT_DECAY)
-
-
-def rss_bytes() -> Optional[int]:
-    try:
-        with open('/proc/self/status') as status:
-            for line in status:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 # --------------------------------------------------------------------------
@@ -243,14 +218,14 @@ def run_single(args: argparse.Namespace, data: Data, sampler,
         batches = itertools.cycle(pool)
 
         def step():
-            train_step(model, optimizer, *next(batches))
+            minibatch_step(model, optimizer, *next(batches))
         return step
 
     def make_sample_step(name):
         model = make_model(name, data.num_features, num_classes, args.seed)
         optimizer = adam(model)
         batches = stream()
-        return lambda: train_step(model, optimizer, *next(batches))
+        return lambda: minibatch_step(model, optimizer, *next(batches))
 
     session = Session(args.steps, args.warmup, memory=args.memory,
                       seed=args.seed)
@@ -329,7 +304,7 @@ def ddp_train(rank: int, world_size: int, args: argparse.Namespace, sampler,
         start, cpu_start = time.perf_counter(), time.process_time()
         batch, global_batch_size = next(batches)
         sampled = time.perf_counter()
-        train_step(ddp, optimizer, batch, global_batch_size, world_size)
+        minibatch_step(ddp, optimizer, batch, global_batch_size)
         end = time.perf_counter()
         if index >= args.warmup:
             record['sample'].append(sampled - start)
@@ -686,7 +661,7 @@ def main(argv: Optional[List[str]] = None) -> str:
             nodes=data.num_nodes, edges=data.num_edges, threads=args.threads,
             batch_size=args.batch_size,
             fan_out=' '.join(map(str, args.fan_out)), steps=args.steps,
-            rss_graph_bytes=rss_bytes(), sampler=sampler_name(),
+            rss_graph_bytes=current_rss(), sampler=sampler_name(),
             git_commit=commit, command=command)
         say(f'graph and sampler built: {data.num_nodes:,} nodes, '
             f'{data.num_edges:,} edges, RSS '

@@ -92,6 +92,29 @@ def variational_adam(model: torch.nn.Module, lr: float,
     return torch.optim.Adam(groups, lr=lr)
 
 
+def minibatch_step(model: torch.nn.Module,
+                   optimizer: torch.optim.Optimizer, batch: Data,
+                   global_batch_size: int, beta: float = 0.0,
+                   num_train: Optional[int] = None,
+                   extra_loss: Optional[Callable[[], Tensor]] = None
+                   ) -> Tensor:
+    r"""One optimiser step on a sampled subgraph :obj:`batch`: the loss of
+    :func:`ikgat.distributed.data_parallel_loss` on its seeds (the first
+    ``batch.batch_size`` nodes) of a global batch of
+    :obj:`global_batch_size` seeds, plus :obj:`extra_loss`; backward; step.
+    Returns the loss."""
+    optimizer.zero_grad()
+    seeds = batch.batch_size
+    out = model(batch.x, batch.edge_index)[:seeds]
+    loss = data_parallel_loss(out, batch.y[:seeds], global_batch_size,
+                              world()[1], model, beta, num_train)
+    if extra_loss is not None:
+        loss = loss + extra_loss()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 def train_node_classifier(
     model: torch.nn.Module,
     data: Data,
@@ -189,16 +212,9 @@ def train_node_classifier(
             optimizer.step()
         else:
             for batch, global_batch_size in batches(epoch):
-                optimizer.zero_grad()
-                seeds = batch.batch_size
-                out = model(batch.x, batch.edge_index)[:seeds]
-                loss = data_parallel_loss(out, batch.y[:seeds],
-                                          global_batch_size, world_size,
-                                          model, beta, num_train)
-                if extra_loss is not None:
-                    loss = loss + extra_loss()
-                loss.backward()
-                optimizer.step()
+                loss = minibatch_step(model, optimizer, batch,
+                                      global_batch_size, beta, num_train,
+                                      extra_loss)
 
         model.eval()
         figures = [math.nan] * 3

@@ -159,6 +159,12 @@ def _status_bytes(key: str) -> Optional[int]:
     return None
 
 
+def current_rss() -> Optional[int]:
+    r"""The resident set of this process in bytes (:obj:`None` where
+    ``/proc`` is missing)."""
+    return _status_bytes('VmRSS:')
+
+
 def reset_peak_rss() -> Optional[int]:
     r"""Return the resident set after ``malloc_trim`` and reset the peak
     resident set (``VmHWM``) to it; :obj:`None` where unsupported."""
@@ -166,7 +172,7 @@ def reset_peak_rss() -> Optional[int]:
         ctypes.CDLL('libc.so.6').malloc_trim(0)
     except (OSError, AttributeError):
         pass
-    before = _status_bytes('VmRSS:')
+    before = current_rss()
     try:
         with open('/proc/self/clear_refs', 'w') as clear:
             clear.write('5')  # reset VmHWM to the current RSS
