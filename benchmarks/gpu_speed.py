@@ -8,8 +8,13 @@ real node, edge and feature counts; the layers add self-loops as usual.
 Models: ``GATConv``, ``IKGATConv`` (``kernel='rbf'``), ``IKGATConv``
 (``kernel='direct'``, the default :math:`R = 64` spectral points) and
 ``MIKANConv``, all 8 heads :math:`\times` 8 channels, in float32 and under
-bfloat16 autocast.  One step is ``zero_grad``, forward, ``out.sum()``,
-backward.
+bfloat16 autocast.  On CUDA the ikgat layers run their attention through the
+fused Triton kernel (``fused_attention``, see ``IKGATConv``'s *Fast paths*;
+not in training with attention dropout, which these models do not use);
+the ``-unfused`` variants switch it off (``fused_attention=False``: the
+chunked edge softmax and aggregation), so both paths are timed in the same
+rounds.  On CPU (``--smoke``) both variants run the unfused path.  One step
+is ``zero_grad``, forward, ``out.sum()``, backward.
 
 Timing: CUDA events around each step after warm-up steps; every round runs
 each model once (interleaved, so that clock and thermal drift hit all models
@@ -66,7 +71,9 @@ GRAPHS = {
     'products': (2_449_029, 61_859_140, 100),
 }
 SMOKE_GRAPHS = {'tiny': (40, 160, 16), 'small': (120, 600, 32)}
-MODELS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct', 'MIKANConv']
+MODELS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct', 'MIKANConv',
+          'IKGATConv-rbf-unfused', 'IKGATConv-direct-unfused',
+          'MIKANConv-unfused']
 PRECISIONS = ['float32', 'bf16-autocast']
 HEADS, CHANNELS = 8, 8
 
@@ -105,6 +112,10 @@ def build_model(name: str, in_channels: int) -> torch.nn.Module:
     from torch_geometric.nn import GATConv
 
     from ikgat import IKGATConv, MIKANConv
+    if name.endswith('-unfused'):  # the same layer without the fused kernel
+        model = build_model(name[:-len('-unfused')], in_channels)
+        model.fused_attention = False
+        return model
     if name == 'GATConv':
         return GATConv(in_channels, CHANNELS, heads=HEADS)
     if name == 'IKGATConv-rbf':
@@ -203,7 +214,7 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
     rows = []
     for precision in PRECISIONS:
         models, steps = {}, {}
-        for name in MODELS:
+        for name in args.models:
             torch.manual_seed(args.seed)
             model = build_model(name, num_features).to(device).train()
             models[name] = model
@@ -217,7 +228,7 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
             steps[name] = step
         medians = measure_interleaved(steps, timer, args.warmup,
                                       args.rounds)
-        for name in MODELS:
+        for name in args.models:
             peak, extra = ('OOM', 'OOM') if medians[name] == 'OOM' else \
                 peak_memory(steps[name], device)
             rows.append(dict(graph=graph, nodes=num_nodes, edges=num_edges,
@@ -414,6 +425,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='untimed steps per model first (default: 3)')
     parser.add_argument('--copy-mib', type=int, default=1024,
                         help='size of the copied tensor (default: 1024)')
+    parser.add_argument('--models', nargs='+', default=MODELS,
+                        choices=MODELS, metavar='MODEL',
+                        help=f'models to time (default: all of {MODELS})')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-fused', action='store_true',
                         help='skip the fused kernel section')

@@ -25,12 +25,18 @@ def nonzero_dropout(x: Tensor, p: float = 0.5, training: bool = True
     requires grad (e.g. under a feature-mask explainer) also goes to
     :func:`~torch.nn.functional.dropout`, whose gradient is
     :math:`m_i/(1-p)` at zero entries too.
+
+    Off the CPU (CUDA) this is :func:`~torch.nn.functional.dropout` itself:
+    counting the non-zeros and gathering them would wait for the GPU twice
+    per call (a host synchronisation for the count and for
+    :meth:`~torch.Tensor.nonzero`), and a GPU draws dense Bernoulli numbers
+    at memory speed anyway.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"Dropout probability has to be between 0 and 1 "
                          f"(got {p})")
     if (not training or p == 0.0 or x.numel() == 0 or x.is_sparse
-            or x.requires_grad):
+            or x.requires_grad or x.device.type != 'cpu'):
         return F.dropout(x, p, training)
     if p == 1.0 or int(torch.count_nonzero(x)) > MAX_DENSITY * x.numel():
         return F.dropout(x, p, training)

@@ -4,14 +4,32 @@ Every check raises a :class:`ValueError` or :class:`TypeError` that names the
 offending value and says what to pass instead.  The layers skip them while
 :func:`torch.compile` traces, where data-dependent checks would break the
 graph.
+
+**Host synchronisation.**  Checks of shapes and dtypes read no tensor
+values.  The checks that read values (index ranges, a sorted batch
+vector) copy a number to the host, which on a GPU waits for every queued
+kernel; as PyG does, they run there only in PyG's debug mode
+(``with torch_geometric.debug(): ...``, see :func:`reads_values`), and
+always on CPU tensors, where reading a value costs nothing extra.
 """
 from typing import Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
+import torch_geometric
 from torch_geometric.typing import SparseTensor
 from torch_geometric.utils import is_torch_sparse_tensor
+
+
+def reads_values(device: torch.device) -> bool:
+    r"""Whether checks and size inferences may read tensor values on
+    :obj:`device` (a host synchronisation): always for CPU tensors, and on
+    any other device (CUDA) only in PyG's debug mode
+    (:func:`torch_geometric.is_debug_enabled`, switched on by
+    ``with torch_geometric.debug():``).  Outside debug mode a CUDA forward
+    or backward pass of the ikgat layers does not wait for the GPU."""
+    return device.type == 'cpu' or torch_geometric.is_debug_enabled()
 
 
 def check_node_features(layer: str, name: str, x: Tensor,
@@ -38,7 +56,9 @@ def check_node_features(layer: str, name: str, x: Tensor,
 def check_edge_index(layer: str, edge_index: Union[Tensor, SparseTensor],
                      num_src: int, num_dst: Optional[int]) -> None:
     """Check an adjacency: an integer ``[2, E]`` tensor with indices in range,
-    or a sparse ``[num_dst, num_src]`` adjacency (``adj_t``)."""
+    or a sparse ``[num_dst, num_src]`` adjacency (``adj_t``).  The index
+    ranges are read only where :func:`reads_values` allows it (CPU, or
+    PyG's debug mode)."""
     if isinstance(edge_index, SparseTensor) or is_torch_sparse_tensor(
             edge_index):
         rows, cols = edge_index.size(0), edge_index.size(1)
@@ -62,7 +82,7 @@ def check_edge_index(layer: str, edge_index: Union[Tensor, SparseTensor],
         raise ValueError(f"{layer}: 'edge_index' must have shape "
                          f"[2, num_edges] (got {tuple(edge_index.shape)}); "
                          f"transpose an [E, 2] list with .t()")
-    if edge_index.numel() == 0:
+    if edge_index.numel() == 0 or not reads_values(edge_index.device):
         return
     for row, name, bound in ((0, 'source', num_src), (1, 'target', num_dst)):
         if bound is None:
@@ -148,7 +168,8 @@ def check_size(layer: str, size: Optional[Tuple[Optional[int],
 def check_batch(layer: str, name: str, batch: Optional[Tensor],
                 num_nodes: Optional[int]) -> None:
     """Check a graph-assignment vector: 1-D, integer, one entry per node,
-    sorted (as PyG's DataLoader builds it)."""
+    sorted (as PyG's DataLoader builds it).  Order and sign are read only
+    where :func:`reads_values` allows it (CPU, or PyG's debug mode)."""
     if batch is None:
         return
     if not isinstance(batch, Tensor) or batch.dim() != 1 or (
@@ -159,6 +180,8 @@ def check_batch(layer: str, name: str, batch: Optional[Tensor],
     if num_nodes is not None and batch.numel() != num_nodes:
         raise ValueError(f"{layer}: '{name}' has {batch.numel()} entries but "
                          f"there are {num_nodes} nodes")
+    if not reads_values(batch.device):
+        return
     if batch.numel() > 1 and bool((batch[1:] < batch[:-1]).any()):
         raise ValueError(f"{layer}: '{name}' must be sorted (nodes grouped "
                          f"by graph, as PyG's DataLoader builds it); sort the "

@@ -1,8 +1,17 @@
 r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
+import weakref
 from contextlib import contextmanager
-from typing import Any, ContextManager, Iterator, Optional, Tuple, Union
+from typing import (
+    Any,
+    ContextManager,
+    Hashable,
+    Iterator,
+    Optional,
+    Tuple,
+    Union,
+)
 
 import torch
 import torch.nn.functional as F
@@ -68,6 +77,18 @@ class GATStyleConv(MessagePassing):
     for layers that summarise the graph.  :attr:`sampling_caveat` says, in
     one sentence, what differs on sampled subgraphs (:obj:`None`:
     nothing beyond the neighbours left out by the sampler).
+
+    **Self-loops on a GPU.**  Removing the self-loops a graph already has
+    (PyG's :func:`~torch_geometric.utils.remove_self_loops`, as GATConv
+    does) selects edges with a boolean mask, a host synchronisation on
+    CUDA.  Off the CPU the layer therefore keeps the self-looped edges of the
+    last :obj:`edge_index` tensor it was given (and the positions of its
+    edges that are not self-loops, for edge features), keyed on the
+    tensor's identity and version: passing the same :obj:`edge_index` every
+    step, as PyG's training loops do, synchronises only in the first step.
+    The same edges in the same order as on CPU; an in-place change of the
+    tensor misses the cache.  The cached copy (:math:`16 (E + N)` bytes) is
+    neither saved nor copied with the layer.
     """
     #: Whether a target's output depends only on the target, its in-edges
     #: and their sources (and on :meth:`full_graph_summary`).
@@ -121,6 +142,8 @@ class GATStyleConv(MessagePassing):
         self.edge_dim = edge_dim
         self.fill_value = fill_value
         self.residual = residual
+        # Off the CPU, the self-looped edges of the last edge_index:
+        self._self_loop_cache = LastGraphCache()
 
         self.lin = self.lin_src = self.lin_dst = None
         if isinstance(in_channels, int):
@@ -258,7 +281,9 @@ class GATStyleConv(MessagePassing):
                         x_src: Tensor, x_dst: OptTensor,
                         size: Size) -> Tuple[Adj, OptTensor]:
         r"""GATConv's self-loops: removed, then added for the nodes that are
-        both sources and targets, with :obj:`fill_value` edge features."""
+        both sources and targets, with :obj:`fill_value` edge features
+        (cached off the CPU, see the class docstring)."""
+        given = edge_index
         if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
                 edge_index) and edge_index.dtype != torch.long:
             edge_index = edge_index.long()
@@ -269,6 +294,12 @@ class GATStyleConv(MessagePassing):
             if x_dst is not None:
                 num_nodes = min(num_nodes, x_dst.size(0))
             num_nodes = min(size) if size is not None else num_nodes
+            if (edge_index.device.type != 'cpu'
+                    and not is_torch_sparse_tensor(edge_index)
+                    and not torch.compiler.is_compiling()
+                    and not torch.is_inference(given)):
+                return self._cached_self_loops(given, edge_index, edge_attr,
+                                               num_nodes)
             edge_index, edge_attr = remove_self_loops(edge_index, edge_attr)
             edge_index, edge_attr = add_self_loops(
                 edge_index, edge_attr, fill_value=self.fill_value,
@@ -282,6 +313,27 @@ class GATStyleConv(MessagePassing):
                     "simultaneously is currently not yet supported for "
                     "'edge_index' in a 'SparseTensor' form")
         return edge_index, edge_attr
+
+    def _cached_self_loops(self, given: Tensor, edge_index: Tensor,
+                           edge_attr: OptTensor,
+                           num_nodes: int) -> Tuple[Tensor, OptTensor]:
+        r"""GATConv's self-loops of :obj:`edge_index` (the long copy of
+        :obj:`given`), the edge selection cached for :obj:`given`: one host
+        synchronisation (:meth:`~torch.Tensor.nonzero`) per new graph."""
+        cached = self._self_loop_cache.get(given, num_nodes)
+        if cached is None:
+            # remove_self_loops' edge_index[:, mask], as positions:
+            keep = (edge_index[0] != edge_index[1]).nonzero().view(-1)
+            looped, _ = add_self_loops(edge_index.index_select(1, keep),
+                                       num_nodes=num_nodes)
+            cached = self._self_loop_cache.put(given, num_nodes,
+                                               (keep, looped))
+        keep, looped = cached
+        if edge_attr is not None:
+            _, edge_attr = add_self_loops(
+                looped[:, :keep.numel()], edge_attr.index_select(0, keep),
+                fill_value=self.fill_value, num_nodes=num_nodes)
+        return looped, edge_attr
 
     def _edge_gate(self, edge_attr: OptTensor) -> OptTensor:
         r"""Return :math:`\mathbf{a}_e^\top\mathbf{\Theta}_e\mathbf{e}_{ij}`
@@ -309,6 +361,42 @@ class GATStyleConv(MessagePassing):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads})')
+
+
+class LastGraphCache:
+    r"""A value derived from the last :obj:`edge_index` tensor a layer was
+    given, valid while it is the same tensor object (held by a weak
+    reference) at the same version (an in-place change bumps it) with the
+    same :obj:`key`.  Neither pickled nor deep-copied: a saved or copied
+    layer starts empty."""
+    def __init__(self):
+        self._tensor: Optional[weakref.ref] = None
+        self._key: Any = None
+        self._value: Any = None
+
+    def get(self, edge_index: Tensor, key: Hashable) -> Any:
+        r"""The value stored for :obj:`edge_index` and :obj:`key`, or
+        :obj:`None`."""
+        if (self._tensor is not None and self._tensor() is edge_index
+                and self._key == (edge_index._version, key)):
+            return self._value
+        return None
+
+    def put(self, edge_index: Tensor, key: Hashable, value: Any) -> Any:
+        r"""Store :obj:`value` for :obj:`edge_index` and :obj:`key` (the
+        previous entry is dropped) and return it."""
+        self._tensor = weakref.ref(edge_index)
+        self._key, self._value = (edge_index._version, key), value
+        return value
+
+    def __getstate__(self):
+        return {}
+
+    def __setstate__(self, state):
+        self.__init__()
+
+    def __deepcopy__(self, memo):
+        return LastGraphCache()
 
 
 def check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],

@@ -39,15 +39,18 @@ from ikgat.kernels.base import (
     check_positive,
     renamed_argument,
 )
+import ikgat.nn.triton_attention as triton_attention
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.gat_base import (
     GATStyleConv,
+    LastGraphCache,
     accumulation_dtype,
     without_autocast,
 )
 from ikgat.nn.conv.checks import (
     check_batch,
     node_counts,
+    reads_values,
 )
 from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
 from ikgat.nn.norms import lp_norm_squared
@@ -160,6 +163,43 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
        :class:`~torch_geometric.nn.aggr.SumAggregation`) and
        ``decomposed_layers=1``.
 
+    Where both lean paths apply, a CUDA forward pass runs the softmax and
+    the aggregation as one fused Triton kernel per neighbourhood
+    (:func:`~ikgat.nn.triton_attention.fused_attention`: online softmax,
+    logits recomputed in backward, no :math:`E \times H` weights kept
+    unless they are returned) when also
+
+    7. the switch :attr:`fused_attention` is :obj:`True` (a class attribute;
+       :obj:`False` keeps the two lean steps; ``'always'`` also runs it on
+       CPU tensors, through Triton's interpreter with ``TRITON_INTERPRET=1``,
+       for tests);
+    8. the tensors are on a CUDA device and Triton can be imported;
+    9. no attention dropout is active (``dropout=0`` or evaluation mode:
+       a dropout mask would have to be shared by the forward and both
+       backward kernels);
+    10. the projections are float32 (float16, bfloat16 and autocast
+        models compute them in float32 too; float64 models keep the
+        lean steps, since the kernel accumulates in float32).
+
+    The same numbers up to the order of floating-point additions (a test
+    compares them through the interpreter for every kernel).  The layer
+    keeps the edges sorted by target and by source
+    (:func:`~ikgat.nn.triton_attention.prepare_csr`, about :math:`7 E`
+    int64) of the last :obj:`edge_index` tensor it was given, keyed on its
+    identity and version, so that a graph passed every step is sorted once.
+
+    **Host synchronisation.**  Outside PyG's debug mode
+    (``with torch_geometric.debug():``) a CUDA forward or backward pass
+    reads no tensor value on the host: the index range and batch checks
+    run on CPU tensors and in debug mode only
+    (:func:`~ikgat.nn.conv.checks.reads_values`), and the self-loops of a
+    graph passed again are cached (see
+    :class:`~ikgat.nn.conv.gat_base.GATStyleConv`).  Two inputs still need
+    one: a :obj:`batch` vector without :obj:`batch_size` (the number of
+    graphs is read from it; pass ``batch_size=data.num_graphs``), and
+    per-graph spectral points (:math:`G > 1`), which pad the nodes per graph
+    with :func:`~torch_geometric.utils.to_dense_batch`.
+
     **Numbers.**  The projections, kernel terms, norms, logits, softmax and
     aggregation run in at least float32: a float16 or bfloat16 model
     (``model.half()``, ``model.bfloat16()``) or :func:`torch.autocast`
@@ -242,6 +282,10 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     #: Whether :meth:`forward` may compute the attention weights through
     #: :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` (see *Fast paths*).
     lean_edge_softmax: bool = True
+    #: Whether :meth:`forward` runs the fused Triton attention on CUDA
+    #: (:obj:`True`), never (:obj:`False`), or on any device (``'always'``,
+    #: for tests through Triton's interpreter); see *Fast paths*.
+    fused_attention: Union[bool, str] = True
 
     def __init_subclass__(cls, **kwargs: Any):
         # A subclass that overrides a step of PyG's path (and does not set
@@ -288,6 +332,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         # Ids of the registered hooks that a lean path would bypass:
         self._aggregation_hook_ids: Set[int] = set()
         self._edge_update_hook_ids: Set[int] = set()
+        # The fused path's sorted edges of the last (self-looped) edge_index:
+        self._csr_cache = LastGraphCache()
         self.num_spectral_points = check_num_spectral_points(
             name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
@@ -321,6 +367,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         size: Size = None,
         return_attention_weights: Optional[bool] = None,
         batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
+        batch_size: Optional[int] = None,
     ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]], Tuple[
             Tensor, SparseTensor]]:
         r"""Runs the forward pass of the module.
@@ -343,11 +390,21 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                 target nodes if bipartite) for a mini-batch of graphs: the
                 implicit kernels draw spectral points per graph; the other
                 kernels ignore it. (default: :obj:`None`)
+            batch_size (int, optional): The number of graphs in
+                :obj:`batch` (PyG's ``Batch.num_graphs``), as PyG's
+                normalisation layers take it; read from :obj:`batch` if not
+                given, a host synchronisation on CUDA. (default: :obj:`None`)
         """
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res, projection_dtype = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
+        if self._fused_attention_applies(edge_index, x_src):
+            assert isinstance(edge_index, Tensor)
+            return self._fused_forward(x_src, x_dst, res, projection_dtype,
+                                       edge_index, edge_attr, size,
+                                       return_attention_weights, batch,
+                                       batch_size)
         # A stochastic kernel in evaluation averages the attention weights of
         # num_samples draws (the output is linear in them); one draw else.
         passes = 1
@@ -361,7 +418,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         with without_autocast(x_src.device):
             for draw in range(passes):
                 self._prepare_kernel(x_src, x_dst, batch,
-                                     sample=self.training or passes > 1)
+                                     sample=self.training or passes > 1,
+                                     batch_size=batch_size)
                 weights = self._attention(edge_index, x_src, x_dst,
                                           edge_attr, size)
                 alpha = weights if draw == 0 else alpha + weights
@@ -410,19 +468,69 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                                  score_dst_shared=score_dst_shared,
                                  edge_attr=edge_attr, size=size)
 
+    def _fused_forward(
+        self, x_src: Tensor, x_dst: OptTensor, res: OptTensor,
+        projection_dtype: torch.dtype, edge_index: Tensor,
+        edge_attr: OptTensor, size: Size,
+        return_attention_weights: Optional[bool],
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+        batch_size: Optional[int]
+    ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]]]:
+        r"""The rest of :meth:`forward` through
+        :func:`~ikgat.nn.triton_attention.fused_attention`: the logits,
+        softmax and aggregation of :meth:`_attention` and
+        :func:`~ikgat.nn.aggregation.attention_aggregate` in one kernel."""
+        num_dst = _num_targets(x_src, x_dst, size)
+        key = (x_src.size(0), num_dst)
+        csr = self._csr_cache.get(edge_index, key)
+        if csr is None:
+            csr = self._csr_cache.put(edge_index, key,
+                                      triton_attention.prepare_csr(
+                                          edge_index, *key))
+        passes = 1
+        if self.kernel.stochastic and not self.training:
+            passes = self.kernel.num_samples
+        alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
+        out: OptTensor = None
+        alpha = torch.empty(0)
+        with without_autocast(x_src.device):
+            edge_gate = self._edge_gate(edge_attr)
+            for draw in range(passes):
+                self._prepare_kernel(x_src, x_dst, batch,
+                                     sample=self.training or passes > 1,
+                                     batch_size=batch_size)
+                score_src, score_dst = self._node_scores(x_src, x_dst)
+                result = triton_attention.fused_attention(
+                    score_src, score_dst, x_src, csr, num_dst,
+                    None if edge_gate is None else edge_gate.to(
+                        score_src.dtype), self.negative_slope,
+                    return_attention_weights=bool(return_attention_weights))
+                # The output is linear in the weights: the mean of the
+                # draws' outputs is the output of their mean weights.
+                part, weights = result if return_attention_weights else (
+                    result, alpha)
+                out = part if draw == 0 else out + part
+                alpha = weights if draw == 0 else alpha + weights
+            assert out is not None
+            if passes > 1:
+                out, alpha = out / passes, alpha / passes
+        out = self._add_residual_and_bias(out.to(out_dtype), res)
+        if return_attention_weights:
+            return out, (edge_index, alpha.to(alpha_dtype))
+        return out
+
     def _prepare_kernel(self, x_src: Tensor, x_dst: OptTensor,
                         batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                        sample: bool) -> None:
+                        sample: bool,
+                        batch_size: Optional[int] = None) -> None:
         if not self.kernel.stochastic:
             return
         if isinstance(batch, (tuple, list)):
             batch_src, batch_dst = batch
         else:
             batch_src = batch_dst = batch
-        num_graphs = 1
-        for vector in (batch_src, batch_dst):
-            if vector is not None and vector.numel() > 0:
-                num_graphs = max(num_graphs, int(vector.max()) + 1)
+        num_graphs = _num_graphs(type(self).__name__, batch_src, batch_dst,
+                                 batch_size)
         if x_dst is None and num_graphs > 1:
             raise ValueError(
                 f"{type(self).__name__}: per-graph spectral points need the "
@@ -531,6 +639,24 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                 and self.decomposed_layers == 1
                 and type(self.aggr_module) is SumAggregation)
 
+    def _fused_attention_applies(self, edge_index: Adj,
+                                 x_src: Tensor) -> bool:
+        r"""Whether :func:`~ikgat.nn.triton_attention.fused_attention`
+        replaces both lean steps (rules in the class docstring)."""
+        if self.fused_attention not in (True, False, 'always'):
+            raise ValueError(f"{type(self).__name__}: 'fused_attention' must "
+                             f"be True, False or 'always' (got "
+                             f"{self.fused_attention!r})")
+        if self.fused_attention is False or (
+                self.fused_attention is True
+                and x_src.device.type != 'cuda'):
+            return False
+        return (x_src.dtype == torch.float32
+                and (self.dropout == 0.0 or not self.training)
+                and self._lean_edge_softmax_applies(edge_index)
+                and self._lean_aggregation_applies(edge_index)
+                and triton_attention.triton_available())
+
     def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
         r"""Whether :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax`
         replaces :meth:`edge_updater` (rules in the class docstring)."""
@@ -590,6 +716,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         edge_attr: OptTensor = None,
         size: Size = None,
         batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
+        batch_size: Optional[int] = None,
     ) -> AttentionDecomposition:
         r"""Return the per-edge similarity, magnitude and edge terms of the
         attention logits, and the attention weights without dropout.
@@ -611,7 +738,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         src, dst = edge_index[0], edge_index[1]
         dst_rows = dst if x_dst is not None else torch.zeros_like(dst)
         with without_autocast(x_src.device):
-            self._prepare_kernel(x_src, x_dst, batch, sample=False)
+            self._prepare_kernel(x_src, x_dst, batch, sample=False,
+                                 batch_size=batch_size)
             terms = self._node_terms(x_src, x_dst)
             score_src, score_dst = self._node_scores(x_src, x_dst)
             edge_gate = self._edge_gate(edge_attr)
@@ -668,8 +796,10 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         dtype = accumulation_dtype(x_src.dtype)
         anchor = torch.cat([self.att_dst, self.att_src],
                            dim=-1).view(H, 2 * C).to(dtype)
-        slopes = torch.tensor([1.0, self.negative_slope], dtype=dtype,
-                              device=x_src.device)
+        # [1, negative_slope], filled on the device (torch.tensor of a list
+        # would copy from the host, a synchronisation on CUDA):
+        slopes = anchor.new_full((2, ), self.negative_slope)
+        slopes[0] = 1.0
         x_src = x_src.to(dtype)
         # A missing target projection is q_i = 0 for every target:
         q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst.to(dtype)
@@ -772,3 +902,31 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
+
+
+def _num_graphs(layer: str, batch_src: OptTensor, batch_dst: OptTensor,
+                batch_size: Optional[int]) -> int:
+    r"""The number of graphs of a mini-batch: :obj:`batch_size` if given
+    (checked against the vectors where :func:`reads_values` allows it),
+    else one more than the largest graph index (a host synchronisation on
+    CUDA), and 1 without batch vectors."""
+    vectors = [vector for vector in (batch_src, batch_dst)
+               if vector is not None and vector.numel() > 0]
+    if batch_size is not None:
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                or batch_size < 1):
+            raise ValueError(f"{layer}: 'batch_size' must be a positive "
+                             f"integer, the number of graphs (got "
+                             f"{batch_size!r})")
+        for vector in vectors:
+            if reads_values(vector.device) and int(
+                    vector.max()) >= batch_size:
+                raise ValueError(f"{layer}: 'batch' holds the graph index "
+                                 f"{int(vector.max())} but batch_size="
+                                 f"{batch_size}; pass the number of graphs "
+                                 f"(data.num_graphs)")
+        return batch_size
+    num_graphs = 1
+    for vector in vectors:
+        num_graphs = max(num_graphs, int(vector.max()) + 1)
+    return num_graphs

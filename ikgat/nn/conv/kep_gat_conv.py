@@ -425,7 +425,9 @@ class KEPGATConv(GATStyleConv):
             edge_attr (torch.Tensor, optional): The edge features.
                 (default: :obj:`None`)
             size ((int, int), optional): The shape of the adjacency matrix.
-                (default: :obj:`None`)
+                With ``x=(x_src, None)`` and no :obj:`size`, the number of
+                targets is read from :obj:`edge_index`, a host
+                synchronisation on CUDA. (default: :obj:`None`)
             return_attention_weights (bool, optional): Will additionally
                 return the tuple :obj:`(edge_index, attention_weights)`
                 whenever it is set to a value, as in GATConv.
@@ -576,7 +578,9 @@ class KEPGATConv(GATStyleConv):
             num_dst = size[1]
         elif x_dst is not None:
             num_dst = x_dst.size(0)
-        else:  # as MessagePassing: from the largest target index
+        else:  # as MessagePassing: from the largest target index, a host
+            # synchronisation on CUDA (the output's row count is read from
+            # the data); passing size=(N_s, N_t) avoids it, as for GATConv.
             num_dst = int(edge_index[1].max()) + 1 if edge_index.numel() else 0
         return edge_index, num_src, num_dst
 

@@ -1,0 +1,187 @@
+"""IKGATConv and MIKANConv through the fused Triton attention against their
+current path (kernel_edge_softmax then attention_aggregate): outputs,
+returned attention weights, edge features and gradients, for every kernel of
+the registry and both LeakyReLU slopes.
+
+Without CUDA the switch fused_attention='always' runs the kernels in Triton's
+interpreter (TRITON_INTERPRET=1, set by tests/conftest.py), so the graphs are
+small.
+"""
+import os
+
+import pytest
+import torch
+
+import ikgat.nn.conv.ikgat_conv as ikgat_conv_module
+from ikgat import IKGATConv, MIKANConv
+from ikgat.kernels import KERNELS
+from tests.helpers import random_graph
+
+pytest.importorskip('triton')
+
+DEVICE = torch.device(
+    'cpu' if os.environ.get('TRITON_INTERPRET') == '1' else 'cuda')
+KERNEL_NAMES = sorted(KERNELS)
+TOLERANCE = 1e-5
+
+
+def count_fused_calls(monkeypatch):
+    """Count the layer's calls of fused_attention (the test must see the
+    fused path taken, not two runs of the same path)."""
+    calls = []
+    fused = ikgat_conv_module.triton_attention.fused_attention
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(ikgat_conv_module.triton_attention,
+                        'fused_attention', counted)
+    return calls
+
+
+def both_paths(conv, x, edge_index, monkeypatch, edge_attr=None):
+    """Outputs, attention weights and gradients (inputs, then parameters) of
+    the current path and of the fused path, same parameters and seed; x is
+    a list of one or two node feature tensors (bipartite)."""
+    inputs = list(x) + ([] if edge_attr is None else [edge_attr])
+    calls = count_fused_calls(monkeypatch)
+    results = []
+    for switch in (False, 'always'):
+        conv.fused_attention = switch
+        conv.zero_grad(set_to_none=True)
+        leaves = [t.detach().requires_grad_() for t in inputs]
+        torch.manual_seed(5)  # the stochastic kernels' draws in training
+        nodes = leaves[:len(x)]
+        out, (ei, alpha) = conv(
+            nodes[0] if len(nodes) == 1 else tuple(nodes), edge_index,
+            edge_attr=None if edge_attr is None else leaves[-1],
+            return_attention_weights=True)
+        upstream = torch.linspace(-1, 1, out.numel()).view_as(out)
+        loss = (out * upstream).sum() + (alpha * alpha).sum()
+        loss.backward()
+        grads = [leaf.grad for leaf in leaves] + [
+            p.grad for p in conv.parameters() if p.grad is not None]
+        results.append((out, ei, alpha, grads))
+        if switch is False:
+            assert not calls  # the current path
+    assert calls  # the fused path was taken
+    return results
+
+
+def assert_close(current, fused):
+    (out, ei, alpha, grads), (out_f, ei_f, alpha_f, grads_f) = current, fused
+    assert torch.equal(ei, ei_f)
+    assert alpha.dtype == alpha_f.dtype and out.dtype == out_f.dtype
+    assert (out - out_f).abs().max() < TOLERANCE
+    assert (alpha - alpha_f).abs().max() < TOLERANCE
+    assert len(grads) == len(grads_f)
+    for grad, grad_f in zip(grads, grads_f):
+        assert (grad - grad_f).abs().max() < TOLERANCE * max(
+            1.0, grad.abs().max())
+
+
+# Both slopes for every kernel, half of the registry with each training
+# mode (the stochastic kernels draw in training, average in evaluation):
+@pytest.mark.parametrize('negative_slope', [0.2, 0.0])
+@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+def test_fused_layer_equals_current_path(kernel, negative_slope,
+                                         monkeypatch):
+    x, edge_index = random_graph(14, 40, 5, seed=KERNEL_NAMES.index(kernel))
+    torch.manual_seed(1)
+    conv = IKGATConv(5, 3, heads=2, kernel=kernel, num_spectral_points=8,
+                     negative_slope=negative_slope).to(DEVICE)
+    conv.train(KERNEL_NAMES.index(kernel) % 2 == 0)
+    current, fused = both_paths(conv, [x.to(DEVICE)], edge_index.to(DEVICE),
+                                monkeypatch)
+    assert_close(current, fused)
+
+
+@pytest.mark.parametrize('kernel', ['rbf', 'direct'])
+def test_fused_layer_with_edge_features_and_bipartite(kernel, monkeypatch):
+    x_src, edge_index = random_graph(12, 36, 4, seed=3, num_dst=9)
+    x_dst = torch.randn(9, 6, generator=torch.Generator().manual_seed(4))
+    edge_attr = torch.randn(36, 2, generator=torch.Generator().manual_seed(5))
+    torch.manual_seed(2)
+    conv = IKGATConv((4, 6), 3, heads=2, kernel=kernel, edge_dim=2,
+                     num_spectral_points=8, residual=True,
+                     add_self_loops=False).to(DEVICE).train()
+    current, fused = both_paths(conv, [x_src.to(DEVICE), x_dst.to(DEVICE)],
+                                edge_index.to(DEVICE), monkeypatch,
+                                edge_attr.to(DEVICE))
+    assert_close(current, fused)
+
+
+def test_fused_layer_with_edge_features_and_self_loops(monkeypatch):
+    x, edge_index = random_graph(10, 30, 4, seed=6)
+    edge_attr = torch.randn(30, 3, generator=torch.Generator().manual_seed(7))
+    torch.manual_seed(3)
+    conv = IKGATConv(4, 3, heads=2, kernel='rff', edge_dim=3,
+                     num_spectral_points=8, negative_slope=0.0).to(DEVICE)
+    current, fused = both_paths(conv, [x.to(DEVICE)], edge_index.to(DEVICE),
+                                monkeypatch, edge_attr.to(DEVICE))
+    assert_close(current, fused)
+
+
+@pytest.mark.parametrize('training', [True, False])
+def test_fused_mikan_equals_current_path(training, monkeypatch):
+    x, edge_index = random_graph(12, 36, 5, seed=8)
+    torch.manual_seed(4)
+    conv = MIKANConv(5, 3, heads=2, num_spectral_points=8).to(DEVICE)
+    conv.train(training)
+    current, fused = both_paths(conv, [x.to(DEVICE)], edge_index.to(DEVICE),
+                                monkeypatch)
+    assert_close(current, fused)
+
+
+def test_sorted_edges_are_kept_for_the_same_edge_index(monkeypatch):
+    x, edge_index = random_graph(10, 30, 4, seed=9)
+    x, edge_index = x.to(DEVICE), edge_index.to(DEVICE)
+    conv = IKGATConv(4, 3, heads=2, kernel='rbf', add_self_loops=False)
+    conv = conv.to(DEVICE).eval()
+    conv.fused_attention = 'always'
+    sorts = []
+    prepare = ikgat_conv_module.triton_attention.prepare_csr
+    monkeypatch.setattr(ikgat_conv_module.triton_attention, 'prepare_csr',
+                        lambda *args: sorts.append(1) or prepare(*args))
+    first = conv(x, edge_index)
+    assert torch.equal(conv(x, edge_index), first) and len(sorts) == 1
+    edge_index[0, 0] = (edge_index[0, 0] + 1) % 10  # in place: sorted again
+    conv(x, edge_index)
+    assert len(sorts) == 2
+    conv(x, edge_index.clone())  # another tensor: sorted again
+    assert len(sorts) == 3
+
+
+def test_fused_path_rules():
+    x, edge_index = random_graph(6, 12, 4, seed=10)
+    conv = IKGATConv(4, 3, heads=2, dropout=0.5)
+    # The default switch runs it on CUDA tensors only:
+    assert conv.fused_attention is True
+    assert not conv._fused_attention_applies(edge_index, x)
+    conv.fused_attention = 'always'
+    assert not conv._fused_attention_applies(edge_index, x)  # dropout
+    conv.eval()
+    assert conv._fused_attention_applies(edge_index, x)
+    assert not conv._fused_attention_applies(edge_index, x.double())
+    conv.lean_aggregation = False
+    assert not conv._fused_attention_applies(edge_index, x)
+    conv.lean_aggregation = True
+    conv.fused_attention = 'yes'
+    with pytest.raises(ValueError, match="'fused_attention' must be True, "
+                       "False or 'always'"):
+        conv(x, edge_index)
+
+
+def test_gpu_speed_times_both_paths():
+    from benchmarks import gpu_speed
+    for name in ('IKGATConv-rbf', 'IKGATConv-direct', 'MIKANConv'):
+        assert name + '-unfused' in gpu_speed.MODELS
+        fused = gpu_speed.build_model(name, 16)
+        unfused = gpu_speed.build_model(name + '-unfused', 16)
+        assert type(fused) is type(unfused)
+        assert fused.fused_attention is True
+        assert unfused.fused_attention is False
+    args = gpu_speed.parse_args(['--smoke', '--output', '/tmp/x.md',
+                                 '--models', 'GATConv', 'MIKANConv-unfused'])
+    assert args.models == ['GATConv', 'MIKANConv-unfused']
