@@ -3,7 +3,11 @@ batches end with the parameters of one process trained on the same global
 batches.  No sampler is needed: every rank runs the model on the whole
 (small) graph and takes the loss on its own seeds."""
 import datetime
+import faulthandler
+import os
+import signal
 import time
+import traceback
 
 import pytest
 import torch
@@ -17,6 +21,9 @@ from ikgat.distributed import (data_parallel_loss, save_on_main,
 from ikgat.models import TwoLayerGAT
 
 BATCH_SIZE, STEPS, BETA = 6, 4, 0.01
+# A collective that waits longer than COLLECTIVE_TIMEOUT raises in the
+# worker; the 2 processes, imports included, get TIMEOUT seconds in all.
+COLLECTIVE_TIMEOUT, TIMEOUT = 30, 120
 LAYERS = {
     'ikgat_direct': (IKGATConv, {'kernel': 'direct'}),
     'ikgat_implicit': (IKGATConv, {'kernel': 'implicit'}),
@@ -46,9 +53,12 @@ def global_batches(data):
 
 def train(model, data, rank, world_size):
     # SGD, not Adam: Adam divides by sqrt(v), which turns a gradient at
-    # roundoff level (KEPGATConv's output-layer att_dst: ~4e-10, the term
-    # that every edge of a target shares) into a step of size lr, so the two
-    # runs would differ by their summation order, not by the method.
+    # roundoff level into a step of size lr, so the two runs would differ
+    # by their summation order, not by the method.  KEPGATConv's
+    # output-layer att_dst gets one (~1e-9): its term a_t^T q_i is shared
+    # by every edge into target i, so it cancels in the softmax whenever
+    # all of them lie on one side of LeakyReLU's kink, as they do here on
+    # most steps.
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     num_train = int(data.train_mask.sum())
     for batch in global_batches(data):
@@ -61,21 +71,46 @@ def train(model, data, rank, world_size):
         optimizer.step()
 
 
-def worker(rank, world_size, store, name, path):
-    torch.set_num_threads(1)
-    # A file store rather than a TCP port: no port can be taken by another
-    # process between choosing it and binding it.
-    dist.init_process_group('gloo', init_method=f'file://{store}',
-                            rank=rank, world_size=world_size,
-                            timeout=datetime.timedelta(seconds=60))
-    try:
-        model, data = make_model(name)
-        ddp = torch.nn.parallel.DistributedDataParallel(
-            model, find_unused_parameters=False)
-        train(ddp, data, rank, world_size)
-        save_on_main(model.state_dict(), path)
-    finally:
-        dist.destroy_process_group()
+def train_data_parallel(rank, world_size, name, path):
+    model, data = make_model(name)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, find_unused_parameters=False)
+    train(ddp, data, rank, world_size)
+    save_on_main(model.state_dict(), path)
+
+
+def worker(rank, world_size, store, name, path, stacks):
+    with open(stacks[rank], 'w') as file:
+        # The parent asks for every thread's stack at its timeout:
+        faulthandler.register(signal.SIGUSR1, file=file, all_threads=True)
+        torch.set_num_threads(1)
+        # A file store rather than a TCP port: no port can be taken by
+        # another process between choosing it and binding it.
+        dist.init_process_group(
+            'gloo', init_method=f'file://{store}', rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT))
+        # DDP is freed (when train_data_parallel returns) before the
+        # process group is destroyed (issue #17).  Each backward pass
+        # (torch 2.13) stashes a contextvars.Context in the thread-local
+        # state that every gloo work captures, and a gloo worker thread can
+        # still hold the last reference to the last allreduce's work after
+        # it completed.  Freed after destroy_process_group(), DDP's reducer
+        # drops the group's last reference and runs its destructor with
+        # the GIL held; the destructor joins that worker thread, which
+        # waits for the GIL to free the Context: a deadlock, with no
+        # timeout.  Freed first, DDP leaves the group alive, and
+        # destroy_process_group() drops the last reference through the
+        # ProcessGroup binding, which releases the GIL first.
+        try:
+            train_data_parallel(rank, world_size, name, path)
+        except BaseException as error:
+            # The traceback's frames would keep DDP alive:
+            traceback.clear_frames(error.__traceback__)
+            raise
+        finally:
+            dist.destroy_process_group()
+        faulthandler.unregister(signal.SIGUSR1)
 
 
 def test_seed_nodes_for_rank_split_the_batch():
@@ -89,23 +124,29 @@ def test_seed_nodes_for_rank_split_the_batch():
 @pytest.mark.parametrize('name', list(LAYERS))
 def test_two_processes_equal_one(name, tmp_path):
     path = str(tmp_path / 'state.pt')
-    # The 2 processes have hung now and then on this 2-core machine (cause
-    # not found yet, issue #17): a run that does not finish in 90 s is
-    # killed and started once more; a second hang fails the test.
-    for attempt in range(2):
-        store = str(tmp_path / f'store{attempt}')
-        context = mp.spawn(worker, args=(2, store, name, path), nprocs=2,
-                           join=False)
-        deadline = time.monotonic() + 90
-        while not context.join(timeout=1):
-            if time.monotonic() > deadline:
-                for process in context.processes:
-                    process.kill()
-                break
-        else:
-            break
-    else:
-        pytest.fail(f'{name}: the 2 DDP processes hung twice (90 s each)')
+    stacks = [tmp_path / f'stacks{rank}.txt' for rank in range(2)]
+    context = mp.spawn(worker, nprocs=2, join=False,
+                       args=(2, str(tmp_path / 'store'), name, path,
+                             stacks))
+    deadline = time.monotonic() + TIMEOUT
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            alive = [process.is_alive() for process in context.processes]
+            for process, running in zip(context.processes, alive):
+                if running:
+                    os.kill(process.pid, signal.SIGUSR1)
+            time.sleep(2)  # time to write the stacks
+            for process in context.processes:
+                process.kill()
+            report = ''.join(
+                f'\n--- rank {rank} ('
+                f'{"hung" if running else "finished"}):\n'
+                + (file.read_text() if file.exists() else '')
+                for rank, (running, file) in enumerate(zip(alive, stacks)))
+            pytest.fail(f'{name}: the 2 DDP processes did not finish in '
+                        f'{TIMEOUT} s; stacks at the timeout (none for a '
+                        f'rank that had not started worker()):'
+                        f'{report}', pytrace=False)
     parallel = torch.load(path)
 
     model, data = make_model(name)
