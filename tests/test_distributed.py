@@ -1,7 +1,10 @@
 r"""DDP equality: 2 CPU processes (gloo) trained on full-neighbourhood
 batches end with the parameters of one process trained on the same global
-batches.  No sampler is needed: every rank runs the model on the whole
-(small) graph and takes the loss on its own seeds."""
+batches.  No sampler is needed for the layer cases: every rank runs the
+model on the whole (small) graph and takes the loss on its own seeds.  The
+``sampled_`` case runs the library's mini-batch loop instead
+(``train_node_classifier`` with NeighborLoader batches of fan-out -1 and
+rank 0's layer-wise evaluation), and needs pyg-lib or torch-sparse."""
 import datetime
 import faulthandler
 import os
@@ -13,12 +16,15 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+import torch_geometric.typing
 
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
 from ikgat.datasets import toy_citation_graph
 from ikgat.distributed import (data_parallel_loss, save_on_main,
                                seed_nodes_for_rank)
 from ikgat.models import TwoLayerGAT
+from ikgat.sampling import minibatch_training
+from ikgat.training import train_node_classifier
 
 BATCH_SIZE, STEPS, BETA = 6, 4, 0.01
 # A collective that waits longer than COLLECTIVE_TIMEOUT raises in the
@@ -29,7 +35,14 @@ LAYERS = {
     'ikgat_implicit': (IKGATConv, {'kernel': 'implicit'}),
     'mikan': (MIKANConv, {}),
     'kep': (KEPGATConv, {}),
+    # Through train_node_classifier and NeighborLoader (a layer local to
+    # in-neighbourhoods: a rank's subgraph gives its seeds the outputs of
+    # the whole batch's subgraph):
+    'sampled_ikgat_direct': (IKGATConv, {'kernel': 'direct'}),
 }
+SAMPLED = ('sampled_ikgat_direct', )
+HAS_SAMPLER = (torch_geometric.typing.WITH_PYG_LIB
+               or torch_geometric.typing.WITH_TORCH_SPARSE)
 
 
 def make_model(name):
@@ -71,11 +84,27 @@ def train(model, data, rank, world_size):
         optimizer.step()
 
 
+def train_sampled(model, data, rank, world_size, trained=None):
+    # The library's own loop: global batches split across the ranks, each
+    # rank's share sampled with every neighbour (fan-out -1, so the seeds'
+    # outputs are the full graph's), rank 0 evaluating layer-wise.
+    batches, inference = minibatch_training(model, data, BATCH_SIZE,
+                                            [-1, -1], eval_batch_size=16)
+    trained = model if trained is None else trained
+    train_node_classifier(
+        trained, data, epochs=2, patience=None, beta=BETA,
+        optimizer=torch.optim.SGD(trained.parameters(), lr=0.5),
+        batches=batches, inference=inference)
+
+
 def train_data_parallel(rank, world_size, name, path):
     model, data = make_model(name)
     ddp = torch.nn.parallel.DistributedDataParallel(
         model, find_unused_parameters=False)
-    train(ddp, data, rank, world_size)
+    if name in SAMPLED:
+        train_sampled(model, data, rank, world_size, ddp)
+    else:
+        train(ddp, data, rank, world_size)
     save_on_main(model.state_dict(), path)
 
 
@@ -123,6 +152,8 @@ def test_seed_nodes_for_rank_split_the_batch():
 
 @pytest.mark.parametrize('name', list(LAYERS))
 def test_two_processes_equal_one(name, tmp_path):
+    if name in SAMPLED and not HAS_SAMPLER:
+        pytest.skip('needs pyg-lib or torch-sparse')
     path = str(tmp_path / 'state.pt')
     stacks = [tmp_path / f'stacks{rank}.txt' for rank in range(2)]
     context = mp.spawn(worker, nprocs=2, join=False,
@@ -150,7 +181,7 @@ def test_two_processes_equal_one(name, tmp_path):
     parallel = torch.load(path)
 
     model, data = make_model(name)
-    train(model, data, 0, 1)
+    (train_sampled if name in SAMPLED else train)(model, data, 0, 1)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(parallel[key], value, atol=1e-5,
                                    rtol=0, msg=key)
