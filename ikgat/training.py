@@ -13,8 +13,8 @@ has improved for :obj:`patience` epochs.  The epoch that is *selected*
   whose calibration is judged (at the best accuracy, early in training, the
   softmax may still be nearly uniform).
 
-**Mini-batches.**  With :obj:`batches` (e.g. neighbour-sampled subgraphs
-from :func:`ikgat.sampling.sampled_batches`) an epoch takes one step per
+**Mini-batches.**  With :obj:`batches` (e.g. neighbour-sampled subgraphs,
+:func:`ikgat.sampling.minibatch_training`) an epoch takes one step per
 batch, with the loss on the batch's seed nodes (the first
 ``batch.batch_size`` nodes), and the evaluation runs :obj:`inference`
 (e.g. the layer-wise ``model.inference``) instead of one forward pass over
@@ -194,9 +194,11 @@ def train_node_classifier(
                   if keep_state and select == 'nll' else None)
     since_acc = since_loss = 0
     epoch = 0
+    # None: tqdm's own choice (a bar only on a terminal); rank 0 alone
+    # shows one.
+    show = progress if is_main else False
     bar = tqdm(total=epochs, unit='epoch', leave=False, dynamic_ncols=True,
-               disable=(not is_main or None if progress is None
-                        else not (is_main and progress)))
+               disable=None if show is None else not show)
     for epoch in range(1, epochs + 1):
         model.train()
         if batches is None:
