@@ -51,10 +51,10 @@ round).  The time of a global step is the slowest rank's sample + step
 the medians of 1 process to 2.
 
 Results: rows in ``minibatch.csv`` (each fsynced as a part finishes;
-``--resume`` skips a part already measured with the same settings at the
-same commit) and the Markdown summary ``minibatch.md``, both in
-``--results-dir``.  The summary shows the latest rows of every part measured
-with the run's settings at its commit, so the two parts may come from two
+``--resume`` skips a part already measured with the same settings) and
+the Markdown summary ``minibatch.md``, both in ``--results-dir``.  The
+summary shows the latest rows of every part measured with the run's
+settings, each part with its commit, so the two parts may come from two
 commands::
 
     # seconds, a tiny graph (what the test suite runs; results in /tmp):
@@ -451,7 +451,9 @@ def markdown(args: argparse.Namespace, rows: List[Dict[str, Any]],
         '# Mini-batch training throughput (neighbour sampling) and the '
         'speed-up from 1 to 2 processes', '',
         *commands_of(rows), '',
-        f'- commit: {git_commit()}',
+        '- commit: ' + ', '.join(
+            f'{part} at {commit}' for part, commit in dict(
+                (r['part'], r['git_commit']) for r in rows).items()),
         *machine,
         f'- sampler: PyG NeighborLoader on {sampler_name()} (pyg-lib is not '
         f'installable on this machine)',
@@ -562,7 +564,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                         f'{tempfile.gettempdir()})')
     parser.add_argument('--resume', action='store_true',
                         help='skip a part whose rows with these settings '
-                        'and commit are in the CSV already')
+                        'are in the CSV already')
     parser.add_argument('--smoke', action='store_true',
                         help='a tiny graph and few steps (seconds); only '
                         'the single part unless --parts is given')
@@ -617,15 +619,14 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     return args
 
 
-def latest_rows(csv_path: str, settings: str, commit: str,
+def latest_rows(csv_path: str, settings: str,
                 models: Sequence[str]) -> List[Dict[str, Any]]:
     r"""The last row of each part, model and number of processes in
-    :obj:`csv_path` measured with :obj:`settings` at :obj:`commit`, in the
-    order of the report."""
+    :obj:`csv_path` measured with :obj:`settings`, in the order of the
+    report."""
     latest: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
     for row in read_results(csv_path, KEY_COLUMNS, NUMERIC_COLUMNS):
-        if (row['settings'] == settings and row['git_commit'] == commit
-                and row['model'] in models):
+        if row['settings'] == settings and row['model'] in models:
             latest[(row['part'], row['model'], row['processes'])] = row
     return [latest[key] for key in sorted(
         latest, key=lambda k: (PARTS.index(k[0]), list(models).index(k[1]),
@@ -642,7 +643,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     settings, commit = settings_of(args), git_commit()
     command = ' '.join(['python -m benchmarks.minibatch',
                         *(shlex.quote(a) for a in args.argv)])
-    existing = latest_rows(csv_path, settings, commit, args.models)
+    existing = latest_rows(csv_path, settings, args.models)
     machine = machine_info()
     todo = []
     for part in args.parts:
@@ -674,9 +675,9 @@ def main(argv: Optional[List[str]] = None) -> str:
             for row in rows:
                 row['part_s'] = time.perf_counter() - part_start
                 writer.write(row)
-    # The report holds every part measured with these settings at this
-    # commit, by this run or an earlier one:
-    rows = latest_rows(csv_path, settings, commit, args.models)
+    # The report holds the latest rows of every part measured with these
+    # settings, by this run or an earlier one, each with its commit:
+    rows = latest_rows(csv_path, settings, args.models)
     text = markdown(args, rows, machine)
     write_text(md_path, text)
     print(text)
