@@ -221,9 +221,11 @@ def train_node_classifier(
         model.eval()
         figures = [math.nan] * 3
         if is_main:
+            # The unwrapped module: a DDP forward on rank 0 alone would
+            # start a buffer broadcast that the other ranks never join.
             with torch.no_grad():
                 out = (inference() if inference is not None else
-                       model(data.x, data.edge_index))
+                       module(data.x, data.edge_index))
             figures = [
                 masked_accuracy(out, data.y, data.val_mask),
                 float(F.cross_entropy(out[data.val_mask],

@@ -200,9 +200,18 @@ def test_mini_batches_without_a_sampler_name_both(monkeypatch, capsys):
 
 
 @pytest.mark.slow
-@needs_sampler
-def test_train_under_torchrun_with_two_processes(cora, tmp_path):
+@pytest.mark.parametrize('regime', [
+    ['--batch-size', '64'],
+    # Full batch, and a kernel with buffers (rank 0's evaluation must not
+    # go through DDP's forward, whose buffer broadcast the others miss):
+    ['--kernel', 'rff'],
+], ids=['mini-batch', 'full-batch-rff'])
+def test_train_under_torchrun_with_two_processes(cora, tmp_path, regime):
     # Two gloo processes, one thread each: only rank 0 talks and writes.
+    if '--batch-size' in regime and not (
+            torch_geometric.typing.WITH_PYG_LIB
+            or torch_geometric.typing.WITH_TORCH_SPARSE):
+        pytest.skip('needs pyg-lib or torch-sparse')
     import subprocess
     import sys
     path = str(tmp_path / 'ddp.pt')
@@ -211,7 +220,7 @@ def test_train_under_torchrun_with_two_processes(cora, tmp_path):
         [sys.executable, '-m', 'torch.distributed.run', '--nproc-per-node',
          '2', '--standalone', '-m', 'ikgat.cli', 'train', '--epochs',
          '2', '--hidden', '2', '--heads', '2', '--threads', '1',
-         '--batch-size', '64', '--no-progress', '--save-checkpoint', path],
+         '--no-progress', '--save-checkpoint', path, *regime],
         env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
