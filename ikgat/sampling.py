@@ -34,11 +34,17 @@ SAMPLER_HELP = (
     "from source: about 35 minutes on 2 cores)")
 
 
+def has_sampler() -> bool:
+    r"""Whether pyg-lib or torch-sparse, either of which samples
+    neighbours for PyG's NeighborLoader, is installed."""
+    import torch_geometric.typing as pyg_typing
+    return pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE
+
+
 def require_sampler() -> None:
     r"""Raise a one-line :class:`RuntimeError` naming pyg-lib and
     torch-sparse when neither is installed."""
-    import torch_geometric.typing as pyg_typing
-    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
+    if not has_sampler():
         raise RuntimeError(f'neighbour sampling needs pyg-lib or '
                            f'torch-sparse, and neither is installed: '
                            f'{SAMPLER_HELP}')

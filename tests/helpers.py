@@ -1,6 +1,7 @@
 """Graphs and references shared by the tests."""
 import math
 
+import pytest
 import torch
 from torch_geometric.data import Data
 
@@ -8,6 +9,7 @@ from ikgat import IKGATConv, kernels
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.reference import edge_wise_attention
+from ikgat.sampling import has_sampler
 
 
 def random_graph(num_nodes: int, num_edges: int, channels: int, seed: int,
@@ -138,3 +140,9 @@ def tiny_model(conv=IKGATConv, seed=0, **conv_kwargs):
     conv_kwargs.setdefault('num_spectral_points', R)
     return TwoLayerGAT(5, CHANNELS, 3, conv, heads=HEADS,
                        conv_kwargs=conv_kwargs).eval()
+
+
+#: Skips a test that samples neighbours (NeighborLoader) where neither
+#: pyg-lib nor torch-sparse is installed.
+needs_sampler = pytest.mark.skipif(not has_sampler(),
+                                   reason='needs pyg-lib or torch-sparse')

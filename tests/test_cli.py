@@ -7,6 +7,8 @@ import torch
 import torch_geometric.typing
 
 from ikgat.cli import main
+from ikgat.sampling import has_sampler
+from tests.helpers import needs_sampler
 
 
 def run_failing(argv, capsys) -> str:
@@ -160,10 +162,6 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(tmp_path,
     assert load_checkpoint(path).layer == 'IKGATConv'
 
 
-needs_sampler = pytest.mark.skipif(
-    not (torch_geometric.typing.WITH_PYG_LIB
-         or torch_geometric.typing.WITH_TORCH_SPARSE),
-    reason='needs pyg-lib or torch-sparse')
 
 
 @needs_sampler
@@ -208,9 +206,7 @@ def test_mini_batches_without_a_sampler_name_both(monkeypatch, capsys):
 ], ids=['mini-batch', 'full-batch-rff'])
 def test_train_under_torchrun_with_two_processes(cora, tmp_path, regime):
     # Two gloo processes, one thread each: only rank 0 talks and writes.
-    if '--batch-size' in regime and not (
-            torch_geometric.typing.WITH_PYG_LIB
-            or torch_geometric.typing.WITH_TORCH_SPARSE):
+    if '--batch-size' in regime and not has_sampler():
         pytest.skip('needs pyg-lib or torch-sparse')
     import subprocess
     import sys

@@ -20,10 +20,8 @@ from ikgat.sampling import (check_num_neighbors, global_batches,
                             require_sampler, sampled_batches,
                             warn_sampling_caveats)
 from ikgat.training import train_node_classifier
+from tests.helpers import needs_sampler
 
-HAS_SAMPLER = pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE
-needs_sampler = pytest.mark.skipif(
-    not HAS_SAMPLER, reason='needs pyg-lib or torch-sparse')
 
 #: Every layer whose target outputs depend on in-neighbourhoods only (the
 #: implicit kernels through full_graph_summary).

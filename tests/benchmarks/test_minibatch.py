@@ -4,13 +4,11 @@ assertions beyond positivity)."""
 import csv
 
 import pytest
-import torch_geometric.typing as pyg_typing
 
 from benchmarks.minibatch import main
+from tests.helpers import needs_sampler
 
-pytestmark = pytest.mark.skipif(
-    not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE),
-    reason='neighbour sampling needs pyg-lib or torch-sparse')
+pytestmark = needs_sampler
 
 
 def read_rows(folder):

@@ -6,13 +6,13 @@ import os
 
 import pytest
 import torch
-import torch_geometric.typing
 
 pd = pytest.importorskip('pandas')
 pytest.importorskip('ogb')
 pytest.importorskip('sklearn')  # ogb's Evaluator imports it
 
 from benchmarks.ogbn import OGB_COLUMNS, load_ogbn, run_ogb  # noqa: E402
+from tests.helpers import needs_sampler  # noqa: E402
 
 NUM_NODES, NUM_CLASSES, CHANNELS = 60, 3, 8
 
@@ -122,9 +122,7 @@ def test_evaluator_matches_training_loop(tiny_ogbn, tmp_path):
     assert accuracy['test'] == pytest.approx(result.test_acc, abs=1e-6)
 
 
-@pytest.mark.skipif(not (torch_geometric.typing.WITH_PYG_LIB
-                         or torch_geometric.typing.WITH_TORCH_SPARSE),
-                    reason='needs pyg-lib or torch-sparse')
+@needs_sampler
 def test_mini_batches_through_the_ogb_path(tiny_ogbn, tmp_path):
     # Neighbour-sampled training and layer-wise evaluation: the evaluator's
     # accuracies are those of the selected epoch.

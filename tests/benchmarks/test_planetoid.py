@@ -5,7 +5,6 @@ import math
 
 import pytest
 import torch
-import torch_geometric.typing
 
 from benchmarks import planetoid as bench
 from benchmarks.harness.data import BenchData
@@ -19,6 +18,7 @@ from benchmarks.summary import (render_summary, select_hyperparameters,
                                 summarize)
 from ikgat.datasets import toy_citation_graph
 from ikgat.training import train_node_classifier
+from tests.helpers import needs_sampler
 
 # Models whose layers exist in every version of the package (``ikan`` and
 # ``mikan`` are registered but built lazily).
@@ -321,9 +321,7 @@ def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
         assert math.isclose(val_acc, float(row['val_acc']), abs_tol=1e-6)
 
 
-@pytest.mark.skipif(not (torch_geometric.typing.WITH_PYG_LIB
-                         or torch_geometric.typing.WITH_TORCH_SPARSE),
-                    reason='needs pyg-lib or torch-sparse')
+@needs_sampler
 def test_mini_batch_regime_from_the_protocol(tmp_path, monkeypatch):
     # --batch-size/--fan-out reach the training loop as mini-batches and
     # layer-wise inference.
