@@ -80,7 +80,11 @@ the forward); edge features enter as the edge gate :math:`\epsilon`.
 Triton is imported lazily, the first time a kernel is needed, so that
 importing this module never needs it.  On CPU tensors the kernels run in
 Triton's interpreter, which must be switched on with ``TRITON_INTERPRET=1``
-before Triton is first imported (for tests; it is slow).
+before Triton is first imported (for tests; it is slow).  On the ``meta``
+device, whose tensors have shapes but no values, no kernel is launched:
+the outputs and gradients are allocated as on CUDA and left empty, so a
+meta run shows the allocations (and the absence of host reads) of a CUDA
+run.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
@@ -448,7 +452,8 @@ class FusedAttention(torch.autograd.Function):
         block_e = _block_edges(num_edges, num_dst, block_h * block_c)
         has_gate = edge_gate is not None
         gate_arg = edge_gate if has_gate else score_src  # unused pointer
-        if num_dst > 0:
+        launch = x_src.device.type != 'meta'  # meta: shapes only
+        if num_dst > 0 and launch:
             kernels['forward'][(num_dst, )](
                 score_src, score_dst, x_src, gate_arg, csr.rowptr, csr.src,
                 out, group_max, group_den, negative_slope, heads, channels,
@@ -456,7 +461,7 @@ class FusedAttention(torch.autograd.Function):
                 BLOCK_H=block_h, BLOCK_C=block_c)
         alpha = score_src.new_empty(num_edges if need_alpha else 0, heads,
                                     dtype=torch.float32)
-        if need_alpha and num_dst > 0:
+        if need_alpha and num_dst > 0 and launch:
             kernels['alpha'][(num_dst, )](
                 score_src, score_dst, gate_arg, csr.rowptr, csr.src,
                 group_max, group_den, alpha, negative_slope, heads,
@@ -501,7 +506,8 @@ class FusedAttention(torch.autograd.Function):
         block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
         gate_arg = edge_gate if has_gate else score_src
         dummy = grad_logit if num_edges else group_max
-        if num_src > 0:
+        launch = x_src.device.type != 'meta'  # meta: shapes only
+        if num_src > 0 and launch:
             kernels['backward_src'][(num_src, )](
                 score_src, score_dst, x_src, gate_arg, csr.colptr,
                 csr.csc_edge, csr.csc_dst, group_max, group_den, delta,
@@ -517,7 +523,7 @@ class FusedAttention(torch.autograd.Function):
             # Per target and slope t in {0, 1}; the gate slot gets zero:
             partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
             grad_gate = torch.empty_like(edge_gate) if need_gate else None
-            if num_dst > 0:
+            if num_dst > 0 and launch:
                 kernels['backward_dst'][(num_dst, )](
                     score_src, score_dst, gate_arg, csr.rowptr, csr.src,
                     grad_logit, partial, grad_gate if need_gate else dummy,

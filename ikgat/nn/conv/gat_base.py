@@ -2,7 +2,7 @@ r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import (
     Any,
     ContextManager,
@@ -54,7 +54,10 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
 def without_autocast(device: torch.device) -> ContextManager:
     r"""A context in which :func:`torch.autocast` does not lower the
     precision of matrix products on :obj:`device`: the node terms of the
-    attention run in :func:`accumulation_dtype` under autocast too."""
+    attention run in :func:`accumulation_dtype` under autocast too.  A
+    device without autocast (``meta``) gets an empty context."""
+    if not torch.amp.is_autocast_available(device.type):
+        return nullcontext()
     return torch.autocast(device.type, enabled=False)
 
 

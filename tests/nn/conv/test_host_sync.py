@@ -7,16 +7,12 @@ reading one on the host (int(), .item(), bool(), .nonzero(), a boolean mask,
 torch.unique) raises there, as it would synchronise on CUDA.  The CUDA test
 runs the layers under torch.cuda.set_sync_debug_mode('error').
 """
-from contextlib import nullcontext
-
 import pytest
 import torch
 import torch_geometric
 from torch_geometric.testing import onlyCUDA
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
-import ikgat.nn.conv.ikgat_conv as ikgat_conv_module
-import ikgat.nn.conv.kep_gat_conv as kep_gat_conv_module
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
@@ -26,14 +22,6 @@ from tests.helpers import random_graph
 
 KERNEL_NAMES = sorted(KERNELS)
 META = torch.device('meta')
-
-
-@pytest.fixture
-def no_autocast_on_meta(monkeypatch):
-    # torch.autocast has no 'meta' device; autocast is not what is tested.
-    for module in (ikgat_conv_module, kep_gat_conv_module):
-        monkeypatch.setattr(module, 'without_autocast',
-                            lambda device: nullcontext())
 
 
 def test_meta_tensors_refuse_host_reads():
@@ -93,16 +81,14 @@ def meta_step(conv, num_nodes=10, num_edges=30, edge_dim=None, **kwargs):
 
 @pytest.mark.parametrize('training', [True, False])
 @pytest.mark.parametrize('kernel', KERNEL_NAMES)
-def test_ikgat_reads_no_value_off_the_cpu(kernel, training,
-                                          no_autocast_on_meta):
+def test_ikgat_reads_no_value_off_the_cpu(kernel, training):
     conv = IKGATConv(6, 4, heads=2, kernel=kernel, num_spectral_points=8,
                      dropout=0.5, edge_dim=3)
     meta_step(conv.train(training), edge_dim=3)
 
 
 @pytest.mark.parametrize('add_self_loops', [True, False])
-def test_mikan_and_kep_read_no_value_off_the_cpu(add_self_loops,
-                                                 no_autocast_on_meta):
+def test_mikan_and_kep_read_no_value_off_the_cpu(add_self_loops):
     for conv in (MIKANConv(6, 4, heads=2, num_spectral_points=8,
                            add_self_loops=add_self_loops),
                  KEPGATConv(6, 4, heads=2, add_self_loops=add_self_loops,
@@ -110,7 +96,28 @@ def test_mikan_and_kep_read_no_value_off_the_cpu(add_self_loops,
         meta_step(conv, edge_dim=2 if isinstance(conv, KEPGATConv) else None)
 
 
-def test_batch_size_spares_reading_the_batch(no_autocast_on_meta):
+@pytest.mark.parametrize('kernel', ['rbf', 'direct', 'implicit'])
+def test_fused_path_reads_no_value_off_the_cpu(kernel):
+    # On 'meta' the fused kernels are not launched (no values), but every
+    # tensor of the CUDA path is allocated, with its shape and dtype.
+    pytest.importorskip('triton')
+    conv = IKGATConv(6, 4, heads=2, kernel=kernel, num_spectral_points=8,
+                     edge_dim=3)
+    conv.fused_attention = 'always'
+    conv = conv.to(META)
+    x = torch.randn(10, 6, device=META, requires_grad=True)
+    edge_index = torch.randint(0, 10, (2, 30), device=META)
+    warm_self_loops(conv, edge_index, 10)
+    edge_attr = torch.randn(30, 3, device=META)
+    out, (looped, alpha) = conv(x, edge_index, edge_attr,
+                                return_attention_weights=True)
+    (out.sum() + alpha.sum()).backward()
+    assert out.shape == (10, 8) and alpha.shape == (looped.size(1), 2)
+    assert conv._csr_cache.get(looped, (10, 10)) is not None  # fused ran
+    assert x.grad.shape == x.shape and conv.att_edge.grad is not None
+
+
+def test_batch_size_spares_reading_the_batch():
     conv = MIKANConv(6, 4, heads=2, num_spectral_points=8,
                      add_self_loops=False)
     batch = torch.zeros(10, dtype=torch.long, device=META)
@@ -131,7 +138,7 @@ def test_batch_size_spares_reading_the_batch(no_autocast_on_meta):
     assert torch.equal(given, conv((x, x), edge_index, batch=batch))
 
 
-def test_two_layer_gat_reads_no_value_off_the_cpu(no_autocast_on_meta):
+def test_two_layer_gat_reads_no_value_off_the_cpu():
     model = TwoLayerGAT(6, 4, 3, IKGATConv, heads=2, dropout=0.5,
                         conv_kwargs={'add_self_loops': False}).to(META)
     x = torch.zeros(10, 6, device=META)
