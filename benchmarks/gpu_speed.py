@@ -25,6 +25,15 @@ was allocated before the step (graph, features, parameters).
 Copy bandwidth: a ``--copy-mib`` tensor copied with ``Tensor.copy_``, timed
 with events, counting bytes read plus bytes written.
 
+Training step (item 5): the two-layer model of the GAT paper
+(``TwoLayerGAT``: the layer with 8 heads x 8, ELU, the layer with one head
+of as many channels as classes; no dropout), full batch, cross-entropy
+over every node against random labels, backward and an Adam step, in
+float32, for ``--training-models`` (GATConv, IKGATConv ``direct`` fused and
+unfused) on ``--training-graphs`` (the largest graph of the run by
+default): the median time and the peak memory, or OOM.
+:mod:`benchmarks.gpu_memory` predicts these peaks from the meta device.
+
 Fused kernel: :func:`ikgat.nn.triton_attention.fused_attention` on random
 node scores (:math:`N \times 8 \times 3`) and features (:math:`N \times 8
 \times 8`) over the graph with self-loops, forward and forward+backward, in
@@ -35,8 +44,8 @@ their effective bandwidths bracket what the kernel achieves, to be compared
 with the copy bandwidth.  The unfused path (``kernel_edge_softmax`` then
 ``attention_aggregate``) is timed beside it when importable.
 
-Run on a GPU machine (products-size graphs need about 40 GB for GATConv's
-message tensors; an OOM is reported as such)::
+Run on a GPU machine (see :mod:`benchmarks.gpu_memory` for the memory
+each step should need; an OOM is reported as such)::
 
     python -m benchmarks.gpu_speed --output benchmarks/results/gpu_speed.md
     # or graph by graph, to stay within a time limit:
@@ -63,17 +72,19 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-#: name -> (nodes, directed edges, features): the real datasets' sizes.
+#: name -> (nodes, directed edges, features, classes): the real datasets'.
 GRAPHS = {
-    'cora': (2_708, 10_556, 1_433),
-    'pubmed': (19_717, 88_648, 500),
-    'arxiv': (169_343, 1_166_243, 128),
-    'products': (2_449_029, 61_859_140, 100),
+    'cora': (2_708, 10_556, 1_433, 7),
+    'pubmed': (19_717, 88_648, 500, 3),
+    'arxiv': (169_343, 1_166_243, 128, 40),
+    'products': (2_449_029, 61_859_140, 100, 47),
 }
-SMOKE_GRAPHS = {'tiny': (40, 160, 16), 'small': (120, 600, 32)}
+SMOKE_GRAPHS = {'tiny': (40, 160, 16, 4), 'small': (120, 600, 32, 5)}
 MODELS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct', 'MIKANConv',
           'IKGATConv-rbf-unfused', 'IKGATConv-direct-unfused',
           'MIKANConv-unfused']
+#: The models of the two-layer training step (item 5).
+TRAINING_MODELS = ['GATConv', 'IKGATConv-direct', 'IKGATConv-direct-unfused']
 PRECISIONS = ['float32', 'bf16-autocast']
 HEADS, CHANNELS = 8, 8
 
@@ -108,23 +119,66 @@ def synthetic_graph(num_nodes: int, num_edges: int, num_features: int,
     return x, edge_index
 
 
-def build_model(name: str, in_channels: int) -> torch.nn.Module:
+def build_model(name: str, in_channels: int,
+                num_classes: Optional[int] = None,
+                add_self_loops: bool = True) -> torch.nn.Module:
+    """One layer of :obj:`name` (8 heads x 8), or with :obj:`num_classes`
+    the two-layer model of the training step (``TwoLayerGAT``: the layer,
+    8 heads x 8, ELU, the layer with one head of :obj:`num_classes`; no
+    dropout, so that the fused kernel applies in training)."""
     from torch_geometric.nn import GATConv
 
     from ikgat import IKGATConv, MIKANConv
-    if name.endswith('-unfused'):  # the same layer without the fused kernel
-        model = build_model(name[:-len('-unfused')], in_channels)
-        model.fused_attention = False
-        return model
-    if name == 'GATConv':
-        return GATConv(in_channels, CHANNELS, heads=HEADS)
-    if name == 'IKGATConv-rbf':
-        return IKGATConv(in_channels, CHANNELS, heads=HEADS, kernel='rbf')
-    if name == 'IKGATConv-direct':  # the default R = 64 spectral points
-        return IKGATConv(in_channels, CHANNELS, heads=HEADS, kernel='direct')
-    if name == 'MIKANConv':
-        return MIKANConv(in_channels, CHANNELS, heads=HEADS)
-    raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+    from ikgat.models import TwoLayerGAT
+    layers = {
+        'GATConv': (GATConv, {}),
+        'IKGATConv-rbf': (IKGATConv, dict(kernel='rbf')),
+        # the default R = 64 spectral points:
+        'IKGATConv-direct': (IKGATConv, dict(kernel='direct')),
+        'MIKANConv': (MIKANConv, {}),
+    }
+    unfused = name.endswith('-unfused')  # the layer without the fused kernel
+    base = name[:-len('-unfused')] if unfused else name
+    if base not in layers or (unfused and base == 'GATConv'):
+        raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+    conv, kwargs = layers[base]
+    kwargs = dict(kwargs, add_self_loops=add_self_loops)
+    if num_classes is None:
+        model = conv(in_channels, CHANNELS, heads=HEADS, **kwargs)
+    else:
+        model = TwoLayerGAT(in_channels, CHANNELS, num_classes, conv,
+                            heads=HEADS, dropout=0.0, conv_kwargs=kwargs)
+    if unfused:
+        for module in model.modules():
+            if isinstance(module, IKGATConv):
+                module.fused_attention = False
+    return model
+
+
+def layer_step(model: torch.nn.Module, x: torch.Tensor,
+               edge_index: torch.Tensor, device: torch.device,
+               precision: str) -> Callable[[], None]:
+    """One step of the layer study: zero_grad, forward, out.sum(),
+    backward."""
+    def step():
+        model.zero_grad(set_to_none=True)
+        with autocast(device, precision):
+            out = model(x, edge_index)
+        out.float().sum().backward()
+    return step
+
+
+def training_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                  x: torch.Tensor, edge_index: torch.Tensor,
+                  y: torch.Tensor) -> Callable[[], None]:
+    """One full-batch training step: zero_grad, forward, cross-entropy over
+    every node, backward, optimizer step."""
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x, edge_index), y)
+        loss.backward()
+        optimizer.step()
+    return step
 
 
 def autocast(device: torch.device, precision: str):
@@ -208,7 +262,7 @@ def copy_bandwidth(device: torch.device, mib: int, timer: Timer,
 
 def layer_rows(graph: str, size, device: torch.device, timer: Timer,
                args) -> List[dict]:
-    num_nodes, num_edges, num_features = size
+    num_nodes, num_edges, num_features, _ = size
     x, edge_index = synthetic_graph(num_nodes, num_edges, num_features,
                                     device, args.seed)
     rows = []
@@ -218,14 +272,7 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
             torch.manual_seed(args.seed)
             model = build_model(name, num_features).to(device).train()
             models[name] = model
-
-            def step(model=model, precision=precision):
-                model.zero_grad(set_to_none=True)
-                with autocast(device, precision):
-                    out = model(x, edge_index)
-                out.float().sum().backward()
-
-            steps[name] = step
+            steps[name] = layer_step(model, x, edge_index, device, precision)
         medians = measure_interleaved(steps, timer, args.warmup,
                                       args.rounds)
         for name in args.models:
@@ -237,6 +284,37 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
                              peak_bytes=peak, step_bytes=extra))
         del models, steps
         free_memory(device)
+    return rows
+
+
+def training_rows(graph: str, size, device: torch.device, timer: Timer,
+                  args) -> List[dict]:
+    """The two-layer full-batch training step (item 5) of each of
+    ``args.training_models`` on one graph, float32, random labels."""
+    num_nodes, num_edges, num_features, num_classes = size
+    x, edge_index = synthetic_graph(num_nodes, num_edges, num_features,
+                                    device, args.seed)
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    y = torch.randint(0, num_classes, (num_nodes, ), device=device,
+                      generator=generator)
+    steps = {}
+    for name in args.training_models:
+        torch.manual_seed(args.seed)
+        model = build_model(name, num_features, num_classes).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
+        steps[name] = training_step(model.train(), optimizer, x, edge_index,
+                                    y)
+    medians = measure_interleaved(steps, timer, args.warmup, args.rounds)
+    rows = []
+    for name in args.training_models:
+        peak, extra = ('OOM', 'OOM') if medians[name] == 'OOM' else \
+            peak_memory(steps[name], device)
+        rows.append(dict(graph=graph, nodes=num_nodes, edges=num_edges,
+                         features=num_features, classes=num_classes,
+                         model=name, ms=medians[name], peak_bytes=peak,
+                         step_bytes=extra))
+    del steps
+    free_memory(device)
     return rows
 
 
@@ -287,7 +365,7 @@ def fused_rows(graph: str, size, device: torch.device, timer: Timer,
         attention_aggregate = kernel_edge_softmax = None
     from torch_geometric.utils import add_self_loops, remove_self_loops
 
-    num_nodes, num_edges, _ = size
+    num_nodes, num_edges, _, _ = size
     _, edge_index = synthetic_graph(num_nodes, num_edges, 1, device,
                                     args.seed)
     edge_index, _ = remove_self_loops(edge_index)
@@ -361,7 +439,7 @@ def fmt(value, kind: str = 'ms') -> str:
 
 
 def markdown(header: Dict[str, str], layers: List[dict], fused: List[dict],
-             bandwidth: float) -> str:
+             training: List[dict], bandwidth: float) -> str:
     lines = ['# GPU speed study (issue #16)', '']
     lines += [f'- {key}: {value}' for key, value in header.items()]
     lines += [f'- copy bandwidth (read + write): {bandwidth:.1f} GB/s', '']
@@ -371,6 +449,15 @@ def markdown(header: Dict[str, str], layers: List[dict], fused: List[dict],
     for r in layers:
         lines.append(f"| {r['graph']} | {r['nodes']} | {r['edges']} | "
                      f"{r['model']} | {r['precision']} | {fmt(r['ms'])} | "
+                     f"{fmt(r['peak_bytes'], 'bytes')} | "
+                     f"{fmt(r['step_bytes'], 'bytes')} |")
+    lines += ['', ('## Two-layer full-batch training step (8 heads x 8, '
+                   'then 1 head x classes; Adam; float32)'), '',
+              ('| graph | nodes | edges | model | median ms | peak MiB | '
+               'step MiB |'), '|---|---|---|---|---|---|---|']
+    for r in training:
+        lines.append(f"| {r['graph']} | {r['nodes']} | {r['edges']} | "
+                     f"{r['model']} | {fmt(r['ms'])} | "
                      f"{fmt(r['peak_bytes'], 'bytes')} | "
                      f"{fmt(r['step_bytes'], 'bytes')} |")
     lines += ['', '## Fused attention alone (H = 8, C = 8, self-loops added)',
@@ -428,6 +515,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--models', nargs='+', default=MODELS,
                         choices=MODELS, metavar='MODEL',
                         help=f'models to time (default: all of {MODELS})')
+    parser.add_argument('--training-graphs', nargs='*', default=None,
+                        metavar='GRAPH',
+                        help='graphs of the two-layer training step '
+                        '(default: the largest of --graphs; none when given '
+                        'without a value)')
+    parser.add_argument('--training-models', nargs='+',
+                        default=TRAINING_MODELS, choices=MODELS,
+                        metavar='MODEL', help=f'models of the training step '
+                        f'(default: {TRAINING_MODELS})')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-fused', action='store_true',
                         help='skip the fused kernel section')
@@ -437,7 +533,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     catalogue = SMOKE_GRAPHS if args.smoke else GRAPHS
     args.graphs = args.graphs or list(catalogue)
-    unknown = [g for g in args.graphs if g not in catalogue]
+    if args.training_graphs is None:
+        args.training_graphs = [max(args.graphs,
+                                    key=lambda g: catalogue[g][1])] if all(
+            g in catalogue for g in args.graphs) else []
+    unknown = [g for g in args.graphs + args.training_graphs
+               if g not in catalogue]
     if unknown:
         parser.error(f"unknown graph(s) {unknown}; choose from "
                      f"{list(catalogue)}")
@@ -489,11 +590,17 @@ def main(argv: Optional[List[str]] = None) -> None:
         if not args.no_fused and not (args.smoke and graph != args.graphs[0]):
             print(f'{graph}: fused kernel', file=sys.stderr, flush=True)
             fused += fused_rows(graph, catalogue[graph], device, timer, args)
-    write_durably(args.output, markdown(header, layers, fused, bandwidth))
+    training = []
+    for graph in args.training_graphs:
+        print(f'{graph}: training step', file=sys.stderr, flush=True)
+        training += training_rows(graph, catalogue[graph], device, timer,
+                                  args)
+    write_durably(args.output, markdown(header, layers, fused, training,
+                                        bandwidth))
     stem = osp.splitext(args.output)[0]
     write_durably(stem + '.json', json.dumps(
         dict(header=header, copy_gbps=bandwidth, layers=layers,
-             fused=fused), indent=1) + '\n')
+             fused=fused, training=training), indent=1) + '\n')
     print(f'wrote {args.output}', file=sys.stderr)
 
 

@@ -164,42 +164,10 @@ def tensor_breakdown(args: argparse.Namespace, top: int = 10) -> None:
     r"""Print, per model, the peak of the bytes held by live tensors during
     one training step and the largest tensors alive at that peak, in bytes
     per edge (self-loops included): where the memory of a step goes."""
-    import weakref
-
     import torch
     import torch.nn.functional as F
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
 
-    class LiveTensors(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.live: Dict[int, tuple] = {}
-            self.bytes = self.peak = 0
-            self.at_peak: List[tuple] = []
-            self.phase = 'forward'
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for tensor in tree_leaves(out):
-                if isinstance(tensor, torch.Tensor):
-                    self.track(tensor, func.overloadpacket.__name__)
-            return out
-
-        def track(self, tensor, op: str) -> None:
-            storage = tensor.untyped_storage()
-            key, size = storage.data_ptr(), storage.nbytes()
-            if key in self.live or size == 0:
-                return
-            self.live[key] = (size, self.phase, op, tuple(tensor.shape),
-                              str(tensor.dtype).replace('torch.', ''))
-            self.bytes += size
-            weakref.finalize(storage, self.release, key)
-            if self.bytes > self.peak:
-                self.peak, self.at_peak = self.bytes, list(self.live.values())
-
-        def release(self, key: int) -> None:
-            self.bytes -= self.live.pop(key)[0]
+    from benchmarks.harness.live_tensors import LiveTensorBytes
 
     torch.set_num_threads(args.threads)
     x, edge_index, y = make_graph(args.graph, args.fraction)
@@ -207,7 +175,8 @@ def tensor_breakdown(args: argparse.Namespace, top: int = 10) -> None:
     for name in args.models:
         torch.manual_seed(0)
         model = build_model(name, x.size(1), GRAPHS[args.graph][3])
-        tracker = LiveTensors()
+        tracker = LiveTensorBytes(keep_peak_tensors=True)
+        tracker.phase = 'forward'
         with tracker:
             loss = F.cross_entropy(model(x, edge_index), y)
             tracker.phase = 'backward'

@@ -202,6 +202,11 @@ def test_gpu_speed_smoke_writes_markdown_and_rows(tmp_path):
     assert 'copy bandwidth' in text and 'git commit' in text
     rows = json.loads((tmp_path / 'gpu_speed.json').read_text())
     assert {r['model'] for r in rows['layers']} == set(gpu_speed.MODELS)
+    # The two-layer training step, on the largest graph of the run:
+    assert [(r['graph'], r['model']) for r in rows['training']] == [
+        ('tiny', name) for name in gpu_speed.TRAINING_MODELS]
+    assert all(r['ms'] > 0 for r in rows['training'])
+    assert 'Two-layer full-batch training step' in text
     if DEVICE.type == 'cpu':  # --smoke interprets the kernel on CPU
         assert {r['path'] for r in rows['fused']} >= {
             'fused forward', 'fused forward+backward'}

@@ -182,6 +182,10 @@ def test_gpu_speed_times_both_paths():
         assert type(fused) is type(unfused)
         assert fused.fused_attention is True
         assert unfused.fused_attention is False
+    two_layer = gpu_speed.build_model('IKGATConv-direct-unfused', 16, 5)
+    assert [two_layer.conv1.fused_attention,
+            two_layer.conv2.fused_attention] == [False, False]
+    assert two_layer.conv2.out_channels == 5 and two_layer.dropout == 0.0
     args = gpu_speed.parse_args(['--smoke', '--output', '/tmp/x.md',
                                  '--models', 'GATConv', 'MIKANConv-unfused'])
     assert args.models == ['GATConv', 'MIKANConv-unfused']
