@@ -1,0 +1,116 @@
+"""The live-tensor counter and the meta-device prediction of a CUDA step's
+memory (benchmarks/gpu_memory.py): the counter against known allocation
+patterns, and the prediction on meta against the same step counted on CPU
+tensors (the fused path through Triton's interpreter)."""
+import gc
+
+import pytest
+import torch
+
+from benchmarks import gpu_memory, gpu_speed
+from benchmarks.harness.live_tensors import LiveTensorBytes
+
+META = torch.device('meta')
+SIZE = (30, 120, 12, 4)  # nodes, edges, features, classes
+
+
+@pytest.mark.parametrize('device', ['cpu', 'meta'])
+def test_counts_storages_from_creation_to_release(device):
+    outside = torch.zeros(250, device=device)
+    with LiveTensorBytes() as tracker:
+        a = torch.empty(1000, device=device)  # 4000 bytes
+        view = a.view(10, 100)
+        outside.add_(1)  # in place: an existing storage
+        same = outside.view(25, 10)
+        assert tracker.now == 4000
+        b = a * 2
+        assert tracker.now == tracker.peak == 8000
+        del a, view, b
+        gc.collect()
+        assert tracker.now == 0 and tracker.peak == 8000
+        tracker.reset_peak()
+        assert tracker.peak == 0
+    assert same.shape == (25, 10)
+
+
+@pytest.mark.parametrize('device', ['cpu', 'meta'])
+def test_saved_tensors_count_until_the_backward_pass(device):
+    weight = torch.randn(100, 100, device=device, requires_grad=True)
+    x = torch.randn(100, 100, device=device)
+    with LiveTensorBytes(block=512, keep_peak_tensors=True) as tracker:
+        tracker.phase = 'forward'
+        loss = (x @ weight).exp().sum()
+        gc.collect()
+        # The product is freed, exp's output is saved for the backward pass:
+        assert tracker.now == 40_448 + 512
+        tracker.phase = 'backward'
+        loss.backward()
+        del loss
+        gc.collect()
+        assert tracker.now == 40_448  # the gradient of the weight
+        # Two products at once (the forward's, then exp's gradient and the
+        # weight's), and two scalars:
+        assert tracker.peak == 2 * 40_448 + 2 * 512
+        assert {t.phase for t in tracker.at_peak} == {'forward', 'backward'}
+
+
+def test_block_must_be_positive():
+    with pytest.raises(ValueError, match="'block' must be a positive"):
+        LiveTensorBytes(block=0)
+
+
+@pytest.mark.parametrize('training', [False, True])
+@pytest.mark.parametrize('name', ['GATConv', 'IKGATConv-direct',
+                                  'IKGATConv-direct-unfused',
+                                  'MIKANConv-unfused'])
+def test_meta_prediction_equals_the_same_step_on_cpu(name, training):
+    # The meta device allocates what the step allocates on real tensors:
+    # the same code path (the fused kernel interpreted on CPU), counted on
+    # values.  On CPU the checks read a few scalars, freed at once.
+    fused = 'unfused' not in name and name != 'GATConv'
+    if fused:
+        pytest.importorskip('triton')
+    predicted = gpu_memory.predict(name, SIZE, training)
+    counted = gpu_memory.predict(name, SIZE, training,
+                                 device=torch.device('cpu'))
+    assert predicted['step_bytes'] == pytest.approx(counted['step_bytes'],
+                                                    abs=2048)
+    if not fused:  # the interpreter keeps its last kernel's arguments alive
+        assert predicted['peak_bytes'] == pytest.approx(
+            counted['peak_bytes'], abs=2048)
+    assert 0 < predicted['step_bytes'] < predicted['peak_bytes']
+
+
+def test_self_loops_are_added_where_each_layer_adds_them():
+    # GATConv: in every forward pass; an ikgat layer: once, cached.
+    model = gpu_speed.build_model('GATConv', 4, 3, add_self_loops=False)
+    ikgat = gpu_speed.build_model('IKGATConv-direct', 4, 3,
+                                  add_self_loops=False)
+    seen = []
+    for module in (model.conv1, ikgat.conv1):
+        module.register_forward_hook(
+            lambda module, args, out: seen.append(args[1]))
+    gpu_memory.emulate_self_loops(model)
+    gpu_memory.emulate_self_loops(ikgat)
+    x, edge_index = torch.randn(6, 4), torch.randint(0, 6, (2, 10))
+    for _ in range(2):
+        model(x, edge_index)
+        ikgat(x, edge_index)
+    gat_first, ikgat_first, gat_again, ikgat_again = seen
+    assert gat_first.shape == ikgat_first.shape == (2, 16)
+    assert torch.equal(gat_first[:, 10:], torch.arange(6).expand(2, -1))
+    assert gat_again is not gat_first and ikgat_again is ikgat_first
+    assert ikgat.conv1.fused_attention == 'always'
+
+
+def test_report_names_the_method_and_the_rows(tmp_path):
+    output = tmp_path / 'gpu_memory.md'
+    gpu_memory.main(['--graphs', 'cora', '--models', 'GATConv',
+                     'IKGATConv-rbf-unfused', '--training-graphs',
+                     '--output', str(output)])
+    text = output.read_text()
+    assert 'not a measurement' in text and 'git commit' in text
+    rows = [line for line in text.splitlines() if line.startswith('| cora')]
+    assert [row.split(' | ')[3] for row in rows] == [
+        'GATConv', 'IKGATConv-rbf-unfused']
+    assert 'training step' not in text
