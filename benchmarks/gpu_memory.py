@@ -28,9 +28,10 @@ graph of this size already holds about :math:`E/N` self-loops, a
 negligible number.  The appended graph is created where each layer creates
 its own:
 
-* GATConv: in every forward pass;
-* the ikgat layers on CUDA: once per layer, kept with the positions of the
-  kept edges (:class:`ikgat.nn.conv.gat_base.GATStyleConv`).
+* GATConv: in every forward pass of every layer;
+* the ikgat layers on CUDA: once per graph, kept with the graph together
+  with the positions of the kept edges and shared by the layers
+  (:mod:`ikgat.nn.graph_cache`).
 
 **Steps,** as in :mod:`benchmarks.gpu_speed` (same models, same step
 functions):
@@ -84,8 +85,8 @@ def emulate_self_loops(model: torch.nn.Module) -> None:
     """Give every attention layer of :obj:`model` (built with
     ``add_self_loops=False``) the graph with self-loops, where the layer
     itself creates it on CUDA: in each forward pass for GATConv; once per
-    layer for the ikgat layers, with the kept edges' positions (int64, one
-    per edge), as their self-loop cache holds them."""
+    graph for the ikgat layers, with the kept edges' positions (int64, one
+    per edge), as :mod:`ikgat.nn.graph_cache` holds them."""
     from torch_geometric.nn import GATConv
 
     from ikgat.nn.conv.gat_base import GATStyleConv
@@ -96,13 +97,14 @@ def emulate_self_loops(model: torch.nn.Module) -> None:
 
     def cached(module, args):
         x, edge_index = args[:2]
-        if module not in cache:
+        if id(edge_index) not in cache:  # the graph lives through predict()
             kept = torch.empty(edge_index.size(1), dtype=torch.long,
                                device=edge_index.device)
-            cache[module] = (with_self_loops(edge_index, x.size(0)), kept)
-        return (x, cache[module][0], *args[2:])
+            cache[id(edge_index)] = (with_self_loops(edge_index, x.size(0)),
+                                     kept)
+        return (x, cache[id(edge_index)][0], *args[2:])
 
-    cache: Dict[torch.nn.Module, tuple] = {}
+    cache: Dict[int, tuple] = {}
     for module in model.modules():
         if isinstance(module, GATConv):
             module.register_forward_pre_hook(each_forward)

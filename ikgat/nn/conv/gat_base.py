@@ -1,12 +1,10 @@
 r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
-import weakref
 from contextlib import contextmanager, nullcontext
 from typing import (
     Any,
     ContextManager,
-    Hashable,
     Iterator,
     Optional,
     Tuple,
@@ -35,6 +33,7 @@ from torch_geometric.utils import (
     remove_self_loops,
 )
 
+import ikgat.nn.graph_cache as graph_cache
 from ikgat.nn.conv.checks import (
     check_edge_attr,
     check_edge_index,
@@ -42,6 +41,9 @@ from ikgat.nn.conv.checks import (
     check_size,
     node_counts,
 )
+
+#: The :mod:`~ikgat.nn.graph_cache` kind of the self-looped edges.
+SELF_LOOPS = 'self_loops'
 
 
 def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -84,14 +86,14 @@ class GATStyleConv(MessagePassing):
     **Self-loops on a GPU.**  Removing the self-loops a graph already has
     (PyG's :func:`~torch_geometric.utils.remove_self_loops`, as GATConv
     does) selects edges with a boolean mask, a host synchronisation on
-    CUDA.  Off the CPU the layer therefore keeps the self-looped edges of the
-    last :obj:`edge_index` tensor it was given (and the positions of its
-    edges that are not self-loops, for edge features), keyed on the
-    tensor's identity and version: passing the same :obj:`edge_index` every
-    step, as PyG's training loops do, synchronises only in the first step.
-    The same edges in the same order as on CPU; an in-place change of the
-    tensor misses the cache.  The cached copy (:math:`16 (E + N)` bytes) is
-    neither saved nor copied with the layer.
+    CUDA.  Off the CPU the self-looped edges (and the positions of the
+    edges that are not self-loops, for edge features: :math:`24 E + 16 N`
+    bytes in all) are therefore kept with the :obj:`edge_index` tensor and
+    shared by every layer given it (:mod:`ikgat.nn.graph_cache`): passing
+    the same :obj:`edge_index` to every layer and in every step, as PyG's
+    training loops do, synchronises once, in the first layer of the first
+    step.  The same edges in the same order as on CPU; an in-place change
+    of the tensor misses the cache.
     """
     #: Whether a target's output depends only on the target, its in-edges
     #: and their sources (and on :meth:`full_graph_summary`).
@@ -145,8 +147,6 @@ class GATStyleConv(MessagePassing):
         self.edge_dim = edge_dim
         self.fill_value = fill_value
         self.residual = residual
-        # Off the CPU, the self-looped edges of the last edge_index:
-        self._self_loop_cache = LastGraphCache()
 
         self.lin = self.lin_src = self.lin_dst = None
         if isinstance(in_channels, int):
@@ -321,17 +321,17 @@ class GATStyleConv(MessagePassing):
                            edge_attr: OptTensor,
                            num_nodes: int) -> Tuple[Tensor, OptTensor]:
         r"""GATConv's self-loops of :obj:`edge_index` (the long copy of
-        :obj:`given`), the edge selection cached for :obj:`given`: one host
+        :obj:`given`), the edge selection cached with :obj:`given`: one host
         synchronisation (:meth:`~torch.Tensor.nonzero`) per new graph."""
-        cached = self._self_loop_cache.get(given, num_nodes)
-        if cached is None:
+        def select() -> Tuple[Tensor, Tensor]:
             # remove_self_loops' edge_index[:, mask], as positions:
             keep = (edge_index[0] != edge_index[1]).nonzero().view(-1)
             looped, _ = add_self_loops(edge_index.index_select(1, keep),
                                        num_nodes=num_nodes)
-            cached = self._self_loop_cache.put(given, num_nodes,
-                                               (keep, looped))
-        keep, looped = cached
+            return keep, looped
+
+        keep, looped = graph_cache.cached(given, SELF_LOOPS, num_nodes,
+                                          select)
         if edge_attr is not None:
             _, edge_attr = add_self_loops(
                 looped[:, :keep.numel()], edge_attr.index_select(0, keep),
@@ -364,42 +364,6 @@ class GATStyleConv(MessagePassing):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads})')
-
-
-class LastGraphCache:
-    r"""A value derived from the last :obj:`edge_index` tensor a layer was
-    given, valid while it is the same tensor object (held by a weak
-    reference) at the same version (an in-place change bumps it) with the
-    same :obj:`key`.  Neither pickled nor deep-copied: a saved or copied
-    layer starts empty."""
-    def __init__(self):
-        self._tensor: Optional[weakref.ref] = None
-        self._key: Any = None
-        self._value: Any = None
-
-    def get(self, edge_index: Tensor, key: Hashable) -> Any:
-        r"""The value stored for :obj:`edge_index` and :obj:`key`, or
-        :obj:`None`."""
-        if (self._tensor is not None and self._tensor() is edge_index
-                and self._key == (edge_index._version, key)):
-            return self._value
-        return None
-
-    def put(self, edge_index: Tensor, key: Hashable, value: Any) -> Any:
-        r"""Store :obj:`value` for :obj:`edge_index` and :obj:`key` (the
-        previous entry is dropped) and return it."""
-        self._tensor = weakref.ref(edge_index)
-        self._key, self._value = (edge_index._version, key), value
-        return value
-
-    def __getstate__(self):
-        return {}
-
-    def __setstate__(self, state):
-        self.__init__()
-
-    def __deepcopy__(self, memo):
-        return LastGraphCache()
 
 
 def check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],

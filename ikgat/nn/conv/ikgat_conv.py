@@ -39,11 +39,11 @@ from ikgat.kernels.base import (
     check_positive,
     renamed_argument,
 )
+import ikgat.nn.graph_cache as graph_cache
 import ikgat.nn.triton_attention as triton_attention
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.gat_base import (
     GATStyleConv,
-    LastGraphCache,
     accumulation_dtype,
     without_autocast,
 )
@@ -54,6 +54,9 @@ from ikgat.nn.conv.checks import (
 )
 from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
 from ikgat.nn.norms import lp_norm_squared
+
+#: The :mod:`~ikgat.nn.graph_cache` kind of the fused path's sorted edges.
+CSR = 'csr'
 
 
 class AttentionDecomposition(NamedTuple):
@@ -182,11 +185,12 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         lean steps, since the kernel accumulates in float32).
 
     The same numbers up to the order of floating-point additions (a test
-    compares them through the interpreter for every kernel).  The layer
-    keeps the edges sorted by target and by source
+    compares them through the interpreter for every kernel).  The edges
+    sorted by target and by source
     (:func:`~ikgat.nn.triton_attention.prepare_csr`, about :math:`7 E`
-    int64) of the last :obj:`edge_index` tensor it was given, keyed on its
-    identity and version, so that a graph passed every step is sorted once.
+    int64) are kept with the (self-looped) :obj:`edge_index` tensor
+    (:mod:`ikgat.nn.graph_cache`), so that a graph passed to every layer
+    and in every step is sorted once for the whole model.
 
     **Host synchronisation.**  Outside PyG's debug mode
     (``with torch_geometric.debug():``) a CUDA forward or backward pass
@@ -332,8 +336,6 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         # Ids of the registered hooks that a lean path would bypass:
         self._aggregation_hook_ids: Set[int] = set()
         self._edge_update_hook_ids: Set[int] = set()
-        # The fused path's sorted edges of the last (self-looped) edge_index:
-        self._csr_cache = LastGraphCache()
         self.num_spectral_points = check_num_spectral_points(
             name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
@@ -482,11 +484,9 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         :func:`~ikgat.nn.aggregation.attention_aggregate` in one kernel."""
         num_dst = _num_targets(x_src, x_dst, size)
         key = (x_src.size(0), num_dst)
-        csr = self._csr_cache.get(edge_index, key)
-        if csr is None:
-            csr = self._csr_cache.put(edge_index, key,
-                                      triton_attention.prepare_csr(
-                                          edge_index, *key))
+        csr = graph_cache.cached(
+            edge_index, CSR, key,
+            lambda: triton_attention.prepare_csr(edge_index, *key))
         passes = 1
         if self.kernel.stochastic and not self.training:
             passes = self.kernel.num_samples

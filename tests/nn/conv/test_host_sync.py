@@ -7,6 +7,9 @@ reading one on the host (int(), .item(), bool(), .nonzero(), a boolean mask,
 torch.unique) raises there, as it would synchronise on CUDA.  The CUDA test
 runs the layers under torch.cuda.set_sync_debug_mode('error').
 """
+import gc
+import weakref
+
 import pytest
 import torch
 import torch_geometric
@@ -14,6 +17,9 @@ from torch_geometric.testing import onlyCUDA
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
+from ikgat.nn import graph_cache
+from ikgat.nn.conv.gat_base import SELF_LOOPS
+from ikgat.nn.conv.ikgat_conv import CSR
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.nn.conv.checks import check_batch, check_edge_index, reads_values
@@ -56,14 +62,14 @@ def test_checks_read_no_value_off_the_cpu_outside_debug_mode():
         check_edge_index('IKGATConv', torch.tensor([[0], [7]]), 5, 5)
 
 
-def warm_self_loops(conv, edge_index, num_nodes):
-    """What the layer caches in the first step on a GPU (the one step that
+def warm_self_loops(edge_index, num_nodes):
+    """What the layers cache in the first step on a GPU (the one step that
     synchronises), computed on CPU and moved to the meta device."""
     cpu = torch.randint(0, num_nodes, tuple(edge_index.shape))
     keep = (cpu[0] != cpu[1]).nonzero().view(-1)
     looped, _ = add_self_loops(cpu[:, keep], num_nodes=num_nodes)
-    conv._self_loop_cache.put(edge_index, num_nodes,
-                              (keep.to(META), looped.to(META)))
+    graph_cache.store(edge_index, SELF_LOOPS, num_nodes,
+                      (keep.to(META), looped.to(META)))
 
 
 def meta_step(conv, num_nodes=10, num_edges=30, edge_dim=None, **kwargs):
@@ -71,7 +77,7 @@ def meta_step(conv, num_nodes=10, num_edges=30, edge_dim=None, **kwargs):
     x = torch.randn(num_nodes, 6, device=META, requires_grad=True)
     edge_index = torch.randint(0, num_nodes, (2, num_edges), device=META)
     if conv.add_self_loops:
-        warm_self_loops(conv, edge_index, num_nodes)
+        warm_self_loops(edge_index, num_nodes)
     if edge_dim is not None:
         kwargs['edge_attr'] = torch.randn(num_edges, edge_dim, device=META)
     out = conv(x, edge_index, **kwargs)
@@ -107,13 +113,13 @@ def test_fused_path_reads_no_value_off_the_cpu(kernel):
     conv = conv.to(META)
     x = torch.randn(10, 6, device=META, requires_grad=True)
     edge_index = torch.randint(0, 10, (2, 30), device=META)
-    warm_self_loops(conv, edge_index, 10)
+    warm_self_loops(edge_index, 10)
     edge_attr = torch.randn(30, 3, device=META)
     out, (looped, alpha) = conv(x, edge_index, edge_attr,
                                 return_attention_weights=True)
     (out.sum() + alpha.sum()).backward()
     assert out.shape == (10, 8) and alpha.shape == (looped.size(1), 2)
-    assert conv._csr_cache.get(looped, (10, 10)) is not None  # fused ran
+    assert graph_cache.lookup(looped, CSR, (10, 10)) is not None  # fused
     assert x.grad.shape == x.shape and conv.att_edge.grad is not None
 
 
@@ -161,15 +167,19 @@ def test_self_loops_cached_off_the_cpu_equal_pygs():
         again = conv._cached_self_loops(edge_index, edge_index, edge_attr, 8)
         assert again[0] is first[0]  # the cached edges
         assert torch.equal(again[1], expected[1])
+    # Another layer given the same tensor shares them:
+    other = MIKANConv(4, 2, heads=3)
+    assert other._cached_self_loops(edge_index, edge_index, None,
+                                    8)[0] is first[0]
     edge_index[:, 0] = 3  # in place: a self-loop now, the cache misses
     after = conv._cached_self_loops(edge_index, edge_index, None, 8)
     assert after[0].size(1) == first[0].size(1) - 1
-    # Not in a copy or a pickle of the layer:
-    import copy
-    import pickle
-    assert copy.deepcopy(conv)._self_loop_cache.get(edge_index, 8) is None
-    restored = pickle.loads(pickle.dumps(conv))
-    assert restored._self_loop_cache.get(edge_index, 8) is None
+    # Freed with the tensor, and nothing is stored on it:
+    assert not vars(edge_index)
+    cached = weakref.ref(after[0])
+    del edge_index, after
+    gc.collect()
+    assert cached() is None
 
 
 def cuda_cases():

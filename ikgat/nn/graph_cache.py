@@ -1,0 +1,54 @@
+r"""Values derived from an :obj:`edge_index` tensor (its self-looped edges,
+its CSR), kept while the tensor lives and shared by every layer that is
+given the same tensor, as PyG's :class:`~torch_geometric.EdgeIndex` keeps
+its sort orders with the index.
+
+Off the CPU, deriving these values synchronises with the host (selecting
+the edges that are not self-loops) or sorts every edge, so the layers
+compute them once per graph: passing the same :obj:`edge_index` to every
+layer and in every step, as PyG's training loops do, computes them once for
+the whole model.  A value is valid while the tensor is the same object (held
+by a weak reference) at the same version (an in-place change bumps it)
+with the same :obj:`key` (e.g. the number of nodes); each tensor keeps the
+last value of each kind.  The values are freed with the tensor, or by
+:func:`clear`.  Nothing is stored on the tensor itself, so saving a graph
+or a layer saves none of it.
+"""
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+
+from torch import Tensor
+from torch.utils.weak import WeakIdKeyDictionary
+
+# edge_index -> {kind: ((version, key), value)}
+_CACHES: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+
+def lookup(edge_index: Tensor, kind: str, key: Hashable) -> Optional[Any]:
+    r"""The value of :obj:`kind` stored for :obj:`edge_index` and
+    :obj:`key`, or :obj:`None`."""
+    entries: Dict[str, Tuple[Any, Any]] = _CACHES.get(edge_index, {})
+    stamp, value = entries.get(kind, (None, None))
+    return value if stamp == (edge_index._version, key) else None
+
+
+def store(edge_index: Tensor, kind: str, key: Hashable, value: Any) -> Any:
+    r"""Keep :obj:`value` as the :obj:`kind` of :obj:`edge_index` for
+    :obj:`key` (replacing the previous one) and return it."""
+    entries = _CACHES.setdefault(edge_index, {})
+    entries[kind] = ((edge_index._version, key), value)
+    return value
+
+
+def cached(edge_index: Tensor, kind: str, key: Hashable,
+           compute: Callable[[], Any]) -> Any:
+    r"""The stored :obj:`kind` of :obj:`edge_index` for :obj:`key`, computed
+    by :obj:`compute` and stored if there is none."""
+    value = lookup(edge_index, kind, key)
+    if value is None:
+        value = store(edge_index, kind, key, compute())
+    return value
+
+
+def clear() -> None:
+    r"""Free every stored value now (they are recomputed when needed)."""
+    _CACHES.clear()

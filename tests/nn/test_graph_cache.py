@@ -1,0 +1,73 @@
+"""Values kept with an edge_index tensor (ikgat.nn.graph_cache): valid for
+the same tensor object, version and key; shared by the layers; freed with
+the tensor."""
+import gc
+import weakref
+
+import torch
+
+from ikgat import IKGATConv
+from ikgat.models import TwoLayerGAT
+from ikgat.nn import graph_cache
+from ikgat.nn.conv.gat_base import SELF_LOOPS
+from ikgat.nn.conv.ikgat_conv import CSR
+
+
+def test_a_value_holds_for_the_same_tensor_version_and_key():
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return torch.ones(3)
+
+    value = graph_cache.cached(edge_index, 'kind', 3, compute)
+    assert graph_cache.cached(edge_index, 'kind', 3, compute) is value
+    assert graph_cache.lookup(edge_index, 'other kind', 3) is None
+    assert graph_cache.lookup(edge_index, 'kind', 4) is None  # another key
+    assert graph_cache.lookup(edge_index.clone(), 'kind', 3) is None
+    edge_index[0, 0] = 2  # in place: a new version
+    assert graph_cache.lookup(edge_index, 'kind', 3) is None
+    graph_cache.cached(edge_index, 'kind', 3, compute)
+    assert len(calls) == 2
+    graph_cache.clear()
+    assert graph_cache.lookup(edge_index, 'kind', 3) is None
+
+
+def test_values_are_freed_with_their_tensor():
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    value = weakref.ref(graph_cache.store(edge_index, 'kind', 0,
+                                          torch.ones(3)))
+    assert value() is not None
+    del edge_index
+    gc.collect()
+    assert value() is None
+
+
+def test_the_layers_of_a_model_share_the_self_loops_and_the_csr(
+        monkeypatch):
+    # Off the CPU (here 'meta', as on CUDA), one graph's self-loops and CSR
+    # are computed once for both layers and every step.
+    meta = torch.device('meta')
+    model = TwoLayerGAT(6, 4, 3, IKGATConv, heads=2, dropout=0.0)
+    for conv in (model.conv1, model.conv2):
+        conv.fused_attention = 'always'
+    model = model.to(meta)
+    edge_index = torch.randint(0, 10, (2, 30), device=meta)
+    keep = torch.arange(30, device=meta)
+    looped = torch.randint(0, 10, (2, 40), device=meta)
+    graph_cache.store(edge_index, SELF_LOOPS, 10, (keep, looped))
+    asked, computed = [], []
+    cached = graph_cache.cached
+
+    def counting(tensor, kind, key, compute):
+        asked.append(kind)
+        return cached(tensor, kind, key,
+                      lambda: computed.append(kind) or compute())
+
+    monkeypatch.setattr(graph_cache, 'cached', counting)
+    for _ in range(2):
+        model(torch.zeros(10, 6, device=meta), edge_index)
+    assert asked == [SELF_LOOPS, CSR] * 4 and computed == [CSR]
+    csr = graph_cache.lookup(looped, CSR, (10, 10))
+    assert csr is not None and csr.src.shape == (40, )
