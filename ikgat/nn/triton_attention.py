@@ -111,6 +111,7 @@ class AttentionCSR(NamedTuple):
     r"""The edges sorted by target (CSR) and by source (CSC), from
     :func:`prepare_csr`.  Positions :math:`0..E-1` below are positions in
     the CSR order."""
+    # Integer tensors (int32 or int64, see prepare_csr):
     rowptr: Tensor  #: (N_t + 1,) in-edges of target i: rowptr[i]:rowptr[i+1]
     src: Tensor  #: (E,) source of each edge, CSR order
     dst: Tensor  #: (E,) target of each edge, CSR order
@@ -123,14 +124,17 @@ class AttentionCSR(NamedTuple):
     num_dst: int
 
 
-def prepare_csr(edge_index: Tensor, num_src: int,
-                num_dst: int) -> AttentionCSR:
+def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
+                index_dtype: Optional[torch.dtype] = None) -> AttentionCSR:
     r"""Sort the edges of an :math:`(2, E)` :obj:`edge_index` (row 0 the
     sources, row 1 the targets) by target and by source, once per graph.
 
     Stable sorts, so duplicate edges keep their order.  The pointers come
     from :func:`torch.searchsorted` on the sorted indices, which needs no
-    host synchronisation; indices are int64.
+    host synchronisation.  The indices are kept as :obj:`index_dtype`:
+    by default int32 (:math:`24 E` bytes for the six edge arrays) when
+    every index and pointer fits, int64 otherwise; the kernels compute
+    addresses in int64 either way.
     """
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"prepare_csr: 'edge_index' must be (2, E) (got "
@@ -147,10 +151,13 @@ def prepare_csr(edge_index: Tensor, num_src: int,
     src_sorted, csc_edge = torch.sort(src_csr, stable=True)
     colptr = torch.searchsorted(
         src_sorted, torch.arange(num_src + 1, device=device))
-    return AttentionCSR(rowptr, src_csr.contiguous(), dst_sorted.contiguous(),
-                        perm, inverse_perm, colptr, csc_edge.contiguous(),
-                        dst_sorted.index_select(0, csc_edge).contiguous(),
-                        int(num_src), int(num_dst))
+    csc_dst = dst_sorted.index_select(0, csc_edge)
+    if index_dtype is None:
+        fits = max(index.size(1), num_src, num_dst) < 2**31
+        index_dtype = torch.int32 if fits else torch.int64
+    return AttentionCSR(*(tensor.to(index_dtype).contiguous() for tensor in (
+        rowptr, src_csr, dst_sorted, perm, inverse_perm, colptr, csc_edge,
+        csc_dst)), int(num_src), int(num_dst))
 
 
 # ---------------------------------------------------------------------------
@@ -183,8 +190,8 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                   BLOCK_C: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i)
-    stop = tl.load(rowptr + i + 1)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_h = tl.arange(0, BLOCK_H)
     offs_c = tl.arange(0, BLOCK_C)
@@ -202,7 +209,7 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0)
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         mask_eh = mask_e[:, None] & mask_h[None, :]
         src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
         s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
@@ -241,8 +248,8 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
                 BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
                 BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i)
-    stop = tl.load(rowptr + i + 1)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_h = tl.arange(0, BLOCK_H)
     mask_h = offs_h < H
@@ -256,7 +263,7 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0)
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         mask_eh = mask_e[:, None] & mask_h[None, :]
         src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
         s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
@@ -277,15 +284,15 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
 def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                        csc_edge, csc_dst, group_max, group_den, delta,
                        grad_out, grad_alpha, grad_x, grad_score_src,
-                       grad_logit, negative_slope, H, C,
-                       BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
-                       HAS_GRAD_ALPHA: tl.constexpr,
+                       grad_logit, negative_slope, H, C, stride_n, stride_h,
+                       stride_c, BROADCAST: tl.constexpr,
+                       HAS_GATE: tl.constexpr, HAS_GRAD_ALPHA: tl.constexpr,
                        STORE_GRAD_LOGIT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_C: tl.constexpr):
     j = tl.program_id(0).to(tl.int64)
-    start = tl.load(colptr + j)
-    stop = tl.load(colptr + j + 1)
+    start = tl.load(colptr + j).to(tl.int64)
+    stop = tl.load(colptr + j + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_h = tl.arange(0, BLOCK_H)
     offs_c = tl.arange(0, BLOCK_C)
@@ -305,8 +312,9 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
     for first in range(start, stop, BLOCK_E):
         k = first + offs_e
         mask_e = k < stop
-        e = tl.load(csc_edge + k, mask=mask_e, other=0)  # CSR position
-        i = tl.load(csc_dst + k, mask=mask_e, other=0)
+        # The CSR position and the target of each out-edge:
+        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
+        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
         mask_eh = mask_e[:, None] & mask_h[None, :]
         row = i * (1 - BROADCAST)
         dst_ptr = score_dst + row[:, None] * H * 3 + offs_h[None, :] * 3
@@ -325,8 +333,9 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
         den = tl.load(group_den + node_eh, mask=mask_eh, other=1.)
         d = tl.load(delta + node_eh, mask=mask_eh, other=0.)
         alpha = tl.where(mask_eh, tl.exp(logit - m) / den, 0.)
-        g_out = tl.load(grad_out + i[:, None, None] * H * C
-                        + offs_hc[None, :, :],
+        g_out = tl.load(grad_out + i[:, None, None] * stride_n
+                        + offs_h[None, :, None] * stride_h
+                        + offs_c[None, None, :] * stride_c,
                         mask=mask_e[:, None, None] & mask_hc[None, :, :],
                         other=0.).to(tl.float32)
         # dL/dalpha_e = <G_i, x_j> (+ g_e), dL/dlogit = alpha (dL/dalpha - D_i)
@@ -355,8 +364,8 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
                        HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i)
-    stop = tl.load(rowptr + i + 1)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_h = tl.arange(0, BLOCK_H)
     mask_h = offs_h < H
@@ -368,7 +377,7 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0)
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         mask_eh = mask_e[:, None] & mask_h[None, :]
         g = tl.load(score_src + j[:, None] * H * 3 + offs_h[None, :] * 3 + 2,
                     mask=mask_eh, other=0.).to(tl.float32)
@@ -489,7 +498,8 @@ class FusedAttention(torch.autograd.Function):
         num_src, num_edges = x_src.size(0), csr.src.numel()
         if grad_out is None:
             grad_out = torch.zeros_like(out)
-        grad_out = grad_out.contiguous()
+        # Read through its strides: the expanded gradient of out.sum() is
+        # not copied.
         # D_i = <G_i, out_i> (+ sum over the in-edges of alpha * g):
         delta = (grad_out.float() * out.float()).sum(-1)
         has_grad_alpha = ctx.need_alpha and grad_alpha is not None
@@ -513,7 +523,7 @@ class FusedAttention(torch.autograd.Function):
                 csr.csc_edge, csr.csc_dst, group_max, group_den, delta,
                 grad_out, grad_alpha if has_grad_alpha else dummy, grad_x,
                 grad_src, grad_logit if need_logit else dummy,
-                ctx.negative_slope, heads, channels,
+                ctx.negative_slope, heads, channels, *grad_out.stride(),
                 BROADCAST=int(broadcast), HAS_GATE=has_gate,
                 HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
                 BLOCK_E=_block_edges(num_edges, num_src, block_h * block_c),

@@ -113,14 +113,17 @@ def test_equals_unfused_path_with_gradients(gate, broadcast, weights,
             name, (a - b).abs().max())
 
 
-def test_prepared_csr_is_reused_and_single_head_odd_channels():
+@pytest.mark.parametrize('index_dtype', [None, torch.int64])
+def test_prepared_csr_is_reused_and_single_head_odd_channels(index_dtype):
     num_nodes, heads, channels = 9, 1, 3
     edge_index = graph(num_nodes, num_nodes, 25, seed=4, isolated=1)
-    csr = prepare_csr(edge_index, num_nodes, num_nodes)
+    csr = prepare_csr(edge_index, num_nodes, num_nodes, index_dtype)
     assert isinstance(csr, AttentionCSR)
+    # int32 where the indices fit (the default), int64 on request:
+    assert {t.dtype for t in csr[:8]} == {index_dtype or torch.int32}
     assert csr.rowptr.tolist()[-1] == edge_index.size(1)
-    assert torch.equal(csr.dst, edge_index[1, csr.perm])
-    assert torch.equal(csr.perm[csr.inverse_perm],
+    assert torch.equal(csr.dst.long(), edge_index[1, csr.perm])
+    assert torch.equal(csr.perm[csr.inverse_perm].long(),
                        torch.arange(edge_index.size(1), device=DEVICE))
     assert torch.equal(csr.dst[csr.csc_edge], csr.csc_dst)
     for seed in (5, 6):
@@ -212,3 +215,25 @@ def test_gpu_speed_smoke_writes_markdown_and_rows(tmp_path):
             'fused forward', 'fused forward+backward'}
     else:  # compiled Triton here: the CPU smoke run skips the kernel
         assert all('skipped' in r['note'] for r in rows['fused'])
+
+
+def test_backward_reads_gradients_of_any_strides():
+    # out.sum() sends an expanded gradient (strides 0), a permuted loss a
+    # non-contiguous one; the kernel reads both in place, without a copy.
+    num_src, num_dst, heads, channels = 12, 10, 3, 4
+    edge_index = graph(num_src, num_dst, 40, seed=13)
+    tensors = inputs(num_src, num_dst, edge_index.size(1), heads, channels,
+                     seed=14, gate=False, broadcast=False)
+    leaves = [t.requires_grad_() for t in tensors[:3]]
+    weight = torch.randn(channels, heads, num_dst,
+                         generator=torch.Generator().manual_seed(15)).to(
+                             DEVICE)
+    losses = [lambda out: out.sum(),
+              lambda out: (out.permute(2, 1, 0) * weight).sum()]
+    for loss in losses:
+        got = torch.autograd.grad(loss(fused_attention(
+            *leaves, edge_index, num_dst)), leaves)
+        want = torch.autograd.grad(loss(unfused(
+            *leaves, edge_index, num_dst, None, 0.2)[0]), leaves)
+        for a, b in zip(got, want):
+            assert torch.allclose(a, b, atol=1e-5, rtol=1e-5)

@@ -187,8 +187,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     The same numbers up to the order of floating-point additions (a test
     compares them through the interpreter for every kernel).  The edges
     sorted by target and by source
-    (:func:`~ikgat.nn.triton_attention.prepare_csr`, about :math:`7 E`
-    int64) are kept with the (self-looped) :obj:`edge_index` tensor
+    (:func:`~ikgat.nn.triton_attention.prepare_csr`, six int32 arrays
+    of :math:`E`) are kept with the (self-looped) :obj:`edge_index` tensor
     (:mod:`ikgat.nn.graph_cache`), so that a graph passed to every layer
     and in every step is sorted once for the whole model.
 
