@@ -21,16 +21,17 @@ allocator's 512-byte blocks, whose sum is what
 * the CUDA context, which ``max_memory_allocated`` does not count either.
 
 **Self-loops.**  Every layer removes the self-loops a graph has and adds
-one per node.  The removal selects edges with a boolean mask, which needs
-values.  Here every layer is therefore built with ``add_self_loops=False``
-and receives the graph with one self-loop per node appended.  A random
-graph of this size already holds about :math:`E/N` self-loops, a
-negligible number.  The appended graph is created where each layer creates
-its own:
+one per node.  The fused path of the ikgat layers does it in its CSR sort,
+reading no value, so it runs here as it is.  The other paths select the
+edges with a boolean mask, which needs values.  Those layers are therefore
+built with ``add_self_loops=False`` and receive the graph with one
+self-loop per node appended (a random graph of this size already holds
+about :math:`E/N` self-loops, a negligible number), created where each
+layer creates its own:
 
 * GATConv: in every forward pass of every layer;
-* the ikgat layers on CUDA: once per graph, kept with the graph together
-  with the positions of the kept edges and shared by the layers
+* the unfused ikgat layers on CUDA: once per graph, kept with the graph
+  together with the positions of the kept edges and shared by the layers
   (:mod:`ikgat.nn.graph_cache`).
 
 **Steps,** as in :mod:`benchmarks.gpu_speed` (same models, same step
@@ -85,10 +86,12 @@ def emulate_self_loops(model: torch.nn.Module) -> None:
     """Give every attention layer of :obj:`model` (built with
     ``add_self_loops=False``) the graph with self-loops, where the layer
     itself creates it on CUDA: in each forward pass for GATConv; once per
-    graph for the ikgat layers, with the kept edges' positions (int64, one
-    per edge), as :mod:`ikgat.nn.graph_cache` holds them."""
+    graph for the unfused ikgat layers, with the kept edges' positions
+    (int64, one per edge), as :mod:`ikgat.nn.graph_cache` holds them.  The
+    fused ikgat layers add their own, in their CSR sort."""
     from torch_geometric.nn import GATConv
 
+    from ikgat import IKGATConv
     from ikgat.nn.conv.gat_base import GATStyleConv
 
     def each_forward(module, args):
@@ -108,10 +111,11 @@ def emulate_self_loops(model: torch.nn.Module) -> None:
     for module in model.modules():
         if isinstance(module, GATConv):
             module.register_forward_pre_hook(each_forward)
+        elif isinstance(module, IKGATConv) and module.fused_attention:
+            module.fused_attention = 'always'  # True means "on CUDA"
+            module.add_self_loops = True
         elif isinstance(module, GATStyleConv):
             module.register_forward_pre_hook(cached)
-            if getattr(module, 'fused_attention', False) is True:
-                module.fused_attention = 'always'  # True means "on CUDA"
 
 
 def predict(name: str, size, training: bool,

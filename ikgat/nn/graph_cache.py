@@ -12,7 +12,9 @@ by a weak reference) at the same version (an in-place change bumps it)
 with the same :obj:`key` (e.g. the number of nodes); each tensor keeps the
 last value of each kind.  The values are freed with the tensor, or by
 :func:`clear`.  Nothing is stored on the tensor itself, so saving a graph
-or a layer saves none of it.
+or a layer saves none of it.  Inference tensors
+(:func:`torch.inference_mode`) track no version, so nothing is kept for
+them: their values are computed on every call.
 """
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
@@ -42,7 +44,10 @@ def store(edge_index: Tensor, kind: str, key: Hashable, value: Any) -> Any:
 def cached(edge_index: Tensor, kind: str, key: Hashable,
            compute: Callable[[], Any]) -> Any:
     r"""The stored :obj:`kind` of :obj:`edge_index` for :obj:`key`, computed
-    by :obj:`compute` and stored if there is none."""
+    by :obj:`compute` and stored if there is none (computed, not stored,
+    for an inference tensor)."""
+    if edge_index.is_inference():
+        return compute()
     value = lookup(edge_index, kind, key)
     if value is None:
         value = store(edge_index, kind, key, compute())

@@ -122,10 +122,13 @@ class AttentionCSR(NamedTuple):
     csc_dst: Tensor  #: (E,) target of each CSC entry
     num_src: int
     num_dst: int
+    #: With self-loops added in the sort (prepare_csr), their number.
+    self_loops: Optional[int] = None
 
 
 def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
-                index_dtype: Optional[torch.dtype] = None) -> AttentionCSR:
+                index_dtype: Optional[torch.dtype] = None,
+                self_loops: Optional[int] = None) -> AttentionCSR:
     r"""Sort the edges of an :math:`(2, E)` :obj:`edge_index` (row 0 the
     sources, row 1 the targets) by target and by source, once per graph.
 
@@ -135,15 +138,30 @@ def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
     by default int32 (:math:`24 E` bytes for the six edge arrays) when
     every index and pointer fits, int64 otherwise; the kernels compute
     addresses in int64 either way.
+
+    With :obj:`self_loops` :math:`= n`, the CSR of GATConv's self-loops:
+    of ``add_self_loops(*remove_self_loops(edge_index), num_nodes=n)``, the
+    same edges in the same order, without selecting edges (a host
+    synchronisation on CUDA).  The sort itself moves the self-loops that
+    :obj:`edge_index` holds behind every node's range, where no kernel
+    reads them, and one self-loop per node :math:`0..n-1` is appended.
+    Positions then refer to ``[edge_index, loops]``, so such a CSR takes no
+    edge gate and returns no attention weights.
     """
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"prepare_csr: 'edge_index' must be (2, E) (got "
                          f"{tuple(edge_index.shape)})")
     index = edge_index.long()
     src, dst = index[0], index[1]
+    device = index.device
+    if self_loops is not None:
+        # Keys past the last node: sorted behind every node's range.
+        given_loop = src == dst
+        loops = torch.arange(self_loops, device=device)
+        src = torch.cat([src.masked_fill(given_loop, num_src), loops])
+        dst = torch.cat([dst.masked_fill(given_loop, num_dst), loops])
     dst_sorted, perm = torch.sort(dst, stable=True)
     src_csr = src.index_select(0, perm)
-    device = index.device
     rowptr = torch.searchsorted(
         dst_sorted, torch.arange(num_dst + 1, device=device))
     inverse_perm = torch.empty_like(perm)
@@ -153,11 +171,11 @@ def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
         src_sorted, torch.arange(num_src + 1, device=device))
     csc_dst = dst_sorted.index_select(0, csc_edge)
     if index_dtype is None:
-        fits = max(index.size(1), num_src, num_dst) < 2**31
+        fits = max(src.numel(), num_src, num_dst) < 2**31 - 1
         index_dtype = torch.int32 if fits else torch.int64
     return AttentionCSR(*(tensor.to(index_dtype).contiguous() for tensor in (
         rowptr, src_csr, dst_sorted, perm, inverse_perm, colptr, csc_edge,
-        csc_dst)), int(num_src), int(num_dst))
+        csc_dst)), int(num_src), int(num_dst), self_loops)
 
 
 # ---------------------------------------------------------------------------
@@ -616,6 +634,12 @@ def fused_attention(
                              f"{num_dst}; call prepare_csr again")
     else:
         csr = prepare_csr(edge_index_or_csr, x_src.size(0), num_dst)
+    if csr.self_loops is not None and (edge_gate is not None
+                                       or return_attention_weights):
+        raise ValueError("fused_attention: a CSR prepared with self_loops "
+                         "takes no 'edge_gate' and returns no attention "
+                         "weights (its positions are not the edges "
+                         "given); prepare it from the self-looped edges")
     num_edges, heads = csr.src.numel(), score_src.size(1)
     if edge_gate is not None and edge_gate.shape != (num_edges, heads):
         raise ValueError(f"fused_attention: 'edge_gate' must be (E, H) = "

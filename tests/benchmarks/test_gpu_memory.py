@@ -82,13 +82,13 @@ def test_meta_prediction_equals_the_same_step_on_cpu(name, training):
 
 
 def test_self_loops_are_added_where_each_layer_adds_them():
-    # GATConv: in every forward pass of every layer; the ikgat layers: once
-    # per graph, shared.
-    gat = gpu_speed.build_model('GATConv', 4, 3, add_self_loops=False)
-    ikgat = gpu_speed.build_model('IKGATConv-direct', 4, 3,
-                                  add_self_loops=False)
+    # GATConv: in every forward pass of every layer; the unfused ikgat
+    # layers: once per graph, shared; the fused ones add their own.
+    models = {name: gpu_speed.build_model(name, 4, 3, add_self_loops=False)
+              for name in ('GATConv', 'IKGATConv-direct-unfused',
+                           'IKGATConv-direct')}
     seen = {}
-    for model in (gat, ikgat):
+    for model in models.values():
         gpu_memory.emulate_self_loops(model)
         for layer in (model.conv1, model.conv2):
             layer.register_forward_hook(
@@ -96,15 +96,20 @@ def test_self_loops_are_added_where_each_layer_adds_them():
                     args[1]))
     x, edge_index = torch.randn(6, 4), torch.randint(0, 6, (2, 10))
     for _ in range(2):
-        gat(x, edge_index)
-        ikgat(x, edge_index)
-    gat_given = seen[gat.conv1] + seen[gat.conv2]
-    ikgat_given = seen[ikgat.conv1] + seen[ikgat.conv2]
-    assert all(given.shape == (2, 16) for given in gat_given + ikgat_given)
-    assert torch.equal(gat_given[0][:, 10:], torch.arange(6).expand(2, -1))
-    assert len({id(given) for given in gat_given}) == 4
-    assert len({id(given) for given in ikgat_given}) == 1
-    assert ikgat.conv1.fused_attention == 'always'
+        for model in models.values():
+            model(x, edge_index)
+    given = {name: seen[model.conv1] + seen[model.conv2]
+             for name, model in models.items()}
+    assert all(tensor.shape == (2, 16) for tensor in
+               given['GATConv'] + given['IKGATConv-direct-unfused'])
+    assert torch.equal(given['GATConv'][0][:, 10:],
+                       torch.arange(6).expand(2, -1))
+    assert len({id(tensor) for tensor in given['GATConv']}) == 4
+    assert len({id(tensor) for tensor in
+                given['IKGATConv-direct-unfused']}) == 1
+    fused = models['IKGATConv-direct'].conv1
+    assert all(tensor is edge_index for tensor in given['IKGATConv-direct'])
+    assert fused.fused_attention == 'always' and fused.add_self_loops
 
 
 def test_report_names_the_method_and_the_rows(tmp_path):

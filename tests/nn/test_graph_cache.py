@@ -4,13 +4,14 @@ the tensor."""
 import gc
 import weakref
 
+import pytest
 import torch
 
 from ikgat import IKGATConv
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import graph_cache
 from ikgat.nn.conv.gat_base import SELF_LOOPS
-from ikgat.nn.conv.ikgat_conv import CSR
+from ikgat.nn.conv.ikgat_conv import CSR_WITH_SELF_LOOPS
 
 
 def test_a_value_holds_for_the_same_tensor_version_and_key():
@@ -44,19 +45,24 @@ def test_values_are_freed_with_their_tensor():
     assert value() is None
 
 
-def test_the_layers_of_a_model_share_the_self_loops_and_the_csr(
-        monkeypatch):
-    # Off the CPU (here 'meta', as on CUDA), one graph's self-loops and CSR
-    # are computed once for both layers and every step.
+@pytest.mark.parametrize('fused', ['always', False])
+def test_the_layers_of_a_model_share_what_they_derive_from_the_graph(
+        fused, monkeypatch):
+    # Off the CPU (here 'meta', as on CUDA), what the layers derive from one
+    # graph is computed once for both layers and every step: the CSR with
+    # the self-loops added in the sort (fused path), or the self-looped
+    # edges (the other path; stored here, since computing them reads
+    # values, which meta tensors do not have).
     meta = torch.device('meta')
     model = TwoLayerGAT(6, 4, 3, IKGATConv, heads=2, dropout=0.0)
     for conv in (model.conv1, model.conv2):
-        conv.fused_attention = 'always'
+        conv.fused_attention = fused
     model = model.to(meta)
     edge_index = torch.randint(0, 10, (2, 30), device=meta)
-    keep = torch.arange(30, device=meta)
-    looped = torch.randint(0, 10, (2, 40), device=meta)
-    graph_cache.store(edge_index, SELF_LOOPS, 10, (keep, looped))
+    if not fused:
+        graph_cache.store(edge_index, SELF_LOOPS, 10, (
+            torch.arange(30, device=meta),
+            torch.randint(0, 10, (2, 40), device=meta)))
     asked, computed = [], []
     cached = graph_cache.cached
 
@@ -68,6 +74,19 @@ def test_the_layers_of_a_model_share_the_self_loops_and_the_csr(
     monkeypatch.setattr(graph_cache, 'cached', counting)
     for _ in range(2):
         model(torch.zeros(10, 6, device=meta), edge_index)
-    assert asked == [SELF_LOOPS, CSR] * 4 and computed == [CSR]
-    csr = graph_cache.lookup(looped, CSR, (10, 10))
-    assert csr is not None and csr.src.shape == (40, )
+    kind = CSR_WITH_SELF_LOOPS if fused else SELF_LOOPS
+    assert asked == [kind] * 4
+    assert computed == ([kind] if fused else [])
+    if fused:
+        csr = graph_cache.lookup(edge_index, kind, (10, 10, 10))
+        assert csr.self_loops == 10 and csr.src.shape == (40, )
+
+
+def test_inference_tensors_are_computed_every_time():
+    with torch.inference_mode():
+        edge_index = torch.tensor([[0, 1], [1, 2]])
+    calls = []
+    for _ in range(2):
+        graph_cache.cached(edge_index, 'kind', 0,
+                           lambda: calls.append(1) or torch.ones(1))
+    assert len(calls) == 2

@@ -93,7 +93,9 @@ class GATStyleConv(MessagePassing):
     the same :obj:`edge_index` to every layer and in every step, as PyG's
     training loops do, synchronises once, in the first layer of the first
     step.  The same edges in the same order as on CPU; an in-place change
-    of the tensor misses the cache.
+    of the tensor misses the cache.  (The fused path of
+    :class:`~ikgat.IKGATConv` adds the self-loops in its sort of the edges
+    instead, with no synchronisation.)
     """
     #: Whether a target's output depends only on the target, its in-edges
     #: and their sources (and on :meth:`full_graph_summary`).
@@ -293,10 +295,7 @@ class GATStyleConv(MessagePassing):
         if not self.add_self_loops:
             return edge_index, edge_attr
         if isinstance(edge_index, Tensor):
-            num_nodes = x_src.size(0)
-            if x_dst is not None:
-                num_nodes = min(num_nodes, x_dst.size(0))
-            num_nodes = min(size) if size is not None else num_nodes
+            num_nodes = self._self_loop_count(x_src, x_dst, size)
             if (edge_index.device.type != 'cpu'
                     and not is_torch_sparse_tensor(edge_index)
                     and not torch.compiler.is_compiling()
@@ -316,6 +315,15 @@ class GATStyleConv(MessagePassing):
                     "simultaneously is currently not yet supported for "
                     "'edge_index' in a 'SparseTensor' form")
         return edge_index, edge_attr
+
+    @staticmethod
+    def _self_loop_count(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
+        r"""The nodes that get a self-loop, as GATConv counts them: those
+        that are both sources and targets."""
+        num_nodes = x_src.size(0)
+        if x_dst is not None:
+            num_nodes = min(num_nodes, x_dst.size(0))
+        return min(size) if size is not None else num_nodes
 
     def _cached_self_loops(self, given: Tensor, edge_index: Tensor,
                            edge_attr: OptTensor,

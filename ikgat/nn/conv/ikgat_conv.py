@@ -55,8 +55,11 @@ from ikgat.nn.conv.checks import (
 from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
 from ikgat.nn.norms import lp_norm_squared
 
-#: The :mod:`~ikgat.nn.graph_cache` kind of the fused path's sorted edges.
+#: The :mod:`~ikgat.nn.graph_cache` kinds of the fused path's sorted edges:
+#: of the self-looped edges, and of the edges given with the self-loops
+#: added in the sort.
 CSR = 'csr'
+CSR_WITH_SELF_LOOPS = 'csr_with_self_loops'
 
 
 class AttentionDecomposition(NamedTuple):
@@ -196,8 +199,13 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     (``with torch_geometric.debug():``) a CUDA forward or backward pass
     reads no tensor value on the host: the index range and batch checks
     run on CPU tensors and in debug mode only
-    (:func:`~ikgat.nn.conv.checks.reads_values`), and the self-loops of a
-    graph passed again are cached (see
+    (:func:`~ikgat.nn.conv.checks.reads_values`).  The fused path adds the
+    self-loops in its CSR sort
+    (:func:`~ikgat.nn.triton_attention.prepare_csr` with ``self_loops``),
+    so even a new graph, such as each mini-batch, needs no host read.
+    With edge features or returned attention weights it keeps the
+    self-looped edges instead, which, like the unfused path, synchronises
+    once per new graph and then keeps them with the graph (see
     :class:`~ikgat.nn.conv.gat_base.GATStyleConv`).  Two inputs still need
     one: a :obj:`batch` vector without :obj:`batch_size` (the number of
     graphs is read from it; pass ``batch_size=data.num_graphs``), and
@@ -399,14 +407,30 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         """
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res, projection_dtype = self._project(x)
+        key = (x_src.size(0), _num_targets(x_src, x_dst, size))
+        if (self.add_self_loops and edge_attr is None
+                and not return_attention_weights
+                and self._fused_attention_applies(edge_index, x_src)):
+            # The self-loops added in the CSR sort: no edge selection, so
+            # no host synchronisation even on a new graph.
+            assert isinstance(edge_index, Tensor)
+            loops = self._self_loop_count(x_src, x_dst, size)
+            csr = graph_cache.cached(
+                edge_index, CSR_WITH_SELF_LOOPS, key + (loops, ),
+                lambda: triton_attention.prepare_csr(
+                    edge_index, *key, self_loops=loops))
+            return self._fused_forward(x_src, x_dst, res, projection_dtype,
+                                       csr, None, None, batch, batch_size)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
         if self._fused_attention_applies(edge_index, x_src):
             assert isinstance(edge_index, Tensor)
+            csr = graph_cache.cached(
+                edge_index, CSR, key,
+                lambda: triton_attention.prepare_csr(edge_index, *key))
             return self._fused_forward(x_src, x_dst, res, projection_dtype,
-                                       edge_index, edge_attr, size,
-                                       return_attention_weights, batch,
-                                       batch_size)
+                                       csr, edge_index, edge_attr, batch,
+                                       batch_size, return_attention_weights)
         # A stochastic kernel in evaluation averages the attention weights of
         # num_samples draws (the output is linear in them); one draw else.
         passes = 1
@@ -472,21 +496,20 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
 
     def _fused_forward(
         self, x_src: Tensor, x_dst: OptTensor, res: OptTensor,
-        projection_dtype: torch.dtype, edge_index: Tensor,
-        edge_attr: OptTensor, size: Size,
-        return_attention_weights: Optional[bool],
+        projection_dtype: torch.dtype, csr: triton_attention.AttentionCSR,
+        edge_index: OptTensor, edge_attr: OptTensor,
         batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-        batch_size: Optional[int]
+        batch_size: Optional[int],
+        return_attention_weights: Optional[bool] = None
     ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]]]:
         r"""The rest of :meth:`forward` through
-        :func:`~ikgat.nn.triton_attention.fused_attention`: the logits,
-        softmax and aggregation of :meth:`_attention` and
-        :func:`~ikgat.nn.aggregation.attention_aggregate` in one kernel."""
-        num_dst = _num_targets(x_src, x_dst, size)
-        key = (x_src.size(0), num_dst)
-        csr = graph_cache.cached(
-            edge_index, CSR, key,
-            lambda: triton_attention.prepare_csr(edge_index, *key))
+        :func:`~ikgat.nn.triton_attention.fused_attention` over the edges
+        sorted in :obj:`csr`: the logits, softmax and aggregation of
+        :meth:`_attention` and
+        :func:`~ikgat.nn.aggregation.attention_aggregate` in one kernel.
+        The attention weights are returned with :obj:`edge_index`, the
+        self-looped edges that :obj:`csr` sorts."""
+        num_dst = csr.num_dst
         passes = 1
         if self.kernel.stochastic and not self.training:
             passes = self.kernel.num_samples

@@ -14,6 +14,8 @@ import torch
 
 import ikgat.nn.conv.ikgat_conv as ikgat_conv_module
 from ikgat import IKGATConv, MIKANConv
+from ikgat.nn import graph_cache
+from ikgat.nn.conv.ikgat_conv import CSR_WITH_SELF_LOOPS
 from ikgat.kernels import KERNELS
 from tests.helpers import random_graph
 
@@ -132,6 +134,80 @@ def test_fused_mikan_equals_current_path(training, monkeypatch):
     current, fused = both_paths(conv, [x.to(DEVICE)], edge_index.to(DEVICE),
                                 monkeypatch)
     assert_close(current, fused)
+
+
+def with_self_loops_and_duplicates(edge_index):
+    """The edges, a self-loop given twice, another once, and four edges
+    given again."""
+    loops = torch.tensor([[1, 1, 3], [1, 1, 3]])
+    return torch.cat([edge_index, loops, edge_index[:, :4]], dim=1)
+
+
+def outputs_and_gradients(conv, inputs, edge_index, weights, **kwargs):
+    """The output and the gradients of the inputs (one tensor, or a pair
+    whose target side may be None) and of the parameters."""
+    leaves = [None if t is None else t.detach().requires_grad_()
+              for t in inputs]
+    conv.zero_grad(set_to_none=True)
+    torch.manual_seed(6)  # the stochastic kernels' draws in training
+    x = leaves[0] if len(leaves) == 1 else tuple(leaves)
+    out = conv(x, edge_index, return_attention_weights=weights or None,
+               **kwargs)
+    out = out[0] if weights else out
+    (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+    return [out] + [leaf.grad for leaf in leaves if leaf is not None] + [
+        p.grad for p in conv.parameters() if p.grad is not None]
+
+
+def assert_same(results, other):
+    for a, b in zip(results, other, strict=True):
+        assert (a - b).abs().max() <= TOLERANCE * max(1.0, b.abs().max())
+
+
+@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+def test_self_loops_added_in_the_sort_equal_the_self_looped_edges(kernel):
+    # Without returned weights or edge features, the fused path adds the
+    # self-loops in its CSR sort instead of selecting edges (no host sync on
+    # a new graph).  Same output and gradients as the fused path over the
+    # self-looped edges (taken when the weights are returned), given
+    # self-loops and duplicate edges included.
+    x, edge_index = random_graph(12, 36, 5, seed=11 + len(kernel))
+    edge_index = with_self_loops_and_duplicates(edge_index).to(DEVICE)
+    torch.manual_seed(7)
+    conv = IKGATConv(5, 3, heads=2, kernel=kernel, num_spectral_points=8)
+    conv = conv.to(DEVICE).train(len(kernel) % 2 == 0)
+    conv.fused_attention = 'always'
+    in_sort = outputs_and_gradients(conv, [x.to(DEVICE)], edge_index, False)
+    assert graph_cache.lookup(edge_index, CSR_WITH_SELF_LOOPS,
+                              (12, 12, 12)) is not None
+    assert_same(in_sort, outputs_and_gradients(conv, [x.to(DEVICE)],
+                                               edge_index, True))
+
+
+@pytest.mark.parametrize('shared_target', [False, True])
+def test_self_loops_in_the_sort_on_bipartite_graphs(shared_target):
+    # Self-loops for the min(N_src, N_dst) nodes that are both, as GATConv
+    # adds them, against the unfused path; x_dst=None takes the number of
+    # targets from size.
+    x_src, edge_index = random_graph(12, 30, 4, seed=12, num_dst=9)
+    edge_index = with_self_loops_and_duplicates(edge_index).to(DEVICE)
+    x_dst = torch.randn(9, 4, generator=torch.Generator().manual_seed(13))
+    torch.manual_seed(8)
+    if shared_target:
+        conv = IKGATConv((4, 4), 3, heads=2, kernel='rbf')
+        inputs, kwargs = [x_src, None], dict(size=(12, 9))
+    else:
+        conv = MIKANConv((4, 4), 3, heads=2, num_spectral_points=8).eval()
+        inputs, kwargs = [x_src, x_dst], {}
+    conv = conv.to(DEVICE)
+    inputs = [None if t is None else t.to(DEVICE) for t in inputs]
+    results = []
+    for switch in ('always', False):
+        conv.fused_attention = switch
+        results.append(outputs_and_gradients(conv, inputs, edge_index, False,
+                                             **kwargs))
+    assert results[0][0].shape[0] == 9
+    assert_same(*results)
 
 
 def test_sorted_edges_are_kept_for_the_same_edge_index(monkeypatch):

@@ -123,6 +123,27 @@ def test_fused_path_reads_no_value_off_the_cpu(kernel):
     assert x.grad.shape == x.shape and conv.att_edge.grad is not None
 
 
+def test_fused_path_reads_no_value_on_a_new_graph():
+    # Each mini-batch is a new graph.  The fused path adds the self-loops in
+    # its CSR sort, so even a graph never seen runs without a host read;
+    # the other path selects the edges that are not self-loops (one read per
+    # new graph, then cached).
+    pytest.importorskip('triton')
+    model = TwoLayerGAT(6, 4, 3, IKGATConv, heads=2, dropout=0.0)
+    for conv in (model.conv1, model.conv2):
+        conv.fused_attention = 'always'
+    model = model.to(META)
+    for _ in range(2):  # two new graphs
+        edge_index = torch.randint(0, 10, (2, 30), device=META)
+        x = torch.randn(10, 6, device=META, requires_grad=True)
+        model(x, edge_index).sum().backward()
+        assert x.grad.shape == x.shape
+    for conv in (model.conv1, model.conv2):
+        conv.fused_attention = False
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        model(x, torch.randint(0, 10, (2, 30), device=META))
+
+
 def test_batch_size_spares_reading_the_batch():
     conv = MIKANConv(6, 4, heads=2, num_spectral_points=8,
                      add_self_loops=False)
