@@ -115,6 +115,29 @@ def minibatch_step(model: torch.nn.Module,
     return loss
 
 
+def full_batch_step(model: torch.nn.Module,
+                    optimizer: torch.optim.Optimizer, data: Data,
+                    train_index: Tensor, beta: float = 0.0,
+                    extra_loss: Optional[Callable[[], Tensor]] = None
+                    ) -> Tensor:
+    r"""One optimiser step on the whole graph :obj:`data`: the
+    cross-entropy of the nodes :obj:`train_index` (``mask.nonzero()``,
+    computed once: selecting by a boolean mask in every step would
+    synchronise with a GPU), plus :math:`\beta\,\mathrm{KL} / N_{train}`
+    and :obj:`extra_loss`; backward; step.  Returns the loss."""
+    optimizer.zero_grad()
+    out = model(data.x, data.edge_index)
+    loss = F.cross_entropy(out.index_select(0, train_index),
+                           data.y.index_select(0, train_index))
+    if beta:
+        loss = loss + beta * kl_divergence(model) / train_index.numel()
+    if extra_loss is not None:
+        loss = loss + extra_loss()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 def train_node_classifier(
     model: torch.nn.Module,
     data: Data,
@@ -181,7 +204,8 @@ def train_node_classifier(
               else model)
     rank, world_size = world()
     is_main = rank == 0
-    num_train = int(data.train_mask.sum())
+    train_index = data.train_mask.nonzero().view(-1)  # one sync
+    num_train = train_index.numel()
     has_test = 'test_mask' in data
     if batches is not None:
         warn_sampling_caveats(module)
@@ -202,16 +226,8 @@ def train_node_classifier(
     for epoch in range(1, epochs + 1):
         model.train()
         if batches is None:
-            optimizer.zero_grad()
-            out = model(data.x, data.edge_index)
-            loss = F.cross_entropy(out[data.train_mask],
-                                   data.y[data.train_mask])
-            if beta:
-                loss = loss + beta * kl_divergence(model) / num_train
-            if extra_loss is not None:
-                loss = loss + extra_loss()
-            loss.backward()
-            optimizer.step()
+            loss = full_batch_step(model, optimizer, data, train_index, beta,
+                                   extra_loss)
         else:
             for batch, global_batch_size in batches(epoch):
                 loss = minibatch_step(model, optimizer, batch,
