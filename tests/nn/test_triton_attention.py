@@ -237,3 +237,26 @@ def test_backward_reads_gradients_of_any_strides():
             *leaves, edge_index, num_dst, None, 0.2)[0]), leaves)
         for a, b in zip(got, want):
             assert torch.allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_csr_indices_are_int64_where_int32_would_overflow():
+    # On 'meta' (shapes only) a graph of 2^31 edges costs nothing.
+    meta = torch.device('meta')
+    small = torch.empty(2, 10, dtype=torch.long, device=meta)
+    large = torch.empty(2, 2**31, dtype=torch.long, device=meta)
+    assert prepare_csr(small, 5, 5).src.dtype == torch.int32
+    assert prepare_csr(large, 5, 5).src.dtype == torch.int64
+    assert prepare_csr(small, 2**31, 5).rowptr.dtype == torch.int64
+    with_loops = prepare_csr(small, 7, 6, self_loops=6)
+    assert with_loops.src.shape == (16, ) and with_loops.self_loops == 6
+
+
+def test_a_csr_with_self_loops_takes_no_gate_and_returns_no_weights():
+    score_src, score_dst, x_src, _ = inputs(4, 4, 5, 2, 2, 16, False, False)
+    edge_index = graph(4, 4, 5, seed=17, isolated=0)
+    csr = prepare_csr(edge_index, 4, 4, self_loops=4)
+    for kwargs in (dict(return_attention_weights=True),
+                   dict(edge_gate=torch.zeros(csr.src.numel(), 2,
+                                              device=DEVICE))):
+        with pytest.raises(ValueError, match='prepared with self_loops'):
+            fused_attention(score_src, score_dst, x_src, csr, 4, **kwargs)
