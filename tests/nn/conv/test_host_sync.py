@@ -250,3 +250,29 @@ def test_cuda_forward_and_backward_do_not_synchronise(case, training):
         torch.cuda.set_sync_debug_mode(0)
     torch.cuda.synchronize()
     assert torch.isfinite(x.grad).all(), name
+
+
+@onlyCUDA
+def test_cuda_fused_path_does_not_synchronise_on_new_graphs():
+    # A new graph in every step, as in mini-batch training: the fused path
+    # adds the self-loops in its sort, so only the first step (Triton's
+    # compilation) may synchronise.
+    device = torch.device('cuda')
+    torch.manual_seed(0)
+    model = TwoLayerGAT(16, 8, 3, IKGATConv, heads=4, dropout=0.0)
+    model = model.to(device).train()
+
+    def step():
+        x = torch.randn(300, 16, device=device, requires_grad=True)
+        edge_index = torch.randint(0, 300, (2, 1200), device=device)
+        model(x, edge_index).sum().backward()
+        return x
+
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode('error')
+    try:
+        grads = [step().grad for _ in range(3)]
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert all(torch.isfinite(grad).all() for grad in grads)
