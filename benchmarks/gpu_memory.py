@@ -8,9 +8,10 @@ attention allocates its outputs and gradients without launching a kernel
 (see :mod:`ikgat.nn.triton_attention`).  A meta operation returns tensors
 of the shapes and dtypes its CUDA kernel returns.
 :class:`~benchmarks.harness.live_tensors.LiveTensorBytes` counts each
-storage from its creation until it is freed, rounded up to the caching
-allocator's 512-byte blocks, whose sum is what
-``torch.cuda.memory_allocated`` reports.
+storage from its creation until it is freed, rounded up to 512 bytes as
+the caching allocator rounds requests (``torch.cuda.memory_allocated``
+sums its blocks, which can be up to about 1 MiB larger for large
+tensors).
 
 **What it leaves out,** so a measured peak can be higher:
 

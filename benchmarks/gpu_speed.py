@@ -31,7 +31,9 @@ of as many channels as classes; no dropout), full batch, cross-entropy
 over every node against random labels, backward and an Adam step, in
 float32, for ``--training-models`` (GATConv, IKGATConv ``direct`` fused and
 unfused) on ``--training-graphs`` (the largest graph of the run by
-default): the median time and the peak memory, or OOM.
+default), one model at a time: the median time and the peak memory, or
+OOM.  The layer study measures each model's peak with only its own graph
+caches (self-loops and sorted edges, :mod:`ikgat.nn.graph_cache`).
 :mod:`benchmarks.gpu_memory` predicts these peaks from the meta device.
 
 Fused kernel: :func:`ikgat.nn.triton_attention.fused_attention` on random
@@ -217,8 +219,15 @@ def measure_interleaved(steps: Dict[str, Callable[[], object]],
             free_memory(timer_device(timer))
     times: Dict[str, List[float]] = {name: [] for name in alive}
     for _ in range(rounds):
-        for name, step in alive.items():
-            times[name].append(timer(step))
+        for name, step in list(alive.items()):
+            try:
+                times[name].append(timer(step))
+            except Exception as error:  # noqa: BLE001
+                if not is_oom(error):
+                    raise
+                results[name] = 'OOM'
+                del alive[name], times[name]
+                free_memory(timer_device(timer))
     for name, values in times.items():
         results[name] = statistics.median(values)
     return results
@@ -226,6 +235,24 @@ def measure_interleaved(steps: Dict[str, Callable[[], object]],
 
 def timer_device(timer: Timer) -> torch.device:
     return torch.device('cuda' if timer.cuda else 'cpu')
+
+
+def isolated_peak(step: Callable[[], object], device: torch.device):
+    """:func:`peak_memory` of :obj:`step` with only its own graph caches:
+    the self-loops and sorted edges that other models left with the graph
+    (:mod:`ikgat.nn.graph_cache`) are freed, and one step rebuilds those of
+    this model before the measured one."""
+    from ikgat.nn import graph_cache
+    graph_cache.clear()
+    free_memory(device)
+    try:
+        step()
+    except Exception as error:  # noqa: BLE001
+        if not is_oom(error):
+            raise
+        free_memory(device)
+        return 'OOM', 'OOM'
+    return peak_memory(step, device)
 
 
 def peak_memory(step: Callable[[], object], device: torch.device):
@@ -277,7 +304,7 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
                                       args.rounds)
         for name in args.models:
             peak, extra = ('OOM', 'OOM') if medians[name] == 'OOM' else \
-                peak_memory(steps[name], device)
+                isolated_peak(steps[name], device)
             rows.append(dict(graph=graph, nodes=num_nodes, edges=num_edges,
                              features=num_features, model=name,
                              precision=precision, ms=medians[name],
@@ -290,31 +317,34 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
 def training_rows(graph: str, size, device: torch.device, timer: Timer,
                   args) -> List[dict]:
     """The two-layer full-batch training step (item 5) of each of
-    ``args.training_models`` on one graph, float32, random labels."""
+    ``args.training_models`` on one graph, float32, random labels.  One
+    model at a time (built, timed, measured, freed with its graph caches):
+    at this size another model's caches would change a peak, or the point
+    where memory runs out."""
+    from ikgat.nn import graph_cache
     num_nodes, num_edges, num_features, num_classes = size
     x, edge_index = synthetic_graph(num_nodes, num_edges, num_features,
                                     device, args.seed)
     generator = torch.Generator(device=device).manual_seed(args.seed)
     y = torch.randint(0, num_classes, (num_nodes, ), device=device,
                       generator=generator)
-    steps = {}
+    rows = []
     for name in args.training_models:
         torch.manual_seed(args.seed)
         model = build_model(name, num_features, num_classes).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
-        steps[name] = training_step(model.train(), optimizer, x, edge_index,
-                                    y)
-    medians = measure_interleaved(steps, timer, args.warmup, args.rounds)
-    rows = []
-    for name in args.training_models:
-        peak, extra = ('OOM', 'OOM') if medians[name] == 'OOM' else \
-            peak_memory(steps[name], device)
+        step = training_step(model.train(), optimizer, x, edge_index, y)
+        ms = measure_interleaved({name: step}, timer, args.warmup,
+                                 args.rounds)[name]
+        peak, extra = ('OOM', 'OOM') if ms == 'OOM' else peak_memory(
+            step, device)
         rows.append(dict(graph=graph, nodes=num_nodes, edges=num_edges,
                          features=num_features, classes=num_classes,
-                         model=name, ms=medians[name], peak_bytes=peak,
+                         model=name, ms=ms, peak_bytes=peak,
                          step_bytes=extra))
-    del steps
-    free_memory(device)
+        del model, optimizer, step
+        graph_cache.clear()
+        free_memory(device)
     return rows
 
 

@@ -204,6 +204,12 @@ def train_node_classifier(
               else model)
     rank, world_size = world()
     is_main = rank == 0
+    if data.train_mask.dim() != 1:
+        raise ValueError(f"train_node_classifier: 'data.train_mask' must be "
+                         f"1-D, one entry per node (got shape "
+                         f"{tuple(data.train_mask.shape)}); for a dataset "
+                         f"with several splits pick one, e.g. "
+                         f"data.train_mask[:, 0]")
     train_index = data.train_mask.nonzero().view(-1)  # one sync
     num_train = train_index.numel()
     has_test = 'test_mask' in data

@@ -107,3 +107,12 @@ def test_full_batch_step_selects_the_training_nodes_without_a_sync():
     loss = full_batch_step(model.to(meta), torch.optim.SGD(
         model.parameters(), lr=0.1), data.to(meta), train_index.to(meta))
     assert loss.device == meta
+
+
+def test_a_mask_of_several_splits_is_refused_with_the_fix():
+    data = toy_citation_graph(seed=0)
+    data.train_mask = torch.stack([data.train_mask] * 3, dim=1)
+    model = TwoLayerGAT(data.num_features, 4, int(data.y.max()) + 1,
+                        IKGATConv, heads=2)
+    with pytest.raises(ValueError, match=r"must be 1-D.*train_mask\[:, 0\]"):
+        train_node_classifier(model, data, epochs=1)

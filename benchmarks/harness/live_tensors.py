@@ -4,8 +4,10 @@ that counts each storage an operation returns, from its creation until it
 is freed.
 
 Each storage is counted once, at the first operation that returns it, for
-its bytes rounded up to :obj:`block` (512 reproduces the CUDA caching
-allocator's blocks, whose sum is ``torch.cuda.memory_allocated``).  Storages
+its bytes rounded up to :obj:`block` (512: the CUDA caching allocator
+rounds every request so, and ``torch.cuda.memory_allocated`` sums its
+blocks; a block it does not split can count up to about 1 MiB more, so the
+sum is approximate for large tensors).  Storages
 that already existed when an operation received them (the inputs, the
 parameters built before the block) are never counted, nor are the buffers a
 kernel allocates for itself (cuBLAS workspaces, the temporary storage of a

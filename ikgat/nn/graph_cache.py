@@ -10,14 +10,22 @@ layer and in every step, as PyG's training loops do, computes them once for
 the whole model.  A value is valid while the tensor is the same object (held
 by a weak reference) at the same version (an in-place change bumps it)
 with the same :obj:`key` (e.g. the number of nodes); each tensor keeps the
-last value of each kind.  The values are freed with the tensor, or by
+last value of each kind.  The values live as long as the tensor (not the
+layers: about 3 GB for a graph of ogbn-products size), or until
 :func:`clear`.  Nothing is stored on the tensor itself, so saving a graph
-or a layer saves none of it.  Inference tensors
-(:func:`torch.inference_mode`) track no version, so nothing is kept for
-them: their values are computed on every call.
+or a layer saves none of it.  Under :func:`torch.inference_mode` nothing
+is stored (its tensors could not be saved for a later backward pass, and
+inference tensors track no version): values are looked up, or computed
+for the call.
+
+Writes that do not bump the version are not seen: through ``.data``,
+NumPy or DLPack views of :obj:`edge_index`, or in place into the edges a
+layer returns with its attention weights (they are the stored self-looped
+edges).  After such a write, call :func:`clear`.
 """
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
+import torch
 from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
@@ -45,12 +53,14 @@ def cached(edge_index: Tensor, kind: str, key: Hashable,
            compute: Callable[[], Any]) -> Any:
     r"""The stored :obj:`kind` of :obj:`edge_index` for :obj:`key`, computed
     by :obj:`compute` and stored if there is none (computed, not stored,
-    for an inference tensor)."""
+    in inference mode)."""
     if edge_index.is_inference():
         return compute()
     value = lookup(edge_index, kind, key)
     if value is None:
-        value = store(edge_index, kind, key, compute())
+        value = compute()
+        if not torch.is_inference_mode_enabled():
+            store(edge_index, kind, key, value)
     return value
 
 

@@ -151,6 +151,11 @@ def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"prepare_csr: 'edge_index' must be (2, E) (got "
                          f"{tuple(edge_index.shape)})")
+    if self_loops is not None and not 0 <= self_loops <= min(num_src,
+                                                             num_dst):
+        raise ValueError(f"prepare_csr: 'self_loops' must lie in 0.."
+                         f"{min(num_src, num_dst)}, the nodes that are both "
+                         f"sources and targets (got {self_loops!r})")
     index = edge_index.long()
     src, dst = index[0], index[1]
     device = index.device

@@ -90,3 +90,36 @@ def test_inference_tensors_are_computed_every_time():
         graph_cache.cached(edge_index, 'kind', 0,
                            lambda: calls.append(1) or torch.ones(1))
     assert len(calls) == 2
+
+
+def test_nothing_computed_in_inference_mode_is_kept():
+    # Inference-mode tensors cannot be saved for backward: a model evaluated
+    # under inference_mode must not leave them for another one that trains.
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    with torch.inference_mode():
+        value = graph_cache.cached(edge_index, 'kind', 0,
+                                   lambda: torch.ones(1))
+    assert value.is_inference()
+    assert graph_cache.lookup(edge_index, 'kind', 0) is None
+    stored = graph_cache.cached(edge_index, 'kind', 0, lambda: torch.ones(1))
+    with torch.inference_mode():  # a normal value is found there too
+        assert graph_cache.cached(edge_index, 'kind', 0,
+                                  lambda: torch.zeros(1)) is stored
+
+
+def test_a_layer_trains_after_another_was_evaluated_in_inference_mode():
+    # (With edge features the fused path saves the CSR's permutation for
+    # backward.)
+    meta = torch.device('meta')
+    x = torch.randn(10, 6, device=meta)
+    edge_index = torch.randint(0, 10, (2, 30), device=meta)
+    edge_attr = torch.randn(30, 2, device=meta)
+    evaluated, trained = (IKGATConv(6, 4, heads=2, edge_dim=2,
+                                    add_self_loops=False).to(meta)
+                          for _ in range(2))
+    for conv in (evaluated, trained):
+        conv.fused_attention = 'always'
+    with torch.inference_mode():
+        evaluated(x, edge_index, edge_attr)
+    trained(x.requires_grad_(), edge_index, edge_attr).sum().backward()
+    assert x.grad is not None

@@ -260,3 +260,6 @@ def test_a_csr_with_self_loops_takes_no_gate_and_returns_no_weights():
                                               device=DEVICE))):
         with pytest.raises(ValueError, match='prepared with self_loops'):
             fused_attention(score_src, score_dst, x_src, csr, 4, **kwargs)
+    for count in (5, -1):  # loops only for nodes that are both
+        with pytest.raises(ValueError, match="'self_loops' must lie in 0..4"):
+            prepare_csr(edge_index, 4, 6, self_loops=count)

@@ -295,3 +295,23 @@ def test_gpu_speed_times_both_paths():
     args = gpu_speed.parse_args(['--smoke', '--output', '/tmp/x.md',
                                  '--models', 'GATConv', 'MIKANConv-unfused'])
     assert args.models == ['GATConv', 'MIKANConv-unfused']
+
+
+def test_gpu_speed_reports_running_out_of_memory_in_any_round():
+    from benchmarks import gpu_speed
+    calls = []
+
+    def out_of_memory():
+        raise torch.OutOfMemoryError('CUDA out of memory')
+
+    def out_of_memory_later():  # after the warm-up and one timed round
+        calls.append(1)
+        if len(calls) > 2:
+            out_of_memory()
+
+    timer = gpu_speed.Timer(torch.device('cpu'))
+    medians = gpu_speed.measure_interleaved(
+        {'warm-up': out_of_memory, 'later': out_of_memory_later,
+         'fits': lambda: None}, timer, warmup=1, rounds=3)
+    assert medians['warm-up'] == medians['later'] == 'OOM'
+    assert isinstance(medians['fits'], float)
