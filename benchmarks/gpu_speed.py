@@ -200,34 +200,35 @@ def free_memory(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+def fits(step: Callable[[], object], device: torch.device) -> bool:
+    """Run :obj:`step` once; :obj:`False` (and the memory freed) if it ran
+    out of memory."""
+    try:
+        step()
+    except Exception as error:  # noqa: BLE001
+        if not is_oom(error):
+            raise
+        free_memory(device)
+        return False
+    return True
+
+
 def measure_interleaved(steps: Dict[str, Callable[[], object]],
                         timer: Timer, warmup: int,
                         rounds: int) -> Dict[str, object]:
     """Median milliseconds per entry over interleaved rounds, after warm-up;
-    'OOM' for an entry that ran out of memory."""
+    'OOM' for an entry that ran out of memory in any of them."""
+    device = timer_device(timer)
     results: Dict[str, object] = {}
-    alive = {}
-    for name, step in steps.items():
-        try:
-            for _ in range(warmup):
-                step()
-            alive[name] = step
-        except Exception as error:  # noqa: BLE001
-            if not is_oom(error):
-                raise
-            results[name] = 'OOM'
-            free_memory(timer_device(timer))
+    alive = {name: step for name, step in steps.items()
+             if all(fits(step, device) for _ in range(warmup))}
+    results.update({name: 'OOM' for name in steps if name not in alive})
     times: Dict[str, List[float]] = {name: [] for name in alive}
     for _ in range(rounds):
         for name, step in list(alive.items()):
-            try:
-                times[name].append(timer(step))
-            except Exception as error:  # noqa: BLE001
-                if not is_oom(error):
-                    raise
+            if not fits(lambda: times[name].append(timer(step)), device):
                 results[name] = 'OOM'
                 del alive[name], times[name]
-                free_memory(timer_device(timer))
     for name, values in times.items():
         results[name] = statistics.median(values)
     return results
@@ -245,12 +246,7 @@ def isolated_peak(step: Callable[[], object], device: torch.device):
     from ikgat.nn import graph_cache
     graph_cache.clear()
     free_memory(device)
-    try:
-        step()
-    except Exception as error:  # noqa: BLE001
-        if not is_oom(error):
-            raise
-        free_memory(device)
+    if not fits(step, device):
         return 'OOM', 'OOM'
     return peak_memory(step, device)
 
@@ -262,12 +258,7 @@ def peak_memory(step: Callable[[], object], device: torch.device):
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    try:
-        step()
-    except Exception as error:  # noqa: BLE001
-        if not is_oom(error):
-            raise
-        free_memory(device)
+    if not fits(step, device):
         return 'OOM', 'OOM'
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated()
