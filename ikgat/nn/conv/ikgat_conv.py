@@ -819,10 +819,11 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         dtype = accumulation_dtype(x_src.dtype)
         anchor = torch.cat([self.att_dst, self.att_src],
                            dim=-1).view(H, 2 * C).to(dtype)
-        # [1, negative_slope], filled on the device (torch.tensor of a list
-        # would copy from the host, a synchronisation on CUDA):
-        slopes = anchor.new_full((2, ), self.negative_slope)
-        slopes[0] = 1.0
+        # [1, negative_slope], made on the device: a host value written into
+        # a device tensor (torch.tensor of a list, or slopes[0] = 1.0) is a
+        # host-to-device copy, a synchronisation on CUDA.
+        slopes = torch.cat([anchor.new_ones(1),
+                            anchor.new_full((1, ), self.negative_slope)])
         x_src = x_src.to(dtype)
         # A missing target projection is q_i = 0 for every target:
         q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst.to(dtype)
