@@ -80,32 +80,42 @@ the gradient of the anchor features about 14 times, that of :math:`x` about
 2 times; one big :math:`(N, H, \cdot)` einsum instead of chunks was 4 to 6
 times slower (page faults on the multi-gigabyte outputs).
 
-Two interchangeable chunk kernels compute the same formulas:
+Three interchangeable kernels compute the same formulas:
 
-* ``node_path='eager'``: plain tensor operations on reused chunk buffers
-  (fresh multi-megabyte tensors per chunk cost page faults that doubled the
-  time);
+* ``node_path='eager'``, the default: on float32 CUDA tensors the Triton
+  kernels of :mod:`ikgat.kernels.triton_fourier` (one launch for the
+  forward pass, two for the backward pass, however many nodes: a loop of
+  chunks is launch-bound on a GPU); elsewhere plain tensor operations on
+  reused chunk buffers (fresh multi-megabyte tensors per chunk cost page
+  faults that doubled the time);
+* ``node_path='triton'``: the Triton kernels on any device (on CPU through
+  Triton's interpreter, ``TRITON_INTERPRET=1``, for tests);
 * ``node_path='compile'``: the same per-chunk formulas through
   :func:`torch.compile` (Inductor generates one C++ loop for cos, sin and the
   reductions and uses vectorised sines and cosines, about four times faster
   than the eager ones on CPU).  The first call compiles (seconds, cached on
   disk by Inductor); if compiling fails the eager kernel is used, with a
   warning.
+
+The estimate is a registered operator (``ikgat::fourier_estimate`` and
+its backward, ``torch.library.custom_op``): :func:`torch.compile` keeps it as
+one opaque node, and its fake implementation gives the shapes on the
+``meta`` device without launching anything.
 """
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
+import ikgat.kernels.triton_fourier as triton_fourier
 from ikgat.kernels.base import renamed_argument
 
 #: Elements of one :math:`(H, mR, n)` chunk of angles (float32: 1 MiB);
 #: the node chunk is this divided by :math:`H m R`.
 CHUNK_ELEMENTS = 1 << 18
 
-BACKENDS = ('eager', 'compile')
+BACKENDS = ('eager', 'compile', 'triton')
 
 
 def _chunk_size(heads: int, num_angles: int,
@@ -192,147 +202,213 @@ def _view(buffer: Tensor, *shape: int) -> Tensor:
     return buffer[:numel].view(shape)
 
 
-class FusedFourierEstimate(torch.autograd.Function):
-    r"""The estimate :math:`f` of shape :math:`(N, H, T)` from node
-    projections :math:`x` :math:`(N, H, C)`, node-side spectral points
-    :math:`u` :math:`(H, mR, C)` and anchor features :math:`A^c, A^s`
-    :math:`(H, T, R)` (already divided by :math:`m^2 R`); see the module
-    docstring for the formulas and the derivation of the backward pass."""
-    @staticmethod
-    def forward(ctx, x: Tensor, points: Tensor, anchor_cos: Tensor,
-                anchor_sin: Tensor, chunk_size: int, backend: str) -> Tensor:
-        num_nodes, heads, _ = x.shape
-        num_angles = points.size(1)
-        num_sets = num_angles // anchor_cos.size(-1)
-        # A^c, A^s tiled over the sets: [H, T, mR], matching theta's rows.
-        cos_weight = anchor_cos.repeat(1, 1, num_sets)
-        sin_weight = anchor_sin.repeat(1, 1, num_sets)
-        out = x.new_empty(num_nodes, heads, anchor_cos.size(1))
-        if backend == 'eager':
-            angle_buf, cos_buf = _workspace(
-                x, 2, heads * num_angles * min(chunk_size, num_nodes))
-        for start in range(0, num_nodes, chunk_size):
-            stop = min(start + chunk_size, num_nodes)
-            x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n], a view
-            if backend == 'compile':
-                estimate = _run_compiled('forward', _forward_chunk, points,
-                                         x_chunk, cos_weight, sin_weight)
-            else:
-                angle = _view(angle_buf, heads, num_angles, stop - start)
-                cos = _view(cos_buf, heads, num_angles, stop - start)
-                torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
-                torch.cos(angle, out=cos)
-                estimate = torch.bmm(cos_weight, cos)  # [H, T, n]
-                estimate.baddbmm_(sin_weight, angle.sin_())
-            out[start:stop] = estimate.permute(2, 0, 1)
-        ctx.chunk_size = chunk_size
-        ctx.backend = backend
-        ctx.save_for_backward(x, points, anchor_cos, anchor_sin)
-        return out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_out: Tensor):
-        x, points, anchor_cos, anchor_sin = ctx.saved_tensors
-        chunk_size = ctx.chunk_size
-        num_nodes, heads, channels = x.shape
-        num_slopes, num_points = anchor_cos.shape[1:]
-        num_angles = points.size(1)
-        num_sets = num_angles // num_points
-        need_x, need_points, need_cos, need_sin = ctx.needs_input_grad[:4]
-
-        cos_weight = anchor_cos.repeat(1, 1, num_sets)  # [H, T, mR]
-        sin_weight = anchor_sin.repeat(1, 1, num_sets)
-        # Nodes last and contiguous, so that the broadcast products below
-        # run on unit-stride rows:
-        grad_t = grad_out.permute(1, 2, 0).contiguous()  # [H, T, N]
-
-        grad_x = torch.empty_like(x) if need_x else None
-        grad_points = x.new_zeros(heads, num_angles, channels)
-        grad_cos = x.new_zeros(heads, num_slopes, num_angles)
-        grad_sin = x.new_zeros(heads, num_slopes, num_angles)
-        if ctx.backend == 'eager':
-            # Columns of A^c, A^s, [H, mR, 1] each:
-            cos_cols = cos_weight.unsqueeze(-1).unbind(1)
-            sin_cols = sin_weight.unsqueeze(-1).unbind(1)
-            points_t = points.transpose(1, 2)  # [H, C, mR]
-            buffers = _workspace(
-                x, 4, heads * num_angles * min(chunk_size, num_nodes))
-        for start in range(0, num_nodes, chunk_size):
-            stop = min(start + chunk_size, num_nodes)
-            x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n]
-            grad_chunk = grad_t[:, :, start:stop]  # [H, T, n]
-            if ctx.backend == 'compile':
-                chunk_x, chunk_points, chunk_cos, chunk_sin = _run_compiled(
-                    'backward', _backward_chunk, points, x_chunk,
-                    grad_chunk, cos_weight, sin_weight)
-                if need_x:
-                    grad_x[start:stop] = chunk_x.permute(2, 0, 1)
-                grad_points += chunk_points
-                grad_cos += chunk_cos
-                grad_sin += chunk_sin
-                continue
-            shape = (heads, num_angles, stop - start)
-            angle, cos, u, v = [_view(buffer, *shape) for buffer in buffers]
-            torch.bmm(points, x_chunk, out=angle)  # theta
+def _chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
+                      sin_weight: Tensor, chunk_size: int,
+                      backend: str) -> Tensor:
+    r""":math:`f` :math:`(N, H, T)` in node chunks on the host (the CPU
+    path), from :math:`A^c, A^s` tiled over the sets :math:`(H, T, mR)`."""
+    num_nodes, heads, _ = x.shape
+    num_angles = points.size(1)
+    out = x.new_empty(num_nodes, heads, cos_weight.size(1))
+    if backend == 'eager':
+        angle_buf, cos_buf = _workspace(
+            x, 2, heads * num_angles * min(chunk_size, num_nodes))
+    for start in range(0, num_nodes, chunk_size):
+        stop = min(start + chunk_size, num_nodes)
+        x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n], a view
+        if backend == 'compile':
+            estimate = _run_compiled('forward', _forward_chunk, points,
+                                     x_chunk, cos_weight, sin_weight)
+        else:
+            angle = _view(angle_buf, heads, num_angles, stop - start)
+            cos = _view(cos_buf, heads, num_angles, stop - start)
+            torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
             torch.cos(angle, out=cos)
-            sin = angle.sin_()
-            if need_cos:  # dL/dA^c = sum_n G cos(theta)
-                grad_cos.baddbmm_(grad_chunk, cos.transpose(1, 2))
-            if need_sin:
-                grad_sin.baddbmm_(grad_chunk, sin.transpose(1, 2))
-            if not (need_x or need_points):
-                continue
-            # U = sum_t G_t A^c_t, V = sum_t G_t A^s_t (T is 2: broadcast
-            # products beat a matrix product with an inner size of 2).
-            rows = [row.unsqueeze(1) for row in grad_chunk.unbind(1)]
-            torch.mul(cos_cols[0], rows[0], out=u)
-            torch.mul(sin_cols[0], rows[0], out=v)
-            for t in range(1, num_slopes):
-                u.addcmul_(cos_cols[t], rows[t])
-                v.addcmul_(sin_cols[t], rows[t])
-            # D = cos(theta) V - sin(theta) U = dL/dtheta, in place:
-            grad_angle = cos.mul_(v).sub_(sin.mul_(u))
-            if need_x:  # dL/dx = sum_{s,r} D u
-                grad_x[start:stop] = torch.bmm(points_t,
-                                               grad_angle).permute(2, 0, 1)
-            if need_points:  # dL/du = sum_n D x
-                grad_points.baddbmm_(grad_angle, x_chunk.transpose(1, 2))
-
-        def untile(grad: Tensor) -> Tensor:  # [H, T, mR] -> [H, T, R]
-            return grad.view(heads, num_slopes, num_sets, num_points).sum(2)
-
-        return (grad_x, grad_points if need_points else None,
-                untile(grad_cos) if need_cos else None,
-                untile(grad_sin) if need_sin else None, None, None)
+            estimate = torch.bmm(cos_weight, cos)  # [H, T, n]
+            estimate.baddbmm_(sin_weight, angle.sin_())
+        out[start:stop] = estimate.permute(2, 0, 1)
+    return out
 
 
-def node_side_points(spectral_points: Sequence[Tensor], is_source: bool,
-                     channels: int) -> Tensor:
-    r"""Stack the halves :math:`u_{s,r}` of all sets that meet the node
-    coordinates: :math:`(H, mR, C)`, set after set."""
-    halves = [
-        points[..., :channels] if not is_source else points[..., channels:]
-        for points in spectral_points
-    ]
-    return torch.cat(halves, dim=1) if len(halves) > 1 else halves[0]
+def _chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
+                               cos_weight: Tensor, sin_weight: Tensor,
+                               chunk_size: int, backend: str,
+                               needs: List[bool]
+                               ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""The gradients of :func:`_chunked_estimate` with respect to
+    :math:`x`, :math:`u` and the tiled :math:`A^c, A^s`, walking the same
+    chunks and recomputing their cosines and sines (those not in
+    :obj:`needs` are left zero)."""
+    num_nodes, heads, channels = x.shape
+    num_slopes, num_angles = cos_weight.shape[1:]
+    need_x, need_points, need_cos, need_sin = needs
+    # Nodes last and contiguous, so that the broadcast products below
+    # run on unit-stride rows:
+    grad_t = grad_out.permute(1, 2, 0).contiguous()  # [H, T, N]
+
+    grad_x = torch.zeros_like(x)
+    grad_points = x.new_zeros(heads, num_angles, channels)
+    grad_cos = x.new_zeros(heads, num_slopes, num_angles)
+    grad_sin = x.new_zeros(heads, num_slopes, num_angles)
+    if backend == 'eager':
+        # Columns of A^c, A^s, [H, mR, 1] each:
+        cos_cols = cos_weight.unsqueeze(-1).unbind(1)
+        sin_cols = sin_weight.unsqueeze(-1).unbind(1)
+        points_t = points.transpose(1, 2)  # [H, C, mR]
+        buffers = _workspace(
+            x, 4, heads * num_angles * min(chunk_size, num_nodes))
+    for start in range(0, num_nodes, chunk_size):
+        stop = min(start + chunk_size, num_nodes)
+        x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n]
+        grad_chunk = grad_t[:, :, start:stop]  # [H, T, n]
+        if backend == 'compile':
+            chunk_x, chunk_points, chunk_cos, chunk_sin = _run_compiled(
+                'backward', _backward_chunk, points, x_chunk, grad_chunk,
+                cos_weight, sin_weight)
+            grad_x[start:stop] = chunk_x.permute(2, 0, 1)
+            grad_points += chunk_points
+            grad_cos += chunk_cos
+            grad_sin += chunk_sin
+            continue
+        shape = (heads, num_angles, stop - start)
+        angle, cos, u, v = [_view(buffer, *shape) for buffer in buffers]
+        torch.bmm(points, x_chunk, out=angle)  # theta
+        torch.cos(angle, out=cos)
+        sin = angle.sin_()
+        if need_cos:  # dL/dA^c = sum_n G cos(theta)
+            grad_cos.baddbmm_(grad_chunk, cos.transpose(1, 2))
+        if need_sin:
+            grad_sin.baddbmm_(grad_chunk, sin.transpose(1, 2))
+        if not (need_x or need_points):
+            continue
+        # U = sum_t G_t A^c_t, V = sum_t G_t A^s_t (T is 2: broadcast
+        # products beat a matrix product with an inner size of 2).
+        rows = [row.unsqueeze(1) for row in grad_chunk.unbind(1)]
+        torch.mul(cos_cols[0], rows[0], out=u)
+        torch.mul(sin_cols[0], rows[0], out=v)
+        for t in range(1, num_slopes):
+            u.addcmul_(cos_cols[t], rows[t])
+            v.addcmul_(sin_cols[t], rows[t])
+        # D = cos(theta) V - sin(theta) U = dL/dtheta, in place:
+        grad_angle = cos.mul_(v).sub_(sin.mul_(u))
+        if need_x:  # dL/dx = sum_{s,r} D u
+            grad_x[start:stop] = torch.bmm(points_t,
+                                           grad_angle).permute(2, 0, 1)
+        if need_points:  # dL/du = sum_n D x
+            grad_points.baddbmm_(grad_angle, x_chunk.transpose(1, 2))
+    return grad_x, grad_points, grad_cos, grad_sin
+
+
+# The estimate as a pair of registered operators (forward, backward): one
+# opaque node under torch.compile, a fake (shape-only) implementation that
+# also serves the 'meta' device, and autograd through the backward operator,
+# which recomputes the cosines and sines (so the operator is differentiable
+# once).  'node_path' is resolved before the call: 'triton' runs the Triton
+# kernels of ikgat.kernels.triton_fourier, 'eager' and 'compile' the chunks.
+@torch.library.custom_op('ikgat::fourier_estimate', mutates_args=())
+def fourier_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
+                     sin_weight: Tensor, is_source: bool, chunk_size: int,
+                     node_path: str) -> Tensor:
+    r"""The estimate :math:`f` of shape :math:`(N, H, T)` from node
+    projections :math:`x` :math:`(N, H, C)`, the stacked spectral point
+    sets :math:`(m, H, R, 2C)` (of which the node half meets :math:`x`) and
+    the anchor features :math:`A^c, A^s` :math:`(H, T, R)` (already divided
+    by :math:`m^2 R`); see the module docstring for the formulas."""
+    if node_path == 'triton':
+        return triton_fourier.estimate(x, points, cos_weight, sin_weight,
+                                       is_source)
+    num_sets = points.size(0)
+    return _chunked_estimate(x, node_side_points(points, is_source),
+                             cos_weight.repeat(1, 1, num_sets),
+                             sin_weight.repeat(1, 1, num_sets), chunk_size,
+                             node_path)
+
+
+@fourier_estimate.register_fake
+def _(x, points, cos_weight, sin_weight, is_source, chunk_size, node_path):
+    return x.new_empty(x.size(0), x.size(1), cos_weight.size(1))
+
+
+@torch.library.custom_op('ikgat::fourier_estimate_backward', mutates_args=())
+def fourier_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
+                              cos_weight: Tensor, sin_weight: Tensor,
+                              is_source: bool, chunk_size: int,
+                              node_path: str, needs: List[bool]
+                              ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""The gradients of :func:`fourier_estimate` with respect to
+    :math:`x`, the sets (their node half; the other half gets its gradient
+    through :math:`A^c, A^s`), :math:`A^c` and :math:`A^s` (see the module
+    docstring for their derivation)."""
+    if node_path == 'triton':
+        return triton_fourier.estimate_backward(grad_out.contiguous(), x,
+                                                points, cos_weight,
+                                                sin_weight, is_source)
+    num_sets, heads, num_points, width = points.shape
+    channels = width // 2
+    grad_x, grad_u, grad_cos, grad_sin = _chunked_estimate_backward(
+        grad_out, x, node_side_points(points, is_source),
+        cos_weight.repeat(1, 1, num_sets), sin_weight.repeat(1, 1, num_sets),
+        chunk_size, node_path, needs)
+    grad_points = torch.zeros_like(points)
+    half = slice(channels, width) if is_source else slice(0, channels)
+    grad_points[..., half] = grad_u.view(heads, num_sets, num_points,
+                                         channels).transpose(0, 1)
+
+    def untile(grad: Tensor) -> Tensor:  # [H, T, mR] -> [H, T, R]
+        return grad.view(heads, -1, num_sets, num_points).sum(2)
+
+    return grad_x, grad_points, untile(grad_cos), untile(grad_sin)
+
+
+@fourier_estimate_backward.register_fake
+def _(grad_out, x, points, cos_weight, sin_weight, is_source, chunk_size,
+      node_path, needs):
+    return (torch.empty_like(x), torch.empty_like(points),
+            torch.empty_like(cos_weight), torch.empty_like(sin_weight))
+
+
+def _setup_context(ctx, inputs, output):
+    x, points, cos_weight, sin_weight, is_source, chunk_size, node_path = (
+        inputs)
+    ctx.save_for_backward(x, points, cos_weight, sin_weight)
+    ctx.is_source, ctx.chunk_size, ctx.node_path = (is_source, chunk_size,
+                                                    node_path)
+
+
+def _backward(ctx, grad_out):
+    needs = list(ctx.needs_input_grad[:4])
+    grads = fourier_estimate_backward(grad_out, *ctx.saved_tensors,
+                                      ctx.is_source, ctx.chunk_size,
+                                      ctx.node_path, needs)
+    return tuple(grad if need else None
+                 for grad, need in zip(grads, needs)) + (None, None, None)
+
+
+fourier_estimate.register_autograd(_backward, setup_context=_setup_context)
+
+
+def node_side_points(points: Tensor, is_source: bool) -> Tensor:
+    r"""The halves :math:`u_{s,r}` of the stacked sets :math:`(m, H, R,
+    2C)` that meet the node coordinates, as :math:`(H, mR, C)`, set after
+    set."""
+    num_sets, heads, num_points, width = points.shape
+    half = points[..., width // 2:] if is_source else points[..., :width // 2]
+    return half.transpose(0, 1).reshape(heads, num_sets * num_points,
+                                        width // 2)
 
 
 def anchor_features(anchor: Tensor, slopes: Tensor,
-                    spectral_points: Sequence[Tensor]
-                    ) -> Tuple[Tensor, Tensor]:
+                    points: Tensor) -> Tuple[Tensor, Tensor]:
     r"""Return :math:`A^c, A^s` of shape :math:`(H, T, R)`:
     :math:`\sum_s \cos(c_t\, w_{s,r}^\top a_h)` and the sines, divided by
-    the normaliser :math:`m^2 R`."""
-    num_points = spectral_points[0].size(-2)
-    normaliser = num_points * len(spectral_points)**2
-    cos_sum = sin_sum = 0
-    for points in spectral_points:
-        anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [H, R]
-        scaled = slopes.view(1, -1, 1) * anchor_angle.unsqueeze(1)  # H, T, R
-        cos_sum = cos_sum + scaled.cos()
-        sin_sum = sin_sum + scaled.sin()
-    return cos_sum / normaliser, sin_sum / normaliser
+    the normaliser :math:`m^2 R`, for the stacked sets :math:`(m, H, R,
+    2C)`."""
+    num_sets, _, num_points, _ = points.shape
+    anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [m, H, R]
+    scaled = anchor_angle.unsqueeze(-2) * slopes.view(-1, 1)  # [m, H, T, R]
+    normaliser = num_points * num_sets**2
+    return (scaled.cos().sum(0) / normaliser,
+            scaled.sin().sum(0) / normaliser)
 
 
 def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
@@ -364,11 +440,13 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
             of :func:`fourier_log_similarity`. (default: :obj:`None`)
         chunk_size (int, optional): Nodes per chunk; by default about
             :obj:`CHUNK_ELEMENTS` angles per chunk. (default: :obj:`None`)
-        node_path (str, optional): The chunk kernel, :obj:`"eager"` or
-            :obj:`"compile"` (:func:`torch.compile`, falls back to eager if
-            compiling fails), as the kernels' ``node_path`` (formerly
-            ``backend``, still accepted with a :class:`DeprecationWarning`).
-            (default: :obj:`"eager"`)
+        node_path (str, optional): The kernel, :obj:`"eager"` (Triton on
+            float32 CUDA tensors, chunks elsewhere), :obj:`"compile"`
+            (chunks through :func:`torch.compile`, falls back to eager if
+            compiling fails) or :obj:`"triton"` (the Triton kernels on any
+            device; on CPU through the interpreter), as the kernels'
+            ``node_path`` (formerly ``backend``, still accepted with a
+            :class:`DeprecationWarning`). (default: :obj:`"eager"`)
     """
     backend = renamed_argument('fused_fourier_log_similarity', 'backend',
                                'node_path', backend, node_path, 'eager')
@@ -393,10 +471,27 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
         raise ValueError(f"Unknown node_path {backend!r} for the fused "
                          f"path; choose one of {list(BACKENDS)}")
     heads, channels = x.size(1), x.size(2)
-    # [H, mR, C]:
-    points = node_side_points(sets, is_source, channels).contiguous()
-    anchor_cos, anchor_sin = anchor_features(anchor, slopes, sets)
-    size = _chunk_size(heads, points.size(1), chunk_size)
-    estimate = FusedFourierEstimate.apply(x, points, anchor_cos, anchor_sin,
-                                          size, backend)
+    backend = _resolve_node_path(backend, x)
+    points = torch.stack(sets) if len(sets) > 1 else sets[0].unsqueeze(0)
+    anchor_cos, anchor_sin = anchor_features(anchor, slopes, points)
+    size = _chunk_size(heads, points.size(0) * points.size(2), chunk_size)
+    estimate = fourier_estimate(x.contiguous(), points.contiguous(),
+                                anchor_cos.contiguous(),
+                                anchor_sin.contiguous(), bool(is_source),
+                                size, backend)
     return (estimate * estimate + eps).log()
+
+
+def _resolve_node_path(node_path: str, x: Tensor) -> str:
+    r"""The chunk kernel that runs: ``'eager'`` becomes ``'triton'`` for
+    float32 tensors on a CUDA device (or ``'meta'``, which stands for one)
+    when Triton is installed; ``'triton'`` needs float32 (on CPU tensors it
+    runs in Triton's interpreter)."""
+    if node_path == 'eager' and x.device.type in ('cuda', 'meta') and (
+            x.dtype == torch.float32 and triton_fourier.triton_available()):
+        return 'triton'
+    if node_path == 'triton' and x.dtype != torch.float32:
+        raise ValueError(f"fused_fourier_log_similarity: node_path='triton' "
+                         f"computes in float32 (got {x.dtype}); pass float32 "
+                         f"projections or node_path='eager'")
+    return node_path

@@ -29,12 +29,16 @@ from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
 #: node-wise term is evaluated (documented here once):
 #:
 #: * ``'eager'`` (the default): the fused, memory-lean path of
-#:   :mod:`ikgat.kernels.fused_fourier`, cosines recomputed in backward;
+#:   :mod:`ikgat.kernels.fused_fourier`, cosines recomputed in backward
+#:   (Triton kernels on float32 CUDA tensors, node chunks elsewhere);
 #: * ``'compile'``: the same chunk kernels through :func:`torch.compile`
 #:   (fastest on CPU once compiled);
+#: * ``'triton'``: the Triton kernels of :mod:`ikgat.kernels.triton_fourier`
+#:   on any device (the default takes them on float32 CUDA tensors; on CPU
+#:   this runs Triton's interpreter, for tests);
 #: * ``'plain'``: stores the :math:`N \times H \times 2R` features; supports
 #:   double backward.
-NODE_PATHS = ('eager', 'compile', 'plain')
+NODE_PATHS = ('eager', 'compile', 'triton', 'plain')
 
 
 def check_node_path(owner: str, node_path: str) -> str:
@@ -92,15 +96,14 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
         batch (torch.Tensor, optional): The sorted graph index of each node,
             required with per-graph sets (:math:`G > 1`).
         node_path (str, optional): One of :obj:`NODE_PATHS`.  One shared
-            sample of spectral points goes through the fused path unless
-            this is :obj:`"plain"` or the call is being traced by
-            :func:`torch.compile` (which fuses the plain operations itself);
-            per-graph samples (:math:`G > 1`) always take the plain path.
+            sample of spectral points goes through the fused path (a
+            registered operator, also under :func:`torch.compile`) unless
+            this is :obj:`"plain"`; per-graph samples (:math:`G > 1`)
+            always take the plain path.
             (default: :obj:`"eager"`)
     """
     shared = spectral_points[0].dim() == 3 or spectral_points[0].size(0) == 1
-    if (shared and node_path != 'plain'
-            and not torch.compiler.is_compiling()):
+    if shared and node_path != 'plain':
         return fused_fourier_log_similarity(x, anchor, is_source, slopes,
                                             spectral_points, eps,
                                             node_path=node_path)

@@ -1,0 +1,320 @@
+r"""The node-wise random-feature estimate in Triton: one pass per direction,
+the number of launches independent of the number of nodes.
+
+The formulas are those of :mod:`ikgat.kernels.fused_fourier` (module
+docstring there): from node projections :math:`x` :math:`(N, H, C)`, the
+node-side spectral points :math:`u` :math:`(H, mR, C)` and the anchor
+features tiled over the sets, :math:`A^c, A^s` :math:`(H, T, mR)`,
+
+.. math::
+    f_{n,t} = \sum_{k=1}^{mR} \cos\theta_{n,k}\, A^c_{t,k}
+    + \sin\theta_{n,k}\, A^s_{t,k}, \qquad \theta_{n,k} = u_k^\top x_n,
+
+and, with :math:`G = \partial L/\partial f` and
+:math:`D_{n,k} = \cos\theta_{n,k} \sum_t G_{n,t} A^s_{t,k}
+- \sin\theta_{n,k} \sum_t G_{n,t} A^c_{t,k}`,
+
+.. math::
+    \frac{\partial L}{\partial x_n} = \sum_k D_{n,k}\, u_k, \quad
+    \frac{\partial L}{\partial u_k} = \sum_n D_{n,k}\, x_n, \quad
+    \frac{\partial L}{\partial A^c_{t,k}} = \sum_n G_{n,t}\cos\theta_{n,k},
+    \quad
+    \frac{\partial L}{\partial A^s_{t,k}} = \sum_n G_{n,t}\sin\theta_{n,k}.
+
+**Kernels** (one head per program along the second grid axis):
+
+* :func:`estimate`: one program per block of :math:`B_N` nodes loads their
+  :math:`C`-vectors once, walks the :math:`mR` spectral points in blocks of
+  :math:`B_R`, forms the angles (:math:`C` is small, so a broadcast product
+  rather than a matrix product), and accumulates :math:`f` for every slope
+  in registers: :math:`N H T` floats are written, nothing else.
+* backward, two launches that both recompute the angles and store nothing
+  of size :math:`N \times H \times R`:
+
+  1. per block of nodes, :math:`\partial L/\partial x` summed over all
+     spectral points in registers and written once;
+  2. per group of node blocks and block of spectral points, the sums over
+     nodes of :math:`\partial L/\partial u` and
+     :math:`\partial L/\partial A^{c,s}` kept in registers; each program
+     writes its partial sums, and one reduction over at most
+     :data:`MAX_PARTIALS` programs finishes them (deterministic, no
+     atomics).
+
+All arithmetic is float32.  Triton is imported on first use; on CPU tensors
+the kernels run in Triton's interpreter (``TRITON_INTERPRET=1``, for tests).
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+from typing import Dict, Tuple
+
+import torch
+from torch import Tensor
+
+# Filled by _kernels() on first use; the kernel bodies read them as module
+# globals when Triton compiles (or interprets) them.
+triton = None
+tl = None
+_KERNELS: Dict[str, object] = {}
+
+#: Upper bound on the elements of one nodes x points x channels tile.
+TILE_ELEMENTS = 8192
+#: At most this many programs per head and block of spectral points write
+#: partial sums of the spectral-point gradients (their buffer does not grow
+#: with :math:`N`).
+MAX_PARTIALS = 256
+
+
+def _point_rows(offs_k, h, H, R, C):
+    # Row k = s R + r of the node-side points u is w_{s,r}, stored at
+    # ((s H + h) R + r) 2C of the stacked (m, H, R, 2C) sets.
+    return ((offs_k // R) * H + h) * R + offs_k % R
+
+
+def _angles(x_tile, points, h, offs_k, mask_k, offs_c, mask_c, H, R, C,
+            OFFSET):
+    # theta [B_N, B_R] = x [B_N, B_C] . u [B_R, B_C]^T, and u itself; u is
+    # the half of w at columns OFFSET..OFFSET+C (0 targets, C sources).
+    rows = _point_rows(offs_k, h, H, R, C)
+    u = tl.load(points + rows[:, None] * 2 * C + OFFSET + offs_c[None, :],
+                mask=mask_k[:, None] & mask_c[None, :], other=0.)
+    return tl.sum(x_tile[:, None, :] * u[None, :, :], axis=2), u
+
+
+def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
+    # A [B_R, B_T] for rows k of u: A^c or A^s (H, T, R) at r = k mod R.
+    return tl.load(weight + (h * T + offs_t[None, :]) * R
+                   + offs_k[:, None] % R,
+                   mask=mask_k[:, None] & mask_t[None, :], other=0.)
+
+
+def _estimate_body(x, points, cos_weight, sin_weight, out, N, H, C, R, MR, T,
+                   OFFSET, BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                   BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+    h = tl.program_id(1).to(tl.int64)
+    offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_c = tl.arange(0, BLOCK_C)
+    offs_t = tl.arange(0, BLOCK_T)
+    mask_n, mask_c, mask_t = offs_n < N, offs_c < C, offs_t < T
+    x_tile = tl.load(x + offs_n[:, None] * H * C + h * C + offs_c[None, :],
+                     mask=mask_n[:, None] & mask_c[None, :], other=0.)
+    acc = tl.zeros([BLOCK_N, BLOCK_T], dtype=tl.float32)
+    for first in range(0, MR, BLOCK_R):
+        offs_r = first + tl.arange(0, BLOCK_R)
+        mask_r = offs_r < MR
+        angle, _ = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
+                           H, R, C, OFFSET)
+        cos_w = _anchor_tile(cos_weight, h, offs_r, mask_r, offs_t, mask_t,
+                             T, R)
+        sin_w = _anchor_tile(sin_weight, h, offs_r, mask_r, offs_t, mask_t,
+                             T, R)
+        # Masked points have u = 0 (cos = 1) but zero anchor weights:
+        acc += tl.sum(tl.cos(angle)[:, :, None] * cos_w[None, :, :]
+                      + tl.sin(angle)[:, :, None] * sin_w[None, :, :], axis=1)
+    tl.store(out + offs_n[:, None] * H * T + h * T + offs_t[None, :], acc,
+             mask=mask_n[:, None] & mask_t[None, :])
+
+
+def _grad_angle(angle, grad_tile, cos_w, sin_w):
+    # D = cos(theta) sum_t G_t A^s_t - sin(theta) sum_t G_t A^c_t, [B_N, B_R]
+    u_sum = tl.sum(grad_tile[:, None, :] * cos_w[None, :, :], axis=2)
+    v_sum = tl.sum(grad_tile[:, None, :] * sin_w[None, :, :], axis=2)
+    return tl.cos(angle) * v_sum - tl.sin(angle) * u_sum
+
+
+def _grad_x_body(x, points, cos_weight, sin_weight, grad, grad_x, N, H, C,
+                 R, MR, T, OFFSET, BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                 BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+    h = tl.program_id(1).to(tl.int64)
+    offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_c = tl.arange(0, BLOCK_C)
+    offs_t = tl.arange(0, BLOCK_T)
+    mask_n, mask_c, mask_t = offs_n < N, offs_c < C, offs_t < T
+    mask_nc = mask_n[:, None] & mask_c[None, :]
+    x_tile = tl.load(x + offs_n[:, None] * H * C + h * C + offs_c[None, :],
+                     mask=mask_nc, other=0.)
+    grad_tile = tl.load(grad + offs_n[:, None] * H * T + h * T
+                        + offs_t[None, :],
+                        mask=mask_n[:, None] & mask_t[None, :], other=0.)
+    acc = tl.zeros([BLOCK_N, BLOCK_C], dtype=tl.float32)
+    for first in range(0, MR, BLOCK_R):
+        offs_r = first + tl.arange(0, BLOCK_R)
+        mask_r = offs_r < MR
+        angle, u = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
+                           H, R, C, OFFSET)
+        cos_w = _anchor_tile(cos_weight, h, offs_r, mask_r, offs_t, mask_t,
+                             T, R)
+        sin_w = _anchor_tile(sin_weight, h, offs_r, mask_r, offs_t, mask_t,
+                             T, R)
+        d = _grad_angle(angle, grad_tile, cos_w, sin_w)  # 0 on masked points
+        acc += tl.sum(d[:, :, None] * u[None, :, :], axis=1)
+    tl.store(grad_x + offs_n[:, None] * H * C + h * C + offs_c[None, :], acc,
+             mask=mask_nc)
+
+
+def _grad_points_body(x, points, cos_weight, sin_weight, grad,
+                      partial_points, partial_cos, partial_sin, N, H, C, R,
+                      MR, T, OFFSET, NODES_PER_PROGRAM, BLOCK_N: tl.constexpr,
+                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                      BLOCK_T: tl.constexpr):
+    program = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    offs_r = tl.program_id(2).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_c = tl.arange(0, BLOCK_C)
+    offs_t = tl.arange(0, BLOCK_T)
+    mask_r, mask_c, mask_t = offs_r < MR, offs_c < C, offs_t < T
+    cos_w = _anchor_tile(cos_weight, h, offs_r, mask_r, offs_t, mask_t, T,
+                         R)
+    sin_w = _anchor_tile(sin_weight, h, offs_r, mask_r, offs_t, mask_t, T,
+                         R)
+    acc_points = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
+    acc_cos = tl.zeros([BLOCK_R, BLOCK_T], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_R, BLOCK_T], dtype=tl.float32)
+    start = program * NODES_PER_PROGRAM
+    for first in range(start, start + NODES_PER_PROGRAM, BLOCK_N):
+        offs_n = first + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < N
+        x_tile = tl.load(x + offs_n[:, None] * H * C + h * C
+                         + offs_c[None, :],
+                         mask=mask_n[:, None] & mask_c[None, :], other=0.)
+        # Masked nodes have G = 0, so they add nothing below:
+        grad_tile = tl.load(grad + offs_n[:, None] * H * T + h * T
+                            + offs_t[None, :],
+                            mask=mask_n[:, None] & mask_t[None, :], other=0.)
+        angle, _ = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
+                           H, R, C, OFFSET)
+        d = _grad_angle(angle, grad_tile, cos_w, sin_w)
+        acc_points += tl.sum(d[:, :, None] * x_tile[:, None, :], axis=0)
+        acc_cos += tl.sum(tl.cos(angle)[:, :, None] * grad_tile[:, None, :],
+                          axis=0)
+        acc_sin += tl.sum(tl.sin(angle)[:, :, None] * grad_tile[:, None, :],
+                          axis=0)
+    # Partial sums of dL/dw at the rows k of this block: the node half at
+    # OFFSET, zeros in the other half (its gradient comes through A).
+    rows = _point_rows(offs_r, h, H, R, C)
+    row_ptr = (partial_points + program * MR * H * 2 * C
+               + rows[:, None] * 2 * C + offs_c[None, :])
+    mask_rc = mask_r[:, None] & mask_c[None, :]
+    tl.store(row_ptr + OFFSET, acc_points, mask=mask_rc)
+    tl.store(row_ptr + C - OFFSET, tl.zeros([BLOCK_R, BLOCK_C], tl.float32),
+             mask=mask_rc)
+    offs_rt = ((program * H + h) * T + offs_t[None, :]) * MR + offs_r[:, None]
+    mask_rt = mask_r[:, None] & mask_t[None, :]
+    tl.store(partial_cos + offs_rt, acc_cos, mask=mask_rt)
+    tl.store(partial_sin + offs_rt, acc_sin, mask=mask_rt)
+
+
+def _kernels() -> Dict[str, object]:
+    global triton, tl
+    if not _KERNELS:
+        try:
+            import triton as triton_module
+            import triton.language as tl_module
+        except ImportError as error:
+            raise ImportError(
+                "The Triton node terms need Triton; install it with "
+                "'pip install triton' (or ikgat[test])") from error
+        triton, tl = triton_module, tl_module
+        for name in ('_point_rows', '_angles', '_anchor_tile',
+                     '_grad_angle'):
+            globals()[name] = triton.jit(globals()[name])
+        _KERNELS.update(estimate=triton.jit(_estimate_body),
+                        grad_x=triton.jit(_grad_x_body),
+                        grad_points=triton.jit(_grad_points_body))
+    return _KERNELS
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _blocks(num_angles: int, channels: int, slopes: int
+            ) -> Tuple[int, int, int, int]:
+    r""":math:`(B_N, B_R, B_C, B_T)`: a tile of at most
+    :data:`TILE_ELEMENTS` nodes x points x channels."""
+    block_c = _next_power_of_2(channels)
+    block_r = min(_next_power_of_2(num_angles), 32)
+    block_n = max(1, min(128, TILE_ELEMENTS // (block_r * block_c)))
+    return block_n, block_r, block_c, _next_power_of_2(slopes)
+
+
+def triton_available() -> bool:
+    r"""Whether Triton can be imported."""
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
+             sin_weight: Tensor, is_source: bool) -> Tensor:
+    r""":math:`f` of shape :math:`(N, H, T)` from contiguous float32
+    :math:`x` :math:`(N, H, C)`, the stacked spectral point sets
+    :math:`(m, H, R, 2C)` (their node half: the last :math:`C` columns for
+    sources, the first for targets) and :math:`A^c, A^s` :math:`(H, T,
+    R)`."""
+    num_nodes, heads, channels = x.shape
+    num_sets, num_points = points.size(0), points.size(2)
+    num_slopes = cos_weight.size(1)
+    num_angles = num_sets * num_points
+    out = x.new_empty(num_nodes, heads, num_slopes)
+    if num_nodes > 0:
+        block_n, block_r, block_c, block_t = _blocks(num_angles, channels,
+                                                     num_slopes)
+        _kernels()['estimate'][(triton.cdiv(num_nodes, block_n), heads)](
+            x, points, cos_weight, sin_weight, out, num_nodes, heads,
+            channels, num_points, num_angles, num_slopes,
+            channels if is_source else 0, BLOCK_N=block_n, BLOCK_R=block_r,
+            BLOCK_C=block_c, BLOCK_T=block_t)
+    return out
+
+
+def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
+                      cos_weight: Tensor, sin_weight: Tensor,
+                      is_source: bool) -> Tuple[Tensor, Tensor, Tensor,
+                                                Tensor]:
+    r"""The gradients of :func:`estimate` with respect to :math:`x`, the
+    stacked sets (their node half; zeros in the other half, whose
+    gradient flows through :math:`A`), :math:`A^c` and :math:`A^s`, for
+    the contiguous float32 output gradient :obj:`grad` :math:`(N, H,
+    T)`."""
+    num_nodes, heads, channels = x.shape
+    num_sets, num_points = points.size(0), points.size(2)
+    num_slopes = cos_weight.size(1)
+    num_angles = num_sets * num_points
+    block_n, block_r, block_c, block_t = _blocks(num_angles, channels,
+                                                 num_slopes)
+    grad_x = torch.empty_like(x)
+    node_blocks = -(-num_nodes // block_n)
+    # Node blocks per program: at most MAX_PARTIALS programs per head and
+    # block of points (shapes only: no host synchronisation).
+    blocks_per_program = max(1, -(-node_blocks // MAX_PARTIALS))
+    num_programs = max(1, -(-node_blocks // blocks_per_program))
+    partial_points = x.new_empty(num_programs, *points.shape)
+    partial_cos = x.new_empty(num_programs, heads, num_slopes, num_angles)
+    partial_sin = torch.empty_like(partial_cos)
+    if num_nodes > 0:
+        kernels = _kernels()
+        offset = channels if is_source else 0
+        kernels['grad_x'][(node_blocks, heads)](
+            x, points, cos_weight, sin_weight, grad, grad_x, num_nodes,
+            heads, channels, num_points, num_angles, num_slopes, offset,
+            BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
+            BLOCK_T=block_t)
+        kernels['grad_points'][(num_programs, heads,
+                                triton.cdiv(num_angles, block_r))](
+            x, points, cos_weight, sin_weight, grad, partial_points,
+            partial_cos, partial_sin, num_nodes, heads, channels,
+            num_points, num_angles, num_slopes, offset,
+            blocks_per_program * block_n, BLOCK_N=block_n, BLOCK_R=block_r,
+            BLOCK_C=block_c, BLOCK_T=block_t)
+    else:
+        for partial in (partial_points, partial_cos, partial_sin):
+            partial.zero_()
+
+    def per_point(partial: Tensor) -> Tensor:  # [P, H, T, mR] -> [H, T, R]
+        return partial.view(num_programs, heads, num_slopes, num_sets,
+                            num_points).sum((0, 3))
+
+    return (grad_x, partial_points.sum(0), per_point(partial_cos),
+            per_point(partial_sin))
