@@ -16,7 +16,10 @@ layers: about 3 GB for a graph of ogbn-products size), or until
 or a layer saves none of it.  Under :func:`torch.inference_mode` nothing
 is stored (its tensors could not be saved for a later backward pass, and
 inference tensors track no version): values are looked up, or computed
-for the call.
+for the call.  While :func:`torch.compile` traces, the values are computed
+in the compiled graph for every call, not looked up: a dictionary keyed
+by tensor identity would become a guard that fails for every new tensor
+(a recompilation per graph).
 
 Writes that do not bump the version are not seen: through ``.data``,
 NumPy or DLPack views of :obj:`edge_index`, or in place into the edges a
@@ -53,8 +56,9 @@ def cached(edge_index: Tensor, kind: str, key: Hashable,
            compute: Callable[[], Any]) -> Any:
     r"""The stored :obj:`kind` of :obj:`edge_index` for :obj:`key`, computed
     by :obj:`compute` and stored if there is none (computed, not stored,
-    in inference mode)."""
-    if edge_index.is_inference():
+    in inference mode, and computed in the graph under
+    :func:`torch.compile`)."""
+    if torch.compiler.is_compiling() or edge_index.is_inference():
         return compute()
     value = lookup(edge_index, kind, key)
     if value is None:

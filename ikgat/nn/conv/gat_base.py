@@ -5,6 +5,7 @@ from contextlib import contextmanager, nullcontext
 from typing import (
     Any,
     ContextManager,
+    Dict,
     Iterator,
     Optional,
     Tuple,
@@ -53,12 +54,26 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+#: Whether :func:`torch.autocast` exists for a device type, read once per
+#: type outside :func:`torch.compile`: dynamo cannot trace the builtin
+#: behind :func:`torch.amp.is_autocast_available`, and a graph break inside
+#: the ``with`` block recompiled the resumed frame at every step.
+_AUTOCAST_AVAILABLE: Dict[str, bool] = {
+    device_type: torch.amp.is_autocast_available(device_type)
+    for device_type in ('cpu', 'cuda', 'meta')
+}
+
+
 def without_autocast(device: torch.device) -> ContextManager:
     r"""A context in which :func:`torch.autocast` does not lower the
     precision of matrix products on :obj:`device`: the node terms of the
     attention run in :func:`accumulation_dtype` under autocast too.  A
     device without autocast (``meta``) gets an empty context."""
-    if not torch.amp.is_autocast_available(device.type):
+    available = _AUTOCAST_AVAILABLE.get(device.type)
+    if available is None:  # another device type: read once, eagerly
+        available = _AUTOCAST_AVAILABLE[device.type] = (
+            torch.amp.is_autocast_available(device.type))
+    if not available:
         return nullcontext()
     return torch.autocast(device.type, enabled=False)
 

@@ -4,9 +4,7 @@ from typing import (
     Dict,
     Iterator,
     List,
-    NamedTuple,
     Optional,
-    Set,
     Tuple,
     Union,
 )
@@ -14,7 +12,6 @@ from typing import (
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.utils.hooks import RemovableHandle
 
 from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.typing import (
@@ -27,7 +24,6 @@ from torch_geometric.typing import (
 from torch_geometric.utils import (
     is_torch_sparse_tensor,
     softmax,
-    to_edge_index,
 )
 from torch_geometric.utils.sparse import set_sparse_value
 
@@ -47,6 +43,11 @@ from ikgat.nn.conv.gat_base import (
     accumulation_dtype,
     without_autocast,
 )
+from ikgat.nn.conv.decomposition import (
+    AttentionDecomposition,
+    attention_decomposition,
+)
+from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.conv.checks import (
     check_batch,
     node_counts,
@@ -62,30 +63,7 @@ CSR = 'csr'
 CSR_WITH_SELF_LOOPS = 'csr_with_self_loops'
 
 
-class AttentionDecomposition(NamedTuple):
-    r"""Per-edge terms of kernel attention, all of shape :math:`(E, H)`
-    except :obj:`edge_index`; :math:`\log\tilde\alpha_{ij} =`
-    :obj:`log_similarity` + :obj:`log_magnitude` + :obj:`edge_term`."""
-    edge_index: Tensor
-    log_similarity: Tensor
-    log_magnitude: Tensor
-    edge_term: Tensor
-    alpha: Tensor
-
-
-class NodeTerms(NamedTuple):
-    r"""Node-wise parts of the attention logits, for both LeakyReLU slopes
-    :math:`c_t` (last dimension :math:`T = 2`)."""
-    log_sim_src: Tensor  # [N_src, H, T]  log sim(c_t a, k_j)
-    log_sim_dst: Tensor  # [N_dst, H, T]  log sim(q_i, c_t a)
-    half_norm_src: Tensor  # [N_src, H]  ½‖k_j‖_p²
-    half_norm_dst: Tensor  # [N_dst, H]  ½‖q_i‖_p²
-    anchor_norm: Tensor  # [H, T]  ‖c_t a‖_p²
-    gat_logit_src: Tensor  # [N_src, H]  a_src·x_j, GAT's logit part
-    gat_logit_dst: Tensor  # [N_dst, H]  a_dst·x_i (their sum e_ij picks c)
-
-
-class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
+class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     r"""Graph attention whose attention is a similarity kernel times an
     :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
     <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
@@ -151,9 +129,11 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
        :obj:`False` on a layer or a subclass to force PyG's path);
     2. :obj:`edge_index` is a plain :class:`torch.Tensor` (not a sparse
        adjacency, :class:`SparseTensor` or PyG's :class:`EdgeIndex`);
-    3. not in explain mode (:attr:`explain`, edge masks), flow
-       ``"source_to_target"``, and not traced by :func:`torch.compile`
-       (which fuses PyG's operations itself);
+    3. not in explain mode (:attr:`explain`, edge masks) and flow
+       ``"source_to_target"``; while :func:`torch.compile` traces, only the
+       fused path below replaces PyG's steps (a registered operator, one
+       node of the compiled graph); else PyG's steps run, which Inductor
+       fuses itself;
     4. no hook registered through the public ``register_*_hook`` methods
        for the steps the path skips (``edge_update`` hooks for the edge
        softmax; ``propagate``, ``message``, ``aggregate`` and
@@ -169,23 +149,23 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
        :class:`~torch_geometric.nn.aggr.SumAggregation`) and
        ``decomposed_layers=1``.
 
-    Where both lean paths apply, a CUDA forward pass runs the softmax and
-    the aggregation as one fused Triton kernel per neighbourhood
+    Where both lean paths apply, the softmax and the aggregation run as
+    one fused pass per neighbourhood
     (:func:`~ikgat.nn.triton_attention.fused_attention`: online softmax,
-    logits recomputed in backward, no :math:`E \times H` weights kept
-    unless they are returned) when also
+    logits recomputed in backward, attention dropout drawn from a
+    counter-based generator and regenerated in backward, no
+    :math:`E \times H` weights kept unless they are returned) when also
 
     7. the switch :attr:`fused_attention` is :obj:`True` (a class attribute;
-       :obj:`False` keeps the two lean steps; ``'always'`` also runs it on
-       CPU tensors, through Triton's interpreter with ``TRITON_INTERPRET=1``,
-       for tests);
-    8. the tensors are on a CUDA device and Triton can be imported;
-    9. no attention dropout is active (``dropout=0`` or evaluation mode:
-       a dropout mask would have to be shared by the forward and both
-       backward kernels);
-    10. the projections are float32 (float16, bfloat16 and autocast
-        models compute them in float32 too; float64 models keep the
-        lean steps, since the kernel accumulates in float32).
+       :obj:`False` keeps the two lean steps; ``'always'`` also runs the
+       Triton kernels on CPU tensors, through Triton's interpreter with
+       ``TRITON_INTERPRET=1``, for tests);
+    8. the tensors are on a CUDA device and Triton can be imported (the
+       Triton kernels), or :func:`torch.compile` traces the layer (the
+       registered operator's PyTorch implementation off CUDA);
+    9. the projections are float32 (float16, bfloat16 and autocast
+       models compute them in float32 too; float64 models keep the
+       lean steps, since the kernel accumulates in float32).
 
     The same numbers up to the order of floating-point additions (a test
     compares them through the interpreter for every kernel).  The edges
@@ -299,19 +279,6 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     #: for tests through Triton's interpreter); see *Fast paths*.
     fused_attention: Union[bool, str] = True
 
-    def __init_subclass__(cls, **kwargs: Any):
-        # A subclass that overrides a step of PyG's path (and does not set
-        # the switch itself) declares the lean path that skips it off:
-        super().__init_subclass__(**kwargs)
-        if ('lean_aggregation' not in cls.__dict__ and any(
-                name in cls.__dict__
-                for name in ('message', 'aggregate', 'update',
-                             'message_and_aggregate'))):
-            cls.lean_aggregation = False
-        if ('lean_edge_softmax' not in cls.__dict__
-                and 'edge_update' in cls.__dict__):
-            cls.lean_edge_softmax = False
-
     def __init__(
         self,
         in_channels: Union[int, Tuple[int, int]],
@@ -341,9 +308,6 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         super().__init__(in_channels, out_channels, heads, concat,
                          negative_slope, dropout, add_self_loops, edge_dim,
                          fill_value, bias, residual, **kwargs)
-        # Ids of the registered hooks that a lean path would bypass:
-        self._aggregation_hook_ids: Set[int] = set()
-        self._edge_update_hook_ids: Set[int] = set()
         self.num_spectral_points = check_num_spectral_points(
             name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
@@ -408,9 +372,9 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res, projection_dtype = self._project(x)
         key = (x_src.size(0), _num_targets(x_src, x_dst, size))
-        if (self.add_self_loops and edge_attr is None
-                and not return_attention_weights
-                and self._fused_attention_applies(edge_index, x_src)):
+        fused = self._fused_kernels(edge_index, x_src)
+        if (fused is not None and self.add_self_loops and edge_attr is None
+                and not return_attention_weights):
             # The self-loops added in the CSR sort: no edge selection, so
             # no host synchronisation even on a new graph.
             assert isinstance(edge_index, Tensor)
@@ -420,17 +384,19 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                 lambda: triton_attention.prepare_csr(
                     edge_index, *key, self_loops=loops))
             return self._fused_forward(x_src, x_dst, res, projection_dtype,
-                                       csr, None, None, batch, batch_size)
+                                       csr, None, None, batch, batch_size,
+                                       use_triton=fused == 'triton')
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
-        if self._fused_attention_applies(edge_index, x_src):
+        if fused is not None:
             assert isinstance(edge_index, Tensor)
             csr = graph_cache.cached(
                 edge_index, CSR, key,
                 lambda: triton_attention.prepare_csr(edge_index, *key))
             return self._fused_forward(x_src, x_dst, res, projection_dtype,
                                        csr, edge_index, edge_attr, batch,
-                                       batch_size, return_attention_weights)
+                                       batch_size, fused == 'triton',
+                                       return_attention_weights)
         # A stochastic kernel in evaluation averages the attention weights of
         # num_samples draws (the output is linear in them); one draw else.
         passes = 1
@@ -452,7 +418,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
             if passes > 1:
                 alpha = alpha / passes
 
-            if self._lean_aggregation_applies(edge_index):
+            if (self._lean_aggregation_applies(edge_index)
+                    and not torch.compiler.is_compiling()):
                 assert isinstance(edge_index, Tensor)
                 out = attention_aggregate(alpha, x_src, edge_index,
                                           _num_targets(x_src, x_dst, size))
@@ -476,7 +443,8 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
     def _attention(self, edge_index: Adj, x_src: Tensor, x_dst: OptTensor,
                    edge_attr: OptTensor, size: Size) -> Tensor:
         score_src, score_dst = self._node_scores(x_src, x_dst)
-        if self._lean_edge_softmax_applies(edge_index):
+        if (self._lean_edge_softmax_applies(edge_index)
+                and not torch.compiler.is_compiling()):
             assert isinstance(edge_index, Tensor)
             # edge_update's logit and softmax, chunked over the edges: no
             # [E, H, 3] gathers, only alpha saved for backward.
@@ -499,7 +467,7 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         projection_dtype: torch.dtype, csr: triton_attention.AttentionCSR,
         edge_index: OptTensor, edge_attr: OptTensor,
         batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-        batch_size: Optional[int],
+        batch_size: Optional[int], use_triton: bool,
         return_attention_weights: Optional[bool] = None
     ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]]]:
         r"""The rest of :meth:`forward` through
@@ -527,7 +495,9 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
                     score_src, score_dst, x_src, csr, num_dst,
                     None if edge_gate is None else edge_gate.to(
                         score_src.dtype), self.negative_slope,
-                    return_attention_weights=bool(return_attention_weights))
+                    return_attention_weights=bool(return_attention_weights),
+                    dropout=self.dropout if self.training else 0.0,
+                    use_triton=use_triton)
                 # The output is linear in the weights: the mean of the
                 # draws' outputs is the output of their mean weights.
                 part, weights = result if return_attention_weights else (
@@ -649,89 +619,45 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
 
     def _lean_paths_apply(self, edge_index: Adj) -> bool:
         r"""The rules both lean paths share (see the class docstring)."""
-        return (not torch.compiler.is_compiling()
-                and type(edge_index) is Tensor
+        return (type(edge_index) is Tensor
                 and edge_index.layout == torch.strided and not self.explain
                 and self.flow == 'source_to_target')
 
     def _lean_aggregation_applies(self, edge_index: Adj) -> bool:
-        r"""Whether :func:`~ikgat.nn.aggregation.attention_aggregate`
-        replaces :meth:`propagate` (rules in the class docstring)."""
+        r"""Whether PyG's :meth:`propagate` may be skipped (rules in the
+        class docstring)."""
         return (self.lean_aggregation and not self._aggregation_hook_ids
                 and self._lean_paths_apply(edge_index)
                 and self.decomposed_layers == 1
                 and type(self.aggr_module) is SumAggregation)
 
-    def _fused_attention_applies(self, edge_index: Adj,
-                                 x_src: Tensor) -> bool:
-        r"""Whether :func:`~ikgat.nn.triton_attention.fused_attention`
-        replaces both lean steps (rules in the class docstring)."""
+    def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
+        r"""Whether PyG's :meth:`edge_updater` may be skipped (rules in the
+        class docstring)."""
+        return (self.lean_edge_softmax and not self._edge_update_hook_ids
+                and self._lean_paths_apply(edge_index))
+
+    def _fused_kernels(self, edge_index: Adj,
+                       x_src: Tensor) -> Optional[str]:
+        r"""How :func:`~ikgat.nn.triton_attention.fused_attention` replaces
+        both lean steps: ``'triton'`` (its Triton kernels), ``'torch'``
+        (its registered operator's PyTorch implementation, while
+        :func:`torch.compile` traces off CUDA), or :obj:`None` (not fused);
+        rules in the class docstring."""
         if self.fused_attention not in (True, False, 'always'):
             raise ValueError(f"{type(self).__name__}: 'fused_attention' must "
                              f"be True, False or 'always' (got "
                              f"{self.fused_attention!r})")
-        if self.fused_attention is False or (
-                self.fused_attention is True
-                and x_src.device.type != 'cuda'):
-            return False
-        return (x_src.dtype == torch.float32
-                and (self.dropout == 0.0 or not self.training)
-                and self._lean_edge_softmax_applies(edge_index)
-                and self._lean_aggregation_applies(edge_index)
-                and triton_attention.triton_available())
+        if (self.fused_attention is False or x_src.dtype != torch.float32
+                or not self._lean_edge_softmax_applies(edge_index)
+                or not self._lean_aggregation_applies(edge_index)):
+            return None
+        if ((self.fused_attention == 'always'
+             or x_src.device.type == 'cuda')
+                and triton_attention.triton_available()):
+            return 'triton'
+        return 'torch' if torch.compiler.is_compiling() else None
 
-    def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
-        r"""Whether :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax`
-        replaces :meth:`edge_updater` (rules in the class docstring)."""
-        return (self.lean_edge_softmax and not self._edge_update_hook_ids
-                and self._lean_paths_apply(edge_index))
-
-    # Registering a hook turns the lean path it would bypass off until the
-    # hook is removed (the handles returned keep the count):
-    def register_propagate_forward_pre_hook(self, hook):
-        return _LeanHookHandle(super().register_propagate_forward_pre_hook(
-            hook), self._aggregation_hook_ids)
-
-    def register_propagate_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_propagate_forward_hook(hook),
-                               self._aggregation_hook_ids)
-
-    def register_message_forward_pre_hook(self, hook):
-        return _LeanHookHandle(super().register_message_forward_pre_hook(
-            hook), self._aggregation_hook_ids)
-
-    def register_message_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_message_forward_hook(hook),
-                               self._aggregation_hook_ids)
-
-    def register_aggregate_forward_pre_hook(self, hook):
-        return _LeanHookHandle(super().register_aggregate_forward_pre_hook(
-            hook), self._aggregation_hook_ids)
-
-    def register_aggregate_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_aggregate_forward_hook(hook),
-                               self._aggregation_hook_ids)
-
-    def register_message_and_aggregate_forward_pre_hook(self, hook):
-        return _LeanHookHandle(
-            super().register_message_and_aggregate_forward_pre_hook(hook),
-            self._aggregation_hook_ids)
-
-    def register_message_and_aggregate_forward_hook(self, hook):
-        return _LeanHookHandle(
-            super().register_message_and_aggregate_forward_hook(hook),
-            self._aggregation_hook_ids)
-
-    def register_edge_update_forward_pre_hook(self, hook):
-        return _LeanHookHandle(
-            super().register_edge_update_forward_pre_hook(hook),
-            self._edge_update_hook_ids)
-
-    def register_edge_update_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_edge_update_forward_hook(hook),
-                               self._edge_update_hook_ids)
-
-    @torch.no_grad()
     def attention_decomposition(
         self,
         x: Union[Tensor, OptPairTensor],
@@ -742,58 +668,13 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         batch_size: Optional[int] = None,
     ) -> AttentionDecomposition:
         r"""Return the per-edge similarity, magnitude and edge terms of the
-        attention logits, and the attention weights without dropout.
+        attention logits, and the attention weights without dropout (see
+        :func:`ikgat.nn.conv.decomposition.attention_decomposition`).
 
         Takes the same inputs as :meth:`forward`; the edges are those the
-        forward pass attends over (self-loops included).  The magnitude term
-        includes :math:`\tfrac12\|q_i\|_p^2`, which cancels in the softmax.
-        The terms and weights are float32 for a float16 or bfloat16 model.
-        """
-        self._check_inputs(x, edge_index, edge_attr, size, batch)
-        x_src, x_dst, _, _ = self._project(x)
-        edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
-                                                     x_src, x_dst, size)
-        if isinstance(edge_index, SparseTensor):
-            row, col, _ = edge_index.coo()
-            edge_index = torch.stack([col, row], dim=0)
-        elif is_torch_sparse_tensor(edge_index):
-            edge_index = to_edge_index(edge_index)[0].flip(0)
-        src, dst = edge_index[0], edge_index[1]
-        dst_rows = dst if x_dst is not None else torch.zeros_like(dst)
-        with without_autocast(x_src.device):
-            self._prepare_kernel(x_src, x_dst, batch, sample=False,
-                                 batch_size=batch_size)
-            terms = self._node_terms(x_src, x_dst)
-            score_src, score_dst = self._node_scores(x_src, x_dst)
-            edge_gate = self._edge_gate(edge_attr)
-        if edge_gate is not None:
-            edge_gate = edge_gate.to(terms.gat_logit_src.dtype)
-
-        # The weights come from the forward pass's node scores (the same
-        # logits up to terms that cancel in the softmax), not from the sum
-        # of the reported terms, which loses digits when they are huge:
-        logit, positive = edge_logit(score_src[src], score_dst[dst_rows],
-                                     edge_gate, self.negative_slope)
-        slope_index = (~positive).long().unsqueeze(-1)  # t_ij
-
-        def pick(values: Tensor) -> Tensor:  # [E, H, T] -> [E, H] at t_ij
-            return values.gather(-1, slope_index).squeeze(-1)
-
-        log_similarity = (pick(terms.log_sim_src[src]) +
-                          pick(terms.log_sim_dst[dst_rows]))
-        anchor_norm = terms.anchor_norm.unsqueeze(0).expand(
-            src.numel(), -1, -1)
-        log_magnitude = (pick(anchor_norm) + terms.half_norm_src[src] +
-                         terms.half_norm_dst[dst_rows])
-        edge_term = torch.zeros_like(log_similarity)
-        if edge_gate is not None:
-            edge_term = torch.where(positive, edge_gate,
-                                    self.negative_slope * edge_gate)
-        num_dst = size[1] if size is not None else (
-            x_dst.size(0) if x_dst is not None else None)
-        alpha = softmax(logit, dst, num_nodes=num_dst)
-        return AttentionDecomposition(edge_index, log_similarity,
-                                      log_magnitude, edge_term, alpha)
+        forward pass attends over (self-loops included)."""
+        return attention_decomposition(self, x, edge_index, edge_attr, size,
+                                       batch, batch_size)
 
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
                       edge_attr: OptTensor, size: Size,
@@ -871,52 +752,6 @@ class IKGATConv(DeprecatedNumFeatures, GATStyleConv):
         gat_logit_dst = (q * anchor[:, :C]).sum(-1)
         return (torch.cat([logit_src, gat_logit_src.unsqueeze(-1)], dim=-1),
                 torch.cat([logit_dst, gat_logit_dst.unsqueeze(-1)], dim=-1))
-
-    def _node_terms(self, x_src: Tensor, x_dst: OptTensor) -> NodeTerms:
-        r"""The reported terms of :meth:`attention_decomposition`, each as
-        its formula defines it."""
-        H = self.heads
-        x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
-        C = self.out_channels
-        log_sim_src = self.kernel.log_similarity(x_src, anchor, True, slopes)
-        log_sim_dst = self.kernel.log_similarity(q, anchor, False, slopes)
-        gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
-        gat_logit_dst = (q * anchor[:, :C]).sum(-1)
-        if self.magnitude:
-            half_norm_src = 0.5 * lp_norm_squared(x_src, self.p)
-            half_norm_dst = 0.5 * lp_norm_squared(q, self.p)
-            anchor_norm = self._anchor_norm(anchor, slopes)
-        else:
-            half_norm_src = gat_logit_src.new_zeros(gat_logit_src.shape)
-            half_norm_dst = gat_logit_dst.new_zeros(gat_logit_dst.shape)
-            anchor_norm = gat_logit_src.new_zeros(H, 2)
-        return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
-                         half_norm_dst, anchor_norm, gat_logit_src,
-                         gat_logit_dst)
-
-
-class _LeanHookHandle:
-    r"""PyG's :class:`~torch.utils.hooks.RemovableHandle` for a hook, which
-    also keeps the layer's count of hooks that turn a lean path off."""
-    def __init__(self, handle: RemovableHandle, hook_ids: Set[int]):
-        self.handle = handle
-        self.hook_ids = hook_ids
-        hook_ids.add(handle.id)
-
-    @property
-    def id(self) -> int:
-        return self.handle.id
-
-    def remove(self) -> None:
-        self.handle.remove()
-        self.hook_ids.discard(self.handle.id)
-
-    def __enter__(self) -> '_LeanHookHandle':
-        return self
-
-    def __exit__(self, *args: Any) -> None:
-        self.remove()
-
 
 def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     r"""The number of target nodes, as :meth:`propagate` infers it: from
