@@ -82,11 +82,16 @@ GRAPHS = {
     'products': (2_449_029, 61_859_140, 100, 47),
 }
 SMOKE_GRAPHS = {'tiny': (40, 160, 16, 4), 'small': (120, 600, 32, 5)}
-MODELS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct', 'MIKANConv',
-          'IKGATConv-rbf-unfused', 'IKGATConv-direct-unfused',
-          'MIKANConv-unfused']
+LAYERS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct',
+          'IKGATConv-implicit', 'MIKANConv']
+#: Every layer eager and through torch.compile (suffix '-compiled'), and
+#: the ikgat layers without the fused kernel (suffix '-unfused').
+MODELS = (LAYERS + [f'{name}-compiled' for name in LAYERS] + [
+    'IKGATConv-rbf-unfused', 'IKGATConv-direct-unfused', 'MIKANConv-unfused'
+])
 #: The models of the two-layer training step (item 5).
-TRAINING_MODELS = ['GATConv', 'IKGATConv-direct', 'IKGATConv-direct-unfused']
+TRAINING_MODELS = ['GATConv', 'GATConv-compiled', 'IKGATConv-direct',
+                   'IKGATConv-direct-compiled', 'IKGATConv-direct-unfused']
 PRECISIONS = ['float32', 'bf16-autocast']
 HEADS, CHANNELS = 8, 8
 
@@ -123,11 +128,14 @@ def synthetic_graph(num_nodes: int, num_edges: int, num_features: int,
 
 def build_model(name: str, in_channels: int,
                 num_classes: Optional[int] = None,
-                add_self_loops: bool = True) -> torch.nn.Module:
+                add_self_loops: bool = True,
+                attention_dropout: float = 0.0) -> torch.nn.Module:
     """One layer of :obj:`name` (8 heads x 8), or with :obj:`num_classes`
     the two-layer model of the training step (``TwoLayerGAT``: the layer,
-    8 heads x 8, ELU, the layer with one head of :obj:`num_classes`; no
-    dropout, so that the fused kernel applies in training)."""
+    8 heads x 8, ELU, the layer with one head of :obj:`num_classes`), with
+    :obj:`attention_dropout` on the attention weights (and, in the
+    two-layer model, on the features); a name ending in ``-compiled`` is
+    the model through :func:`torch.compile` (dynamic shapes)."""
     from torch_geometric.nn import GATConv
 
     from ikgat import IKGATConv, MIKANConv
@@ -139,22 +147,27 @@ def build_model(name: str, in_channels: int,
         'IKGATConv-direct': (IKGATConv, dict(kernel='direct')),
         'MIKANConv': (MIKANConv, {}),
     }
-    unfused = name.endswith('-unfused')  # the layer without the fused kernel
-    base = name[:-len('-unfused')] if unfused else name
-    if base not in layers or (unfused and base == 'GATConv'):
+    layers['IKGATConv-implicit'] = (IKGATConv, dict(kernel='implicit'))
+    if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+    compiled = name.endswith('-compiled')
+    base = name[:-len('-compiled')] if compiled else name
+    unfused = base.endswith('-unfused')  # the layer without the fused kernel
+    base = base[:-len('-unfused')] if unfused else base
     conv, kwargs = layers[base]
     kwargs = dict(kwargs, add_self_loops=add_self_loops)
     if num_classes is None:
-        model = conv(in_channels, CHANNELS, heads=HEADS, **kwargs)
+        model = conv(in_channels, CHANNELS, heads=HEADS,
+                     dropout=attention_dropout, **kwargs)
     else:
         model = TwoLayerGAT(in_channels, CHANNELS, num_classes, conv,
-                            heads=HEADS, dropout=0.0, conv_kwargs=kwargs)
+                            heads=HEADS, dropout=attention_dropout,
+                            conv_kwargs=kwargs)
     if unfused:
         for module in model.modules():
             if isinstance(module, IKGATConv):
                 module.fused_attention = False
-    return model
+    return torch.compile(model, dynamic=True) if compiled else model
 
 
 def layer_step(model: torch.nn.Module, x: torch.Tensor,
@@ -288,7 +301,9 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
         models, steps = {}, {}
         for name in args.models:
             torch.manual_seed(args.seed)
-            model = build_model(name, num_features).to(device).train()
+            model = build_model(
+                name, num_features,
+                attention_dropout=args.attention_dropout).to(device).train()
             models[name] = model
             steps[name] = layer_step(model, x, edge_index, device, precision)
         medians = measure_interleaved(steps, timer, args.warmup,
@@ -322,7 +337,9 @@ def training_rows(graph: str, size, device: torch.device, timer: Timer,
     rows = []
     for name in args.training_models:
         torch.manual_seed(args.seed)
-        model = build_model(name, num_features, num_classes).to(device)
+        model = build_model(name, num_features, num_classes,
+                            attention_dropout=args.attention_dropout
+                            ).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
         step = training_step(model.train(), optimizer, x, edge_index, y)
         ms = measure_interleaved({name: step}, timer, args.warmup,
@@ -545,6 +562,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         default=TRAINING_MODELS, choices=MODELS,
                         metavar='MODEL', help=f'models of the training step '
                         f'(default: {TRAINING_MODELS})')
+    parser.add_argument('--attention-dropout', type=float, default=0.0,
+                        help='dropout on the attention weights of every '
+                        'layer, in training (the GAT recipe: 0.6); in the '
+                        'two-layer step also on the features (default: 0)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-fused', action='store_true',
                         help='skip the fused kernel section')
@@ -576,6 +597,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     if args.smoke:
         args.rounds, args.warmup = min(args.rounds, 2), min(args.warmup, 1)
         args.copy_mib = min(args.copy_mib, 16)
+        # Compiling takes minutes on a CPU: only where asked for by name.
+        if args.models == MODELS:
+            args.models = [name for name in MODELS
+                           if not name.endswith('-compiled')]
+        if args.training_models == TRAINING_MODELS:
+            args.training_models = [name for name in TRAINING_MODELS
+                                    if not name.endswith('-compiled')]
     return args
 
 

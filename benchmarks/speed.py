@@ -83,6 +83,11 @@ DEFAULT_SPEED_RESULTS = osp.join(RESULTS_DIR, 'speed.md')
 Key = Tuple
 
 
+def compiled(model: torch.nn.Module) -> torch.nn.Module:
+    r""":obj:`model` through :func:`torch.compile` with dynamic shapes."""
+    return torch.compile(model, dynamic=True)
+
+
 def ikgat_key(kernel: str, node_path: str) -> Key:
     return ('ikgat', kernel, node_path if takes_node_path(kernel) else None)
 
@@ -161,6 +166,24 @@ class Report:
             session.add(('mikan', ), self.layer(
                 lambda: make_mikan(F, R, path), graph), True)
             rows.append(('MIKANConv', ('mikan', )))
+        if args.compiled is None:
+            args.compiled = ['rbf', 'direct']
+        if args.compiled:
+            # torch.compile'd models (dynamic shapes; the warm-up rounds
+            # compile): GATConv, and IKGATConv with each kernel of
+            # --compiled (MIKANConv for 'mikan').
+            session.add(('compiled', 'gat'), self.layer(
+                lambda: compiled(make_gat(F)), graph))
+            rows.append(('GATConv, compiled', ('compiled', 'gat')))
+            for kernel in args.compiled:
+                def make(kernel=kernel):
+                    return compiled(make_mikan(F, R, path) if kernel == 'mikan'
+                                    else make_ikgat(F, kernel, R, path))
+
+                session.add(('compiled', kernel), self.layer(make, graph))
+                rows.append((('MIKANConv' if kernel == 'mikan' else
+                              f'IKGATConv `{kernel}`') + ', compiled',
+                             ('compiled', kernel)))
         skipped = []
         for naive_path in args.naive:
             name = f'naive edge-wise `direct` (node path `{naive_path}`)'
@@ -508,7 +531,9 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
                         default='eager',
                         help='node path of the random-feature kernels in the '
                         'layer tables and sweeps (default: eager)')
-    parser.add_argument('--node-paths', nargs='+', default=list(NODE_PATHS),
+    parser.add_argument('--node-paths', nargs='+',
+                        default=[path for path in NODE_PATHS
+                                 if path != 'triton'],  # CUDA's
                         choices=list(NODE_PATHS),
                         help='node paths compared in the split tables')
     parser.add_argument('--split-graphs', nargs='+',
@@ -523,6 +548,12 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=list(KERNELS), metavar='KERNEL')
     parser.add_argument('--mikan', action=argparse.BooleanOptionalAction,
                         default=True, help='time MIKANConv')
+    parser.add_argument('--compiled', nargs='*', default=None,
+                        choices=list(KERNELS) + ['mikan'], metavar='KERNEL',
+                        help='also time GATConv and IKGATConv with these '
+                        'kernels (mikan: MIKANConv) through torch.compile '
+                        '(default: rbf direct; none with --smoke unless '
+                        'given)')
     parser.add_argument('--naive', nargs='*', default=['plain', 'eager'],
                         choices=list(NODE_PATHS),
                         help='node paths of the naive edge-wise rows in the '
@@ -554,6 +585,8 @@ def expand_smoke(args: argparse.Namespace) -> argparse.Namespace:
     r"""``--smoke``: the sections asked for (every one by default) on tiny
     synthetic graphs, 2 rounds, no ``compile`` node path."""
     args.graphs = args.split_graphs = ['tiny']
+    if args.compiled is None:  # compiling takes minutes on a CPU
+        args.compiled = []
     args.plain_graphs = ['tiny'] if args.plain_graphs else []
     args.node_paths = [p for p in args.node_paths if p != 'compile']
     args.naive = [p for p in args.naive if p != 'compile']

@@ -142,6 +142,10 @@ def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'],
                         help='cpu, or cuda (cuda:LOCAL_RANK under torchrun, '
                         'with the NCCL backend; gloo on cpu)')
+    parser.add_argument('--compile', action='store_true',
+                        help='train the model through torch.compile (the '
+                        'first epochs compile; on a GPU the fused kernels '
+                        'stay one operator each)')
     parser.add_argument('--threads', type=positive_int, default=None,
                         help='CPU threads of PyTorch (default: its own '
                         'choice, one per core); use 1 when other jobs run')
@@ -186,10 +190,15 @@ def run_train(args: argparse.Namespace) -> None:
                             dropout=args.dropout, conv_kwargs=conv_kwargs)
     model = model.to(device)
     trained = model
+    if args.compile:
+        # Mini-batches change the graph's size at every step: dynamic
+        # shapes compile once for all sizes.
+        trained = torch.compile(model, dynamic=args.batch_size is not None
+                                or None)
     if world_size > 1:
-        trained = DistributedDataParallel(model)
+        trained = DistributedDataParallel(trained)
     described = (f'IKGATConv(kernel={args.kernel}, p={args.p:g}) on '
-                 f'{dataset.name}')
+                 f'{dataset.name}' + (', compiled' if args.compile else ''))
     regime = 'full batch'
     if args.batch_size is not None:
         regime = (f'mini-batches of {args.batch_size} seeds, fan-out '
