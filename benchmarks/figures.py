@@ -226,6 +226,8 @@ def write_readme(args, dataset: str, direct: Dict[float, Dict[str, Any]],
     else:
         timing += (' (the figures were then redrawn from the saved '
                    'checkpoints with `--reuse-checkpoints`)')
+    header = ('| model | p | val acc | test acc | best epoch / epochs '
+              '| entropy (conv1) | α > 0.9 | α < 0.01 |')
     text = f'''# Figures from trained models
 
 Written by `benchmarks/figures.py`; every figure comes from models trained on
@@ -243,7 +245,7 @@ torch {torch.__version__};
 models trained at ikgat commit {', '.join(trained_at)}, figures drawn at
 {git_commit()}.
 
-| model | p | val acc | test acc | best epoch / epochs | entropy (conv1) | α > 0.9 | α < 0.01 |
+{header}
 |---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 

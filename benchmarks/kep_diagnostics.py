@@ -34,8 +34,14 @@ from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.registry import protocol_for
 from benchmarks.harness.results import RESULTS_DIR, write_text
 from benchmarks.harness.runtime import seed_everything
-from benchmarks.uncertainty import (UncertaintyConfig, build, extra_loss,
-                                    report, set_kep_samples, train)
+from benchmarks.uncertainty import (
+    UncertaintyConfig,
+    build,
+    extra_loss,
+    report,
+    set_kep_samples,
+    train,
+)
 from ikgat.nn.conv.kep_gat_conv import KEPGATConv
 from ikgat.training import train_node_classifier, variational_adam
 

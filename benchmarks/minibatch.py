@@ -108,8 +108,7 @@ from benchmarks.harness.results import (
 )
 from benchmarks.harness.runtime import seed_everything, set_threads
 from benchmarks.scale import GRAPHS, make_graph
-from ikgat.sampling import (neighbor_sampler, require_sampler,
-                            sampled_batches)
+from ikgat.sampling import neighbor_sampler, require_sampler, sampled_batches
 from ikgat.training import minibatch_step
 
 #: The models compared (names of :data:`benchmarks.harness.registry.MODELS`).

@@ -7,10 +7,18 @@ import os.path as osp
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from benchmarks.harness.registry import (MODELS, PAPER_RESULTS, PROTOCOLS,
-                                         protocol_for)
-from benchmarks.harness.results import (RESULTS_DIR, format_float,
-                                        format_int, run_key)
+from benchmarks.harness.registry import (
+    MODELS,
+    PAPER_RESULTS,
+    PROTOCOLS,
+    protocol_for,
+)
+from benchmarks.harness.results import (
+    RESULTS_DIR,
+    format_float,
+    format_int,
+    run_key,
+)
 from benchmarks.harness.runtime import compact_seeds
 from benchmarks.harness.statistics import Stats, mean_std_ci
 

@@ -78,11 +78,18 @@ from torch import Tensor
 from benchmarks.harness.data import BenchData, load_planetoid_data
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.registry import protocol_for
-from benchmarks.harness.results import (RESULTS_DIR, MalformedResults,
-                                        ResultsWriter, read_results,
-                                        write_text)
-from benchmarks.harness.runtime import (parse_seeds, resolve_device,
-                                        seed_everything)
+from benchmarks.harness.results import (
+    RESULTS_DIR,
+    MalformedResults,
+    ResultsWriter,
+    read_results,
+    write_text,
+)
+from benchmarks.harness.runtime import (
+    parse_seeds,
+    resolve_device,
+    seed_everything,
+)
 from ikgat.datasets import toy_citation_graph
 from ikgat.kernels.random_features import NODE_PATHS
 from ikgat.training import train_node_classifier, variational_adam

@@ -3,7 +3,11 @@ import math
 
 from torch import Tensor
 
-from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_distance_sq
+from ikgat.kernels.base import (
+    Kernel,
+    check_positive,
+    scaled_anchor_distance_sq,
+)
 
 
 class ExpSinKernel(Kernel):

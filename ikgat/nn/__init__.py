@@ -1,10 +1,10 @@
+from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv import (
     AttentionDecomposition,
     IKGATConv,
     KEPGATConv,
     MIKANConv,
 )
-from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.edge_softmax import kernel_edge_softmax
 from ikgat.nn.layerwise import layer_over_full_graph
 from ikgat.nn.losses import kl_divergence, ksvd_loss

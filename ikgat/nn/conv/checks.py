@@ -15,9 +15,8 @@ always on CPU tensors, where reading a value costs nothing extra.
 from typing import Optional, Tuple, Union
 
 import torch
-from torch import Tensor
-
 import torch_geometric
+from torch import Tensor
 from torch_geometric.typing import SparseTensor
 from torch_geometric.utils import is_torch_sparse_tensor
 

@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
-
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
@@ -28,6 +27,7 @@ from ikgat.nn.conv.gat_base import (
     accumulation_dtype,
     without_autocast,
 )
+
 # ksvd_loss lives in ikgat.nn.losses; importable from here as documented:
 from ikgat.nn.losses import ksvd_loss  # noqa: F401
 
