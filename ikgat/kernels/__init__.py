@@ -12,6 +12,9 @@ from ikgat.kernels.rbf import RBFKernel, RBFOnlyKernel
 from ikgat.kernels.rff import RandomFourierKernel
 from ikgat.kernels.rff_ns import NonStationaryRandomFourierKernel
 
+#: The kernels by name: ``IKGATConv(kernel='rff')`` builds
+#: ``KERNELS['rff'](heads, channels, **kernel_kwargs)``
+#: (:func:`resolve_kernel`). The documentation's kernel table is made from it.
 KERNELS = {
     'rbf': RBFKernel,
     'rbf_only': RBFOnlyKernel,
@@ -33,7 +36,20 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
     :obj:`channels` channels (kernels that declare
     :attr:`~Kernel.has_spectral_points` also get :obj:`num_spectral_points`
     unless :obj:`kernel_kwargs` sets it), or check and return a given
-    :class:`Kernel`."""
+    :class:`Kernel`.
+
+    Example:
+        >>> from ikgat.kernels import resolve_kernel
+        >>> resolve_kernel('rbf', heads=8, channels=8, num_spectral_points=64)
+        RBFKernel(heads=8, channels=8, lengthscale=1.0)
+        >>> kernel = resolve_kernel('direct', 8, 8, 64)
+        >>> kernel.num_spectral_points, kernel.has_spectral_points
+        (64, True)
+        >>> resolve_kernel('gauss', 8, 8, 64)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+          ...
+        ValueError: Unknown kernel 'gauss'; choose one of ['direct', ...]...
+    """
     if isinstance(kernel, Kernel):
         if kernel_kwargs:
             raise ValueError("'kernel_kwargs' only applies to a kernel given "

@@ -28,6 +28,17 @@ class RBFKernel(Kernel):
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
+
+    Example:
+        >>> import torch
+        >>> from ikgat.kernels import RBFKernel
+        >>> kernel = RBFKernel(heads=2, channels=4)
+        >>> x = torch.zeros(3, 8)
+        >>> kernel.similarity(x, x)
+        tensor([1., 1., 1.])
+        >>> y = torch.full((3, 8), 0.5)   # |x - y|^2 = 2
+        >>> kernel.similarity(x, y)
+        tensor([0.3679, 0.3679, 0.3679])
     """
     def __init__(self, heads: int, channels: int, lengthscale: float = 1.0):
         super().__init__(heads, channels)

@@ -14,6 +14,20 @@ def kl_divergence(model: torch.nn.Module) -> Tensor:
     below it (a layer reports its kernel's KL), so nothing is counted twice.
     The training loss of a variational model is
     ``nll + beta * kl_divergence(model)``.
+
+    Example:
+        >>> import torch
+        >>> from ikgat import IKGATConv, MIKANConv
+        >>> from ikgat.nn import kl_divergence
+        >>> x = torch.randn(5, 6)
+        >>> edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+        >>> deterministic = IKGATConv(6, 4, heads=2, kernel='rbf')
+        >>> kl_divergence(deterministic)
+        tensor(0.)
+        >>> conv = MIKANConv(6, 4, heads=2)
+        >>> out = conv(x, edge_index)          # training mode: one draw
+        >>> bool(kl_divergence(conv) > 0)
+        True
     """
     return sum_outermost(model, 'kl_divergence')
 
