@@ -2,8 +2,10 @@ r"""Sphinx configuration of the ikgat documentation.
 
 Build (from the repository root, after ``pip install -e ".[test,docs]"``)::
 
-    sphinx-build -W --keep-going -n -b html docs docs/_build/html
-    sphinx-build -W --keep-going -n -b doctest docs docs/_build/doctest
+    sphinx-build -W --keep-going -n -d docs/_build/doctrees -b html docs \
+        docs/_build/html
+    sphinx-build -W --keep-going -n -d docs/_build/doctrees -b doctest docs \
+        docs/_build/doctest
 
 At build time ``docs/_ext/ikgat_docs.py`` writes the API pages (one per module
 found by walking the installed package, so a new module is documented without
