@@ -30,13 +30,16 @@ def nonzero_dropout(x: Tensor, p: float = 0.5, training: bool = True
     counting the non-zeros and gathering them would wait for the GPU twice
     per call (a host synchronisation for the count and for
     :meth:`~torch.Tensor.nonzero`), and a GPU draws dense Bernoulli numbers
-    at memory speed anyway.
+    at memory speed anyway.  Under :func:`torch.compile` too (the count
+    is a value the graph would break on; Inductor fuses the dense
+    dropout).
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"Dropout probability has to be between 0 and 1 "
                          f"(got {p})")
     if (not training or p == 0.0 or x.numel() == 0 or x.is_sparse
-            or x.requires_grad or x.device.type != 'cpu'):
+            or x.requires_grad or x.device.type != 'cpu'
+            or torch.compiler.is_compiling()):
         return F.dropout(x, p, training)
     if p == 1.0 or int(torch.count_nonzero(x)) > MAX_DENSITY * x.numel():
         return F.dropout(x, p, training)
