@@ -239,7 +239,8 @@ def measure_interleaved(steps: Dict[str, Callable[[], object]],
     times: Dict[str, List[float]] = {name: [] for name in alive}
     for _ in range(rounds):
         for name, step in list(alive.items()):
-            if not fits(lambda: times[name].append(timer(step)), device):
+            if not fits(lambda name=name, step=step: times[name].append(
+                    timer(step)), device):
                 results[name] = 'OOM'
                 del alive[name], times[name]
     for name, values in times.items():

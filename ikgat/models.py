@@ -4,7 +4,6 @@ from typing import Any, Dict, Optional, Type
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
 from torch_geometric.typing import Adj
 
 from ikgat.nn.dropout import nonzero_dropout

@@ -19,8 +19,11 @@ import torch.multiprocessing as mp
 
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
 from ikgat.datasets import toy_citation_graph
-from ikgat.distributed import (data_parallel_loss, save_on_main,
-                               seed_nodes_for_rank)
+from ikgat.distributed import (
+    data_parallel_loss,
+    save_on_main,
+    seed_nodes_for_rank,
+)
 from ikgat.models import TwoLayerGAT
 from ikgat.sampling import has_sampler, minibatch_training
 from ikgat.training import train_node_classifier

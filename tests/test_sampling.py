@@ -15,13 +15,17 @@ from ikgat.datasets import toy_citation_graph
 from ikgat.kernels import KERNELS, ImplicitSpectralKernel
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import layer_over_full_graph
-from ikgat.sampling import (check_num_neighbors, global_batches,
-                            minibatch_training, neighbor_sampler,
-                            require_sampler, sampled_batches,
-                            warn_sampling_caveats)
+from ikgat.sampling import (
+    check_num_neighbors,
+    global_batches,
+    minibatch_training,
+    neighbor_sampler,
+    require_sampler,
+    sampled_batches,
+    warn_sampling_caveats,
+)
 from ikgat.training import train_node_classifier
 from tests.helpers import needs_sampler
-
 
 #: Every layer whose target outputs depend on in-neighbourhoods only (the
 #: implicit kernels through full_graph_summary).

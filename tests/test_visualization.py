@@ -13,7 +13,6 @@ from ikgat import visualization as viz  # noqa: E402
 from ikgat.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
 
 
-
 @pytest.fixture(autouse=True)
 def one_thread():
     threads = torch.get_num_threads()

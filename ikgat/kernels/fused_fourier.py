@@ -470,7 +470,7 @@ def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
     if backend not in BACKENDS:
         raise ValueError(f"Unknown node_path {backend!r} for the fused "
                          f"path; choose one of {list(BACKENDS)}")
-    heads, channels = x.size(1), x.size(2)
+    heads = x.size(1)
     backend = _resolve_node_path(backend, x)
     points = torch.stack(sets) if len(sets) > 1 else sets[0].unsqueeze(0)
     anchor_cos, anchor_sin = anchor_features(anchor, slopes, points)

@@ -8,14 +8,21 @@ import torch
 
 from benchmarks import planetoid as bench
 from benchmarks.harness.data import BenchData
-from benchmarks.harness.registry import (MODELS, add_regime_arguments,
-                                         build_model, protocol_for,
-                                         regime_overrides)
+from benchmarks.harness.registry import (
+    MODELS,
+    add_regime_arguments,
+    build_model,
+    protocol_for,
+    regime_overrides,
+)
 from benchmarks.harness.results import COLUMNS, ResultsWriter, read_results
 from benchmarks.harness.statistics import mean_std_ci
 from benchmarks.planetoid import run_benchmark, run_search
-from benchmarks.summary import (render_summary, select_hyperparameters,
-                                summarize)
+from benchmarks.summary import (
+    render_summary,
+    select_hyperparameters,
+    summarize,
+)
 from ikgat.datasets import toy_citation_graph
 from ikgat.training import train_node_classifier
 from tests.helpers import needs_sampler

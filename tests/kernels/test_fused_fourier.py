@@ -5,10 +5,7 @@ import pytest
 import torch
 
 from ikgat.kernels import KERNELS
-from ikgat.kernels.fused_fourier import (
-    fourier_estimate,
-    fused_fourier_log_similarity,
-)
+from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
 from ikgat.kernels.random_features import fourier_log_similarity
 
 

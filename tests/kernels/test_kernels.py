@@ -3,7 +3,12 @@ import math
 import pytest
 import torch
 
-from ikgat.kernels import KERNELS, RandomFourierKernel, RBFKernel, resolve_kernel
+from ikgat.kernels import (
+    KERNELS,
+    RandomFourierKernel,
+    RBFKernel,
+    resolve_kernel,
+)
 from ikgat.kernels.base import pad_node_vectors
 from tests.helpers import reference_log_similarity, reference_similarity
 

@@ -12,7 +12,6 @@ from typing import (
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
 from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.typing import (
     Adj,
@@ -27,32 +26,32 @@ from torch_geometric.utils import (
 )
 from torch_geometric.utils.sparse import set_sparse_value
 
+import ikgat.nn.graph_cache as graph_cache
+import ikgat.nn.triton_attention as triton_attention
 from ikgat.kernels import Kernel, resolve_kernel
-from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.kernels.base import (
     DeprecatedNumFeatures,
     check_num_spectral_points,
     check_positive,
     renamed_argument,
 )
-import ikgat.nn.graph_cache as graph_cache
-import ikgat.nn.triton_attention as triton_attention
+from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.nn.aggregation import attention_aggregate
-from ikgat.nn.conv.gat_base import (
-    GATStyleConv,
-    accumulation_dtype,
-    without_autocast,
-)
-from ikgat.nn.conv.decomposition import (
-    AttentionDecomposition,
-    attention_decomposition,
-)
-from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.conv.checks import (
     check_batch,
     node_counts,
     reads_values,
 )
+from ikgat.nn.conv.decomposition import (
+    AttentionDecomposition,
+    attention_decomposition,
+)
+from ikgat.nn.conv.gat_base import (
+    GATStyleConv,
+    accumulation_dtype,
+    without_autocast,
+)
+from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
 from ikgat.nn.norms import lp_norm_squared
 

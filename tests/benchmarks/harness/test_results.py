@@ -6,9 +6,13 @@ import os
 import pytest
 
 from benchmarks.harness.data import BenchData
-from benchmarks.harness.results import (COLUMNS, MalformedResults,
-                                        ResultsWriter, read_results,
-                                        repair_torn_row)
+from benchmarks.harness.results import (
+    COLUMNS,
+    MalformedResults,
+    ResultsWriter,
+    read_results,
+    repair_torn_row,
+)
 from benchmarks.planetoid import main as planetoid_main
 from benchmarks.planetoid import run_benchmark
 from ikgat.datasets import toy_citation_graph

@@ -14,8 +14,7 @@ from torch_geometric.nn import GATConv
 
 from ikgat import IKGATConv
 from ikgat.kernels.implicit import LOG_STD_BOUND
-from ikgat.nn import kl_divergence
-from ikgat.nn import ksvd_loss
+from ikgat.nn import kl_divergence, ksvd_loss
 from tests.helpers import LAYER_NAMES, make_layer, random_graph
 
 IMPLICIT_LAYERS = ['ikgat-implicit', 'mikan']

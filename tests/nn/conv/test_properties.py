@@ -15,8 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torch_geometric.utils import scatter
 
-from ikgat.nn import kl_divergence
-from ikgat.nn import ksvd_loss
+from ikgat.nn import kl_divergence, ksvd_loss
 from tests.helpers import LAYER_NAMES, make_layer
 
 
