@@ -2,7 +2,7 @@ r"""What :meth:`ikgat.IKGATConv.attention_decomposition` reports: the
 per-edge similarity, magnitude and edge terms of kernel attention, each
 computed from its own formula (for inspection; the forward pass adds only
 what does not cancel in the softmax)."""
-from typing import TYPE_CHECKING, NamedTuple, Optional, Tuple, Union
+from typing import NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -22,9 +22,6 @@ from torch_geometric.utils import (
 from ikgat.nn.conv.gat_base import without_autocast
 from ikgat.nn.edge_softmax import edge_logit
 from ikgat.nn.norms import lp_norm_squared
-
-if TYPE_CHECKING:
-    from ikgat.nn.conv.ikgat_conv import IKGATConv
 
 
 class AttentionDecomposition(NamedTuple):
@@ -52,7 +49,7 @@ class NodeTerms(NamedTuple):
 
 @torch.no_grad()
 def attention_decomposition(
-    conv: 'IKGATConv',
+    conv: torch.nn.Module,
     x: Union[Tensor, OptPairTensor],
     edge_index: Adj,
     edge_attr: OptTensor = None,
@@ -116,7 +113,7 @@ def attention_decomposition(
                                   log_magnitude, edge_term, alpha)
 
 
-def node_terms(conv: 'IKGATConv', x_src: Tensor,
+def node_terms(conv: torch.nn.Module, x_src: Tensor,
                x_dst: OptTensor) -> NodeTerms:
     r"""The reported terms of :func:`attention_decomposition`, each as
     its formula defines it."""
