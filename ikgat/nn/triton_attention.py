@@ -69,22 +69,50 @@ they are loaded, upcast, and every logit, exponential and sum is float32;
 the output takes the promoted dtype of the inputs, the gradients the dtype
 of their input.
 
-**Not fused.**  Attention dropout on :math:`\alpha` would need a random mask
-shared between the forward and the two backward passes; callers with
-``dropout > 0`` in training keep the unfused path
-(``kernel_edge_softmax`` :math:`\to` dropout :math:`\to`
-``attention_aggregate``).  Returned attention weights are supported
+**Attention dropout** (``dropout`` :math:`= p > 0`), as
+:func:`torch.nn.functional.dropout` on :math:`\alpha`: the aggregation uses
+:math:`\tilde\alpha_e = m_e \alpha_e / (1 - p)` with
+:math:`m_e \sim \mathrm{Bernoulli}(1 - p)` per edge and head, while the
+softmax sums stay those of :math:`\alpha`.  The mask is never stored: a
+counter-based generator (Philox, ``tl.rand``) keyed by a seed and the
+position :math:`e H + h` (:math:`e` the CSR position) draws it again in
+each kernel, as Triton's low-memory dropout does.  The seed is drawn from
+torch's generator on the device for every call (no host read;
+:func:`torch.manual_seed` repeats a run).  With :math:`G`, :math:`g` the
+gradients of :math:`\mathrm{out}` and of the returned (dropped) weights,
+:math:`\partial L/\partial\tilde\alpha_e = \langle G_i, x_j\rangle + g_e`,
+:math:`\partial L/\partial\alpha_e = \frac{m_e}{1-p}\,\partial L/
+\partial\tilde\alpha_e`, and :math:`D_i = \sum_e \alpha_e\,\partial L/
+\partial\alpha_e = \langle G_i, \mathrm{out}_i\rangle + \sum_e
+\tilde\alpha_e g_e` keeps its form, because :math:`\mathrm{out}_i =
+\sum_e \tilde\alpha_e x_j`; the per-source kernel then accumulates
+:math:`\partial L/\partial x_j = \sum_e \tilde\alpha_e G_i` and
+:math:`\partial L/\partial\ell_e = \alpha_e(\frac{m_e}{1-p}\,\partial L/
+\partial\tilde\alpha_e - D_i)`.
+
+Returned attention weights are supported
 (:obj:`return_attention_weights=True`, one more :math:`E \times H` pass after
-the forward); edge features enter as the edge gate :math:`\epsilon`.
+the forward; the dropped weights, as GATConv returns them); edge features
+enter as the edge gate :math:`\epsilon`.
+
+**Registered operators.**  The forward and backward passes are the
+operators ``ikgat::fused_attention`` and ``ikgat::fused_attention_backward``
+(``torch.library.custom_op`` with fake implementations and registered
+autograd), so :func:`torch.compile` keeps each as one node, without a graph
+break or a guard on the graph.  Each has two implementations: the Triton
+kernels, and a PyTorch one on :math:`(E, H)` tensors (with
+:math:`E \times H \times C` temporaries) for CPU tensors under
+:func:`torch.compile`, whose dropout mask comes from a
+:class:`torch.Generator` seeded with the seed's value.
 
 Triton is imported lazily, the first time a kernel is needed, so that
 importing this module never needs it.  On CPU tensors the kernels run in
 Triton's interpreter, which must be switched on with ``TRITON_INTERPRET=1``
 before Triton is first imported (for tests; it is slow).  On the ``meta``
-device, whose tensors have shapes but no values, no kernel is launched:
-the outputs and gradients are allocated as on CUDA and left empty, so a
-meta run shows the allocations (and the absence of host reads) of a CUDA
-run.
+device, whose tensors have shapes but no values, the fake implementations
+run: the outputs and gradients are allocated as on CUDA and nothing is
+launched, so a meta run shows the allocations (and the absence of host
+reads) of a CUDA run.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
@@ -93,7 +121,6 @@ from typing import NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
 # Filled by _kernels() on first use; the kernel bodies below read them as
 # module globals when Triton compiles (or interprets) them.
@@ -101,6 +128,7 @@ triton = None
 tl = None
 _edge_slope = None
 _edge_logit = None
+_keep = None
 _KERNELS = None
 
 #: Upper bound on the elements of one edges x heads x channels tile.
@@ -207,9 +235,21 @@ def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
     return logit, positive
 
 
+def _keep_body(seed, e, offs_h, H, dropout, keep_scale,
+               HAS_DROPOUT: tl.constexpr):
+    # F.dropout's factor m / (1 - p), m ~ Bernoulli(1 - p), for CSR edge
+    # positions e (B_E,) and heads: a counter-based draw keyed by the seed
+    # and e H + h, the same in the forward and both backward kernels.
+    if HAS_DROPOUT:
+        u = tl.rand(tl.load(seed), e[:, None] * H + offs_h[None, :])
+        return tl.where(u >= dropout, keep_scale, 0.)
+    return 1.
+
+
 def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
-                  group_max, group_den, negative_slope, H, C,
-                  BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                  group_max, group_den, seed, negative_slope, dropout,
+                  keep_scale, H, C, BROADCAST: tl.constexpr,
+                  HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                   BLOCK_C: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
@@ -257,6 +297,8 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                     + offs_h[None, :, None] * C + offs_c[None, None, :],
                     mask=mask_e[:, None, None] & mask_hc[None, :, :],
                     other=0.).to(tl.float32)
+        # The softmax sums the undropped terms; the output the dropped ones:
+        p = p * _keep(seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         acc = acc * scale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
         running_max = new_max
     den = running_sum + 1e-16  # PyG's softmax denominator
@@ -267,9 +309,10 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
 
 
 def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
-                group_den, alpha, negative_slope, H,
-                BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
-                BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+                group_den, alpha, seed, negative_slope, dropout, keep_scale,
+                H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                BLOCK_H: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
     start = tl.load(rowptr + i).to(tl.int64)
     stop = tl.load(rowptr + i + 1).to(tl.int64)
@@ -299,7 +342,8 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
         logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
-        weight = tl.exp(logit - m[None, :]) / den[None, :]
+        weight = tl.exp(logit - m[None, :]) / den[None, :] * _keep(
+            seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
                  mask=mask_eh)
 
@@ -307,9 +351,11 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
 def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                        csc_edge, csc_dst, group_max, group_den, delta,
                        grad_out, grad_alpha, grad_x, grad_score_src,
-                       grad_logit, negative_slope, H, C, stride_n, stride_h,
-                       stride_c, BROADCAST: tl.constexpr,
-                       HAS_GATE: tl.constexpr, HAS_GRAD_ALPHA: tl.constexpr,
+                       grad_logit, seed, negative_slope, dropout, keep_scale,
+                       H, C, stride_n, stride_h, stride_c,
+                       BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                       HAS_DROPOUT: tl.constexpr,
+                       HAS_GRAD_ALPHA: tl.constexpr,
                        STORE_GRAD_LOGIT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_C: tl.constexpr):
@@ -361,13 +407,16 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                         + offs_c[None, None, :] * stride_c,
                         mask=mask_e[:, None, None] & mask_hc[None, :, :],
                         other=0.).to(tl.float32)
-        # dL/dalpha_e = <G_i, x_j> (+ g_e), dL/dlogit = alpha (dL/dalpha - D_i)
+        # With the dropped weights a~ = m alpha / (1 - p):
+        # dL/da~_e = <G_i, x_j> (+ g_e), dL/dalpha_e = m/(1-p) dL/da~_e,
+        # dL/dlogit = alpha (dL/dalpha - D_i), dL/dx_j = sum_e a~_e G_i.
+        keep = _keep(seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         d_alpha = tl.sum(g_out * x_j[None, :, :], axis=2)
         if HAS_GRAD_ALPHA:
             d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
                                mask=mask_eh, other=0.).to(tl.float32)
-        d_logit = alpha * (d_alpha - d)
-        acc_x += tl.sum(alpha[:, :, None] * g_out, axis=0)
+        d_logit = alpha * (keep * d_alpha - d)
+        acc_x += tl.sum((keep * alpha)[:, :, None] * g_out, axis=0)
         acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
         acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
         if STORE_GRAD_LOGIT:
@@ -432,7 +481,7 @@ def triton_available() -> bool:
 
 
 def _kernels():
-    global triton, tl, _edge_slope, _edge_logit, _KERNELS
+    global triton, tl, _edge_slope, _edge_logit, _keep, _KERNELS
     if _KERNELS is None:
         try:
             import triton as triton_module
@@ -444,6 +493,7 @@ def _kernels():
         triton, tl = triton_module, tl_module
         _edge_slope = triton.jit(_edge_slope_body)
         _edge_logit = triton.jit(_edge_logit_body)
+        _keep = triton.jit(_keep_body)
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             alpha=triton.jit(_alpha_body),
@@ -464,113 +514,285 @@ def _block_edges(num_edges: int, num_nodes: int, tile: int) -> int:
     return max(2, min(degree, 128, max(2, TILE_ELEMENTS // tile)))
 
 
-class FusedAttention(torch.autograd.Function):
-    r"""``out`` (and optionally :math:`\alpha` in CSR order) of
-    :func:`fused_attention`; see the module docstring for the kernels and
-    the derivation of the backward pass."""
-    @staticmethod
-    def forward(ctx, score_src: Tensor, score_dst: Tensor, x_src: Tensor,
-                edge_gate: Optional[Tensor], csr: AttentionCSR,
-                negative_slope: float, broadcast: bool,
-                need_alpha: bool) -> Tuple[Tensor, Tensor]:
-        kernels = _kernels()
-        num_dst, heads, channels = csr.num_dst, x_src.size(1), x_src.size(2)
-        num_edges = csr.src.numel()
-        dtype = torch.promote_types(x_src.dtype, score_src.dtype)
-        out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
-        group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
-        group_den = torch.empty_like(group_max)
-        block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
-        block_e = _block_edges(num_edges, num_dst, block_h * block_c)
-        has_gate = edge_gate is not None
-        gate_arg = edge_gate if has_gate else score_src  # unused pointer
-        launch = x_src.device.type != 'meta'  # meta: shapes only
-        if num_dst > 0 and launch:
-            kernels['forward'][(num_dst, )](
-                score_src, score_dst, x_src, gate_arg, csr.rowptr, csr.src,
-                out, group_max, group_den, negative_slope, heads, channels,
-                BROADCAST=int(broadcast), HAS_GATE=has_gate, BLOCK_E=block_e,
-                BLOCK_H=block_h, BLOCK_C=block_c)
-        alpha = score_src.new_empty(num_edges if need_alpha else 0, heads,
-                                    dtype=torch.float32)
-        if need_alpha and num_dst > 0 and launch:
-            kernels['alpha'][(num_dst, )](
-                score_src, score_dst, gate_arg, csr.rowptr, csr.src,
-                group_max, group_den, alpha, negative_slope, heads,
-                BROADCAST=int(broadcast), HAS_GATE=has_gate,
-                BLOCK_E=_block_edges(num_edges, num_dst, block_h),
-                BLOCK_H=block_h)
-        ctx.save_for_backward(score_src, score_dst, x_src, edge_gate, out,
-                              group_max, group_den, alpha)
-        ctx.csr, ctx.negative_slope = csr, negative_slope
-        ctx.broadcast, ctx.need_alpha = broadcast, need_alpha
-        if not need_alpha:
-            ctx.mark_non_differentiable(alpha)
-        return out, alpha
+# ---------------------------------------------------------------------------
+# The registered operators.  The attention is one opaque operator
+# (ikgat::fused_attention, and ikgat::fused_attention_backward for its
+# gradients) under torch.compile; their fake implementations give the shapes
+# (and serve the 'meta' device, where nothing is launched).  'use_triton'
+# picks the Triton kernels, else the PyTorch implementation below.
 
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_out: Optional[Tensor],
-                 grad_alpha: Optional[Tensor]):
-        kernels = _kernels()
-        (score_src, score_dst, x_src, edge_gate, out, group_max, group_den,
-         alpha) = ctx.saved_tensors
-        csr, broadcast = ctx.csr, ctx.broadcast
-        need_src, need_dst, need_x, need_gate = ctx.needs_input_grad[:4]
-        num_dst, heads, channels = csr.num_dst, x_src.size(1), x_src.size(2)
-        num_src, num_edges = x_src.size(0), csr.src.numel()
-        if grad_out is None:
-            grad_out = torch.zeros_like(out)
-        # Read through its strides: the expanded gradient of out.sum() is
-        # not copied.
-        # D_i = <G_i, out_i> (+ sum over the in-edges of alpha * g):
-        delta = (grad_out.float() * out.float()).sum(-1)
-        has_grad_alpha = ctx.need_alpha and grad_alpha is not None
-        if has_grad_alpha:
-            grad_alpha = grad_alpha.contiguous()
-            delta.index_add_(0, csr.dst, alpha * grad_alpha.float())
-        has_gate = edge_gate is not None
-        need_gate = need_gate and has_gate
-        need_logit = need_dst or need_gate
-        grad_x = torch.empty_like(x_src)
-        grad_src = torch.empty_like(score_src)
-        grad_logit = x_src.new_empty(num_edges if need_logit else 0, heads,
-                                     dtype=torch.float32)
-        block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
-        gate_arg = edge_gate if has_gate else score_src
-        dummy = grad_logit if num_edges else group_max
-        launch = x_src.device.type != 'meta'  # meta: shapes only
-        if num_src > 0 and launch:
-            kernels['backward_src'][(num_src, )](
-                score_src, score_dst, x_src, gate_arg, csr.colptr,
-                csr.csc_edge, csr.csc_dst, group_max, group_den, delta,
-                grad_out, grad_alpha if has_grad_alpha else dummy, grad_x,
-                grad_src, grad_logit if need_logit else dummy,
-                ctx.negative_slope, heads, channels, *grad_out.stride(),
-                BROADCAST=int(broadcast), HAS_GATE=has_gate,
-                HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
-                BLOCK_E=_block_edges(num_edges, num_src, block_h * block_c),
-                BLOCK_H=block_h, BLOCK_C=block_c)
-        grad_dst = grad_gate = None
-        if need_logit:
-            # Per target and slope t in {0, 1}; the gate slot gets zero:
-            partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
-            grad_gate = torch.empty_like(edge_gate) if need_gate else None
-            if num_dst > 0 and launch:
-                kernels['backward_dst'][(num_dst, )](
-                    score_src, score_dst, gate_arg, csr.rowptr, csr.src,
-                    grad_logit, partial, grad_gate if need_gate else dummy,
-                    ctx.negative_slope, heads, BROADCAST=int(broadcast),
-                    HAS_GATE=has_gate, NEED_GATE_GRAD=need_gate,
-                    BLOCK_E=_block_edges(num_edges, num_dst, block_h),
-                    BLOCK_H=block_h)
-            if need_dst:
-                if broadcast:
-                    partial = partial.sum(0, keepdim=True)
-                grad_dst = torch.cat([partial, partial.new_zeros(
-                    partial.size(0), heads, 1)], dim=-1).to(score_dst.dtype)
-        return (grad_src if need_src else None, grad_dst,
-                grad_x if need_x else None, grad_gate, None, None, None, None)
+_INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
+               'Tensor csc_edge, Tensor csc_dst')
+_FORWARD_SCHEMA = (
+    '(Tensor score_src, Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
+    f'{_INDEX_ARGS}, Tensor seed, float negative_slope, float dropout, '
+    'bool broadcast, bool need_alpha, bool use_triton) '
+    '-> (Tensor, Tensor, Tensor, Tensor)')
+_BACKWARD_SCHEMA = (
+    '(Tensor grad_out, Tensor? grad_alpha, Tensor score_src, '
+    'Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
+    f'{_INDEX_ARGS}, Tensor seed, Tensor out, Tensor group_max, '
+    'Tensor group_den, Tensor alpha, float negative_slope, float dropout, '
+    'bool broadcast, bool need_alpha, bool use_triton, bool[] needs) '
+    '-> (Tensor, Tensor, Tensor, Tensor)')
+
+
+def _keep_scale(dropout: float) -> float:
+    # F.dropout's 1/(1 - p); every weight is dropped for p = 1.
+    return 0.0 if dropout >= 1.0 else 1.0 / (1.0 - dropout)
+
+
+def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
+                       dst, colptr, csc_edge, csc_dst, seed, negative_slope,
+                       dropout, broadcast, need_alpha, use_triton):
+    num_dst, heads, channels = rowptr.numel() - 1, x_src.size(1), x_src.size(2)
+    num_edges = src.numel()
+    dtype = torch.promote_types(x_src.dtype, score_src.dtype)
+    if not use_triton:
+        return _torch_forward(score_src, score_dst, x_src, edge_gate, src,
+                              dst, seed, num_dst, negative_slope, dropout,
+                              broadcast, need_alpha, dtype)
+    kernels = _kernels()
+    out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
+    group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
+    group_den = torch.empty_like(group_max)
+    alpha = x_src.new_empty(num_edges if need_alpha else 0, heads,
+                            dtype=torch.float32)
+    if num_dst == 0:
+        return out, alpha, group_max, group_den
+    block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
+    has_gate = edge_gate is not None
+    gate_arg = edge_gate if has_gate else score_src  # unused pointer
+    common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
+                  HAS_DROPOUT=dropout > 0.0, BLOCK_H=block_h)
+    kernels['forward'][(num_dst, )](
+        score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
+        group_den, seed, negative_slope, dropout, _keep_scale(dropout),
+        heads, channels,
+        BLOCK_E=_block_edges(num_edges, num_dst, block_h * block_c),
+        BLOCK_C=block_c, **common)
+    if need_alpha:
+        kernels['alpha'][(num_dst, )](
+            score_src, score_dst, gate_arg, rowptr, src, group_max,
+            group_den, alpha, seed, negative_slope, dropout,
+            _keep_scale(dropout), heads,
+            BLOCK_E=_block_edges(num_edges, num_dst, block_h), **common)
+    return out, alpha, group_max, group_den
+
+
+def _attention_forward_fake(score_src, score_dst, x_src, edge_gate, rowptr,
+                            src, dst, colptr, csc_edge, csc_dst, seed,
+                            negative_slope, dropout, broadcast, need_alpha,
+                            use_triton):
+    num_dst, heads = rowptr.size(0) - 1, x_src.size(1)
+    dtype = torch.promote_types(x_src.dtype, score_src.dtype)
+    group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
+    return (x_src.new_empty(num_dst, heads, x_src.size(2), dtype=dtype),
+            x_src.new_empty(src.size(0) if need_alpha else 0, heads,
+                            dtype=torch.float32),
+            group_max, torch.empty_like(group_max))
+
+
+def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
+                        edge_gate, rowptr, src, dst, colptr, csc_edge,
+                        csc_dst, seed, out, group_max, group_den, alpha,
+                        negative_slope, dropout, broadcast, need_alpha,
+                        use_triton, needs):
+    need_src, need_dst, need_x, need_gate = needs
+    num_dst, heads, channels = rowptr.numel() - 1, x_src.size(1), x_src.size(2)
+    num_src, num_edges = x_src.size(0), src.numel()
+    # D_i = <G_i, out_i> (+ sum over the in-edges of a~ g); grad_out is read
+    # through its strides (the expanded gradient of out.sum() is not
+    # copied):
+    delta = (grad_out.float() * out.float()).sum(-1)
+    has_grad_alpha = need_alpha and grad_alpha is not None
+    if has_grad_alpha:
+        grad_alpha = grad_alpha.contiguous()
+        delta.index_add_(0, dst.long(), alpha * grad_alpha.float())
+    if not use_triton:
+        return _torch_backward(grad_out, grad_alpha if has_grad_alpha
+                               else None, score_src, score_dst, x_src,
+                               edge_gate, src, dst, seed, group_max,
+                               group_den, delta, negative_slope, dropout,
+                               broadcast)
+    kernels = _kernels()
+    has_gate = edge_gate is not None
+    need_logit = need_dst or (need_gate and has_gate)
+    grad_x = torch.empty_like(x_src)
+    grad_src = torch.empty_like(score_src)
+    grad_logit = x_src.new_empty(num_edges if need_logit else 0, heads,
+                                 dtype=torch.float32)
+    block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
+    gate_arg = edge_gate if has_gate else score_src
+    dummy = grad_logit if num_edges else group_max
+    common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
+                  BLOCK_H=block_h)
+    if num_src > 0:
+        kernels['backward_src'][(num_src, )](
+            score_src, score_dst, x_src, gate_arg, colptr, csc_edge, csc_dst,
+            group_max, group_den, delta, grad_out,
+            grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
+            grad_logit if need_logit else dummy, seed, negative_slope,
+            dropout, _keep_scale(dropout), heads, channels,
+            *grad_out.stride(), HAS_DROPOUT=dropout > 0.0,
+            HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
+            BLOCK_E=_block_edges(num_edges, num_src, block_h * block_c),
+            BLOCK_C=block_c, **common)
+    # Per target and slope t in {0, 1}; the gate slot gets zero:
+    partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
+    grad_gate = (torch.empty_like(edge_gate) if has_gate
+                 else x_src.new_empty(0))
+    if need_logit and num_dst > 0:
+        kernels['backward_dst'][(num_dst, )](
+            score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
+            grad_gate if has_gate else dummy, negative_slope, heads,
+            NEED_GATE_GRAD=need_gate and has_gate,
+            BLOCK_E=_block_edges(num_edges, num_dst, block_h), **common)
+    if broadcast:
+        partial = partial.sum(0, keepdim=True)
+    grad_dst = torch.cat([partial, partial.new_zeros(partial.size(0), heads,
+                                                     1)], dim=-1)
+    return grad_src, grad_dst.to(score_dst.dtype), grad_x, grad_gate
+
+
+def _attention_backward_fake(grad_out, grad_alpha, score_src, score_dst,
+                             x_src, edge_gate, rowptr, src, dst, colptr,
+                             csc_edge, csc_dst, seed, out, group_max,
+                             group_den, alpha, negative_slope, dropout,
+                             broadcast, need_alpha, use_triton, needs):
+    return (torch.empty_like(score_src), torch.empty_like(score_dst),
+            torch.empty_like(x_src), torch.empty_like(edge_gate)
+            if edge_gate is not None else x_src.new_empty(0))
+
+
+_forward_op = torch.library.custom_op(
+    'ikgat::fused_attention', _attention_forward, mutates_args=(),
+    schema=_FORWARD_SCHEMA)
+_forward_op.register_fake(_attention_forward_fake)
+_backward_op = torch.library.custom_op(
+    'ikgat::fused_attention_backward', _attention_backward, mutates_args=(),
+    schema=_BACKWARD_SCHEMA)
+_backward_op.register_fake(_attention_backward_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    (score_src, score_dst, x_src, edge_gate, *index, seed, negative_slope,
+     dropout, broadcast, need_alpha, use_triton) = inputs
+    out, alpha, group_max, group_den = output
+    ctx.save_for_backward(score_src, score_dst, x_src, edge_gate, *index,
+                          seed, out, group_max, group_den, alpha)
+    ctx.options = (negative_slope, dropout, broadcast, need_alpha,
+                   use_triton)
+    ctx.mark_non_differentiable(group_max, group_den)
+    if not need_alpha:
+        ctx.mark_non_differentiable(alpha)
+
+
+def _backward(ctx, grad_out, grad_alpha, _grad_max, _grad_den):
+    (score_src, score_dst, x_src, edge_gate, *index, seed, out, group_max,
+     group_den, alpha) = ctx.saved_tensors
+    needs = list(ctx.needs_input_grad[:4])
+    if grad_out is None:
+        grad_out = torch.zeros_like(out)
+    grads = _backward_op(grad_out, grad_alpha, score_src, score_dst, x_src,
+                         edge_gate, *index, seed, out, group_max, group_den,
+                         alpha, *ctx.options, needs)
+    return tuple(grad if need else None for grad, need in zip(grads, needs)
+                 ) + (None, ) * 12
+
+
+_forward_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# ---------------------------------------------------------------------------
+# The PyTorch implementation of both operators (use_triton=False: CPU
+# tensors under torch.compile): the same formulas on (E, H) tensors in CSR
+# order.  Attention dropout draws its mask from a torch.Generator seeded
+# with the seed tensor's value, in the forward and again in the backward
+# pass (reading the value waits for the device off the CPU).
+
+
+def _torch_keep(seed: Tensor, shape, dropout: float, like: Tensor) -> Tensor:
+    if dropout <= 0.0:
+        return like.new_ones(())
+    generator = torch.Generator(device=like.device)
+    generator.manual_seed(int(seed))
+    keep = torch.rand(shape, generator=generator, device=like.device,
+                      dtype=torch.float32) >= dropout
+    return keep.float() * _keep_scale(dropout)
+
+
+def _torch_edges(src: Tensor, dst: Tensor, num_src: int, num_dst: int
+                 ) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""The CSR's sources and targets as int64 indices, and which entries
+    are edges: a CSR with self-loops added in the sort keeps the given
+    self-loops behind every node's range, keyed past the last node, where
+    the Triton kernels never read them."""
+    src, dst = src.long(), dst.long()
+    valid = (src < num_src) & (dst < num_dst)
+    return (src.clamp(max=max(num_src - 1, 0)),
+            dst.clamp(max=max(num_dst - 1, 0)), valid.unsqueeze(-1))
+
+
+def _torch_logits(score_src, score_dst, edge_gate, src, dst, valid,
+                  broadcast, negative_slope):
+    from ikgat.nn.edge_softmax import edge_logit
+    rows = torch.zeros_like(dst) if broadcast else dst
+    gate = None if edge_gate is None else edge_gate.float()
+    logit, positive = edge_logit(score_src.float()[src],
+                                 score_dst.float()[rows], gate,
+                                 negative_slope)
+    return logit.masked_fill(~valid, float('-inf')), positive
+
+
+def _torch_forward(score_src, score_dst, x_src, edge_gate, src, dst, seed,
+                   num_dst, negative_slope, dropout, broadcast, need_alpha,
+                   dtype):
+    src, dst, valid = _torch_edges(src, dst, x_src.size(0), num_dst)
+    heads = x_src.size(1)
+    logit, _ = _torch_logits(score_src, score_dst, edge_gate, src, dst,
+                             valid, broadcast, negative_slope)
+    group_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
+        0, dst, logit, 'amax')
+    p = (logit - group_max[dst]).exp().masked_fill(~valid, 0.0)
+    group_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
+    weight = p / group_den[dst] * _torch_keep(seed, logit.shape, dropout,
+                                              logit)
+    out = x_src.new_zeros(num_dst, heads, x_src.size(2), dtype=torch.float32)
+    out.index_add_(0, dst, weight.unsqueeze(-1) * x_src.float()[src])
+    alpha = weight if need_alpha else logit.new_empty(0, heads)
+    return out.to(dtype), alpha, group_max, group_den
+
+
+def _torch_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
+                    edge_gate, src, dst, seed, group_max, group_den, delta,
+                    negative_slope, dropout, broadcast):
+    src, dst, valid = _torch_edges(src, dst, x_src.size(0),
+                                   group_max.size(0))
+    logit, positive = _torch_logits(score_src, score_dst, edge_gate, src,
+                                    dst, valid, broadcast, negative_slope)
+    alpha = ((logit - group_max[dst]).exp() / group_den[dst]).masked_fill(
+        ~valid, 0.0)
+    keep = _torch_keep(seed, logit.shape, dropout, logit)
+    g_out = grad_out.float()[dst]  # [E, H, C]
+    d_alpha = (g_out * x_src.float()[src]).sum(-1)
+    if grad_alpha is not None:
+        d_alpha = d_alpha + grad_alpha.float()
+    d_logit = alpha * (keep * d_alpha - delta[dst])
+    grad_x = torch.zeros_like(x_src, dtype=torch.float32).index_add_(
+        0, src, (keep * alpha).unsqueeze(-1) * g_out)
+    zero = torch.zeros_like(d_logit)
+    per_slope = torch.stack([torch.where(positive, d_logit, zero),
+                             torch.where(positive, zero, d_logit), zero], -1)
+    grad_src = torch.zeros_like(score_src, dtype=torch.float32).index_add_(
+        0, src, per_slope)
+    grad_dst = torch.zeros(score_dst.shape, dtype=torch.float32,
+                           device=score_dst.device).index_add_(
+        0, torch.zeros_like(dst) if broadcast else dst, per_slope)
+    grad_gate = (x_src.new_empty(0) if edge_gate is None else torch.where(
+        positive, d_logit, negative_slope * d_logit).to(edge_gate.dtype))
+    return (grad_src.to(score_src.dtype), grad_dst.to(score_dst.dtype),
+            grad_x.to(x_src.dtype), grad_gate)
 
 
 def fused_attention(
@@ -582,6 +804,8 @@ def fused_attention(
     edge_gate: Optional[Tensor] = None,
     negative_slope: float = 0.2,
     return_attention_weights: bool = False,
+    dropout: float = 0.0,
+    use_triton: Optional[bool] = None,
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     r"""Kernel attention in one fused pass per neighbourhood: returns
     :math:`\mathrm{out}` of shape :math:`(N_t, H, C)`, and with
@@ -589,10 +813,11 @@ def fused_attention(
     :math:`(E, H)` in the order of the edges given (see the module
     docstring).
 
-    Equals ``attention_aggregate(kernel_edge_softmax(score_src, score_dst,
-    edge_index, num_dst, edge_gate, negative_slope), x_src, edge_index,
-    num_dst)`` up to the order of floating-point additions, gradients
-    included; there is no attention dropout here (use that unfused path).
+    Equals ``attention_aggregate(F.dropout(kernel_edge_softmax(score_src,
+    score_dst, edge_index, num_dst, edge_gate, negative_slope), dropout),
+    x_src, edge_index, num_dst)`` up to the order of floating-point
+    additions and the random stream of the dropout mask, gradients
+    included.
 
     Args:
         score_src (torch.Tensor): Source scores :math:`(N_s, H, 3)`: the
@@ -612,7 +837,18 @@ def fused_attention(
         negative_slope (float, optional): The slope :math:`c_1`.
             (default: :obj:`0.2`)
         return_attention_weights (bool, optional): Also return
-            :math:`\alpha` (float32), differentiable. (default: :obj:`False`)
+            :math:`\alpha` (float32, after dropout, as GATConv returns
+            it), differentiable. (default: :obj:`False`)
+        dropout (float, optional): Attention dropout probability :math:`p`
+            (pass :obj:`0` in evaluation): each weight is kept with
+            probability :math:`1 - p` and scaled by :math:`1/(1 - p)`, as
+            :func:`torch.nn.functional.dropout` does. (default: :obj:`0`)
+        use_triton (bool, optional): Run the Triton kernels (:obj:`True`)
+            or the registered operator's PyTorch implementation
+            (:obj:`False`, :math:`E \times H \times C` temporaries: for CPU
+            tensors under :func:`torch.compile`); by default the kernels on
+            CUDA (and ``meta``) tensors, and on CPU tensors when
+            ``TRITON_INTERPRET=1``. (default: :obj:`None`)
     """
     if score_src.dim() != 3 or score_src.size(-1) != 3 or (
             score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
@@ -650,22 +886,33 @@ def fused_attention(
         raise ValueError(f"fused_attention: 'edge_gate' must be (E, H) = "
                          f"({num_edges}, {heads}) (got "
                          f"{tuple(edge_gate.shape)})")
-    _kernels()  # a missing Triton is reported first
+    if not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"fused_attention: 'dropout' must lie in [0, 1] "
+                         f"(got {dropout!r})")
     device = x_src.device
-    if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
-        raise RuntimeError("fused_attention runs Triton kernels: pass CUDA "
-                           "tensors, or set TRITON_INTERPRET=1 before "
-                           "importing triton to interpret them on CPU "
-                           "(slow; for tests)")
+    if use_triton is None:
+        use_triton = device.type in ('cuda', 'meta') or (
+            os.environ.get('TRITON_INTERPRET') == '1')
+    if use_triton:
+        _kernels()  # a missing Triton is reported first
+        if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
+            raise RuntimeError("fused_attention runs Triton kernels: pass "
+                               "CUDA tensors, or set TRITON_INTERPRET=1 "
+                               "before importing triton to interpret them on "
+                               "CPU (slow; for tests), or use_triton=False")
     if edge_gate is not None:
         # CSR order; autograd scatters its gradient back to the edge order.
         edge_gate = edge_gate.index_select(0, csr.perm).contiguous()
     broadcast = score_dst.size(0) == 1 and num_dst != 1
-    out, alpha = FusedAttention.apply(score_src.contiguous(),
-                                      score_dst.contiguous(),
-                                      x_src.contiguous(), edge_gate, csr,
-                                      float(negative_slope), broadcast,
-                                      bool(return_attention_weights))
+    # The dropout mask's seed, drawn on the device from torch's generator
+    # (no host synchronisation; torch.manual_seed makes runs repeatable):
+    seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
+            else csr.rowptr[:1])
+    out, alpha, _, _ = _forward_op(
+        score_src.contiguous(), score_dst.contiguous(), x_src.contiguous(),
+        edge_gate, csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge,
+        csr.csc_dst, seed, float(negative_slope), float(dropout), broadcast,
+        bool(return_attention_weights), bool(use_triton))
     if return_attention_weights:
         return out, alpha.index_select(0, csr.inverse_perm)
     return out

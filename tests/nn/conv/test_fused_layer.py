@@ -262,17 +262,21 @@ def test_sorted_edges_are_kept_for_the_same_edge_index(monkeypatch):
 def test_fused_path_rules():
     x, edge_index = random_graph(6, 12, 4, seed=10)
     conv = IKGATConv(4, 3, heads=2, dropout=0.5)
-    # The default switch runs it on CUDA tensors only:
+    # The default switch runs the Triton kernels on CUDA tensors only:
     assert conv.fused_attention is True
-    assert not conv._fused_attention_applies(edge_index, x)
+    expected = 'triton' if x.device.type == 'cuda' else None
+    assert conv._fused_kernels(edge_index, x) == expected
     conv.fused_attention = 'always'
-    assert not conv._fused_attention_applies(edge_index, x)  # dropout
+    # Attention dropout is fused too, in training and evaluation:
+    assert conv._fused_kernels(edge_index, x) == 'triton'
     conv.eval()
-    assert conv._fused_attention_applies(edge_index, x)
-    assert not conv._fused_attention_applies(edge_index, x.double())
+    assert conv._fused_kernels(edge_index, x) == 'triton'
+    assert conv._fused_kernels(edge_index, x.double()) is None
     conv.lean_aggregation = False
-    assert not conv._fused_attention_applies(edge_index, x)
+    assert conv._fused_kernels(edge_index, x) is None
     conv.lean_aggregation = True
+    conv.fused_attention = False
+    assert conv._fused_kernels(edge_index, x) is None
     conv.fused_attention = 'yes'
     with pytest.raises(ValueError, match="'fused_attention' must be True, "
                        "False or 'always'"):
