@@ -3,6 +3,9 @@ import math
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.data import Data
 
 from ikgat import IKGATConv, kernels
@@ -10,6 +13,12 @@ from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.reference import edge_wise_attention
 from ikgat.sampling import has_sampler
+
+#: The one device of the tests of the CUDA path (the fused attention, the
+#: Triton node terms, compile): CUDA where there is one, else the CPU, where
+#: tests/conftest.py switches Triton's interpreter on.  Every tensor of such
+#: a test is made on it or moved to it before it meets the layer.
+DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 
 def random_graph(num_nodes: int, num_edges: int, channels: int, seed: int,
@@ -146,3 +155,49 @@ def tiny_model(conv=IKGATConv, seed=0, **conv_kwargs):
 #: pyg-lib nor torch-sparse is installed.
 needs_sampler = pytest.mark.skipif(not has_sampler(),
                                    reason='needs pyg-lib or torch-sparse')
+
+
+class NoHostTensors(TorchDispatchMode):
+    """While a step runs on the 'meta' device (which stands for CUDA),
+    raise where a host value meets a device tensor, a host-to-device copy
+    on CUDA (a synchronisation with a pageable source) that reading no
+    value cannot reveal:
+
+    * a CPU tensor, 0-dim included, among the arguments of an operation on
+      meta tensors (``t * torch.tensor(2.0)``, ``cpu_tensor.to(device)``);
+    * a tensor made from a Python value (``aten.scalar_tensor``) written
+      into a device tensor (``t[0] = 1.0``, which on CUDA copies a CPU
+      scalar into GPU memory, on meta makes the scalar on meta first).
+
+    Not seen: ``torch.tensor([...], device=...)``, which fills the device
+    tensor below the dispatcher (``tests/test_imports.py``-style source
+    checks are the place for that).
+    """
+    HOST_MADE = ('aten::scalar_tensor', )
+    WRITES = ('aten::copy_', 'aten::index_put_', 'aten::fill_',
+              'aten::masked_fill_')
+
+    def __init__(self):
+        super().__init__()
+        self.host_made = WeakIdKeyDictionary()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [t for t in tree_flatten((args, kwargs))[0]
+                   if isinstance(t, torch.Tensor)]
+        devices = {t.device.type for t in tensors}
+        name = func._schema.name
+        if 'cpu' in devices and 'meta' in devices or (
+                'cpu' in devices and str(kwargs.get('device')) == 'meta'):
+            raise AssertionError(f'{func}: a host tensor meets a device '
+                                 f'tensor (a host-to-device copy on CUDA)')
+        if name in self.WRITES and any(t in self.host_made
+                                       for t in tensors[1:]):
+            raise AssertionError(f'{func}: a Python value is written into '
+                                 f'a device tensor (a host-to-device copy '
+                                 f'on CUDA); build it on the device, e.g. '
+                                 f'with new_full')
+        out = func(*args, **kwargs)
+        if name in self.HOST_MADE and isinstance(out, torch.Tensor):
+            self.host_made[out] = True
+        return out

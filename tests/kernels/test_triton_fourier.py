@@ -14,7 +14,7 @@ from ikgat.kernels.fused_fourier import (
     fused_fourier_log_similarity,
 )
 from ikgat.kernels.random_features import fourier_log_similarity
-from tests.helpers import random_graph
+from tests.helpers import DEVICE, random_graph
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available()
@@ -23,7 +23,6 @@ pytestmark = pytest.mark.skipif(
 pytest.importorskip('triton')
 
 EPS = 1e-5
-DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 # (N, H, C, R): empty, single node/head/channel/point, general sizes, and
 # more points than one block of the kernels (R > 32).
 SHAPES = [(0, 2, 3, 4), (1, 1, 1, 1), (37, 3, 5, 7), (70, 2, 8, 40)]

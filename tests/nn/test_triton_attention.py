@@ -4,7 +4,6 @@ then attention_aggregate): values and gradients on small graphs.
 Without CUDA the kernels run in Triton's interpreter, switched on by
 tests/conftest.py before Triton is first imported.
 """
-import os
 
 import pytest
 import torch
@@ -18,9 +17,7 @@ from ikgat.nn.triton_attention import (  # noqa: E402
     fused_attention,
     prepare_csr,
 )
-
-DEVICE = torch.device(
-    'cpu' if os.environ.get('TRITON_INTERPRET') == '1' else 'cuda')
+from tests.helpers import DEVICE  # noqa: E402
 
 
 def graph(num_src, num_dst, num_edges, seed, isolated=2):

@@ -18,7 +18,7 @@ from ikgat import IKGATConv, MIKANConv
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.training import train_node_classifier
-from tests.helpers import random_graph
+from tests.helpers import DEVICE, random_graph
 
 pytest.importorskip('triton')
 pytestmark = pytest.mark.skipif(
@@ -26,7 +26,6 @@ pytestmark = pytest.mark.skipif(
     and os.environ.get('TRITON_INTERPRET') != '1',
     reason='the CUDA path needs CUDA or TRITON_INTERPRET=1')
 
-DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 BACKEND = 'aot_eager'
 #: Every kernel of the registry, and MIKANConv's copula.
 LAYERS = sorted(KERNELS) + ['mikan']

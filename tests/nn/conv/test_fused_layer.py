@@ -7,7 +7,6 @@ Without CUDA the switch fused_attention='always' runs the kernels in Triton's
 interpreter (TRITON_INTERPRET=1, set by tests/conftest.py), so the graphs are
 small.
 """
-import os
 
 import pytest
 import torch
@@ -16,15 +15,13 @@ from hypothesis import strategies as st
 
 import ikgat.nn.conv.ikgat_conv as ikgat_conv_module
 from ikgat import IKGATConv, MIKANConv
+from ikgat.kernels import KERNELS
 from ikgat.nn import graph_cache
 from ikgat.nn.conv.ikgat_conv import CSR_WITH_SELF_LOOPS
-from ikgat.kernels import KERNELS
-from tests.helpers import random_graph
+from tests.helpers import DEVICE, random_graph
 
 pytest.importorskip('triton')
 
-DEVICE = torch.device(
-    'cpu' if os.environ.get('TRITON_INTERPRET') == '1' else 'cuda')
 KERNEL_NAMES = sorted(KERNELS)
 TOLERANCE = 1e-5
 
@@ -61,7 +58,8 @@ def both_paths(conv, x, edge_index, monkeypatch, edge_attr=None):
             nodes[0] if len(nodes) == 1 else tuple(nodes), edge_index,
             edge_attr=None if edge_attr is None else leaves[-1],
             return_attention_weights=True)
-        upstream = torch.linspace(-1, 1, out.numel()).view_as(out)
+        upstream = torch.linspace(-1, 1, out.numel(),
+                                  device=out.device).view_as(out)
         loss = (out * upstream).sum() + (alpha * alpha).sum()
         loss.backward()
         grads = [leaf.grad for leaf in leaves] + [
@@ -156,7 +154,8 @@ def outputs_and_gradients(conv, inputs, edge_index, weights, **kwargs):
     out = conv(x, edge_index, return_attention_weights=weights or None,
                **kwargs)
     out = out[0] if weights else out
-    (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+    upstream = torch.linspace(-1, 1, out.numel(), device=out.device)
+    (out * upstream.view_as(out)).sum().backward()
     return [out] + [leaf.grad for leaf in leaves if leaf is not None] + [
         p.grad for p in conv.parameters() if p.grad is not None]
 

@@ -4,8 +4,11 @@ mode only.
 
 On CPU the proof runs on the 'meta' device, whose tensors have no values:
 reading one on the host (int(), .item(), bool(), .nonzero(), a boolean mask,
-torch.unique) raises there, as it would synchronise on CUDA.  The CUDA test
-runs the layers under torch.cuda.set_sync_debug_mode('error').
+torch.unique) raises there, as it would synchronise on CUDA.  The other
+direction, a host value copied to the device (``t[0] = 1.0``, a CPU tensor
+meeting a device tensor), reads nothing: the steps also run under
+tests.helpers.NoHostTensors, which raises there.  The CUDA test runs the
+layers under torch.cuda.set_sync_debug_mode('error').
 """
 import gc
 import weakref
@@ -17,14 +20,14 @@ from torch_geometric.testing import onlyCUDA
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
-from ikgat.nn import graph_cache
-from ikgat.nn.conv.gat_base import SELF_LOOPS
-from ikgat.nn.conv.ikgat_conv import CSR
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
+from ikgat.nn import graph_cache
 from ikgat.nn.conv.checks import check_batch, check_edge_index, reads_values
+from ikgat.nn.conv.gat_base import SELF_LOOPS
+from ikgat.nn.conv.ikgat_conv import CSR
 from ikgat.nn.dropout import nonzero_dropout
-from tests.helpers import random_graph
+from tests.helpers import NoHostTensors, random_graph
 
 KERNEL_NAMES = sorted(KERNELS)
 META = torch.device('meta')
@@ -80,9 +83,62 @@ def meta_step(conv, num_nodes=10, num_edges=30, edge_dim=None, **kwargs):
         warm_self_loops(edge_index, num_nodes)
     if edge_dim is not None:
         kwargs['edge_attr'] = torch.randn(num_edges, edge_dim, device=META)
-    out = conv(x, edge_index, **kwargs)
-    out.sum().backward()
+    with NoHostTensors():
+        out = conv(x, edge_index, **kwargs)
+        out.sum().backward()
     assert out.device == META and x.grad is not None
+
+
+def test_host_values_meeting_device_tensors_are_refused():
+    # The check itself: each pattern copies a host value to a CUDA device.
+    device_tensor = torch.zeros(2, device=META)
+    for write in (lambda: device_tensor.__setitem__(0, 1.0),
+                  lambda: device_tensor * torch.tensor(2.0),
+                  lambda: torch.ones(2).to(META)):
+        with pytest.raises(AssertionError, match='host|Python value'):
+            with NoHostTensors():
+                write()
+    with NoHostTensors():  # made on the device: no copy
+        torch.cat([device_tensor.new_ones(1),
+                   device_tensor.new_full((1, ), 0.2)]) * 2.0
+
+
+def test_the_slopes_written_from_the_host_are_caught(monkeypatch):
+    # The synchronisation the first GPU run found in every forward pass
+    # (slopes[0] = 1.0), which reads no value: the check must fail on it.
+    from ikgat.nn.conv.ikgat_conv import IKGATConv as Layer
+    made_on_device = Layer._accumulation_inputs
+
+    def host_written_slopes(self, x_src, x_dst):
+        x_src, q, anchor, slopes = made_on_device(self, x_src, x_dst)
+        slopes = anchor.new_full((2, ), self.negative_slope)
+        slopes[0] = 1.0
+        return x_src, q, anchor, slopes
+
+    meta_step(IKGATConv(6, 4, heads=2, kernel='rbf'))  # as it is: passes
+    monkeypatch.setattr(Layer, '_accumulation_inputs', host_written_slopes)
+    with pytest.raises(AssertionError, match='aten.copy_.*Python value'):
+        meta_step(IKGATConv(6, 4, heads=2, kernel='rbf'))
+
+
+def test_no_device_tensor_is_made_from_python_data_in_the_library():
+    # torch.tensor([...], device=...) fills a CUDA tensor from the host
+    # below the dispatcher, where NoHostTensors cannot see it: the modules
+    # of a training step build their constants on the device instead.
+    import pathlib
+    import re
+
+    import ikgat
+    root = pathlib.Path(ikgat.__file__).parent
+    step_modules = [*(root / 'nn').rglob('*.py'),
+                    *(root / 'kernels').rglob('*.py'),
+                    root / 'models.py', root / 'training.py']
+    found = [f'{path.relative_to(root)}:{number}'
+             for path in step_modules
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r'\btorch\.(tensor|as_tensor)\(', line)
+             and not line.strip().startswith(('>>>', '#'))]
+    assert found == []
 
 
 @pytest.mark.parametrize('training', [True, False])
@@ -115,9 +171,10 @@ def test_fused_path_reads_no_value_off_the_cpu(kernel):
     edge_index = torch.randint(0, 10, (2, 30), device=META)
     warm_self_loops(edge_index, 10)
     edge_attr = torch.randn(30, 3, device=META)
-    out, (looped, alpha) = conv(x, edge_index, edge_attr,
-                                return_attention_weights=True)
-    (out.sum() + alpha.sum()).backward()
+    with NoHostTensors():
+        out, (looped, alpha) = conv(x, edge_index, edge_attr,
+                                    return_attention_weights=True)
+        (out.sum() + alpha.sum()).backward()
     assert out.shape == (10, 8) and alpha.shape == (looped.size(1), 2)
     assert graph_cache.lookup(looped, CSR, (10, 10)) is not None  # fused
     assert x.grad.shape == x.shape and conv.att_edge.grad is not None
@@ -136,7 +193,8 @@ def test_fused_path_reads_no_value_on_a_new_graph():
     for _ in range(2):  # two new graphs
         edge_index = torch.randint(0, 10, (2, 30), device=META)
         x = torch.randn(10, 6, device=META, requires_grad=True)
-        model(x, edge_index).sum().backward()
+        with NoHostTensors():
+            model(x, edge_index).sum().backward()
         assert x.grad.shape == x.shape
     for conv in (model.conv1, model.conv2):
         conv.fused_attention = False
@@ -170,7 +228,8 @@ def test_two_layer_gat_reads_no_value_off_the_cpu():
                         conv_kwargs={'add_self_loops': False}).to(META)
     x = torch.zeros(10, 6, device=META)
     edge_index = torch.randint(0, 10, (2, 30), device=META)
-    model(x, edge_index).sum().backward()
+    with NoHostTensors():
+        model(x, edge_index).sum().backward()
     # nonzero_dropout itself, which counts the non-zeros on CPU:
     assert nonzero_dropout(x, 0.5).device == META
 
