@@ -91,7 +91,9 @@ def _as_scores(values: ArrayLike, name: str) -> Tensor:
             f"{tuple(scores.shape)}; flatten it or pass probs.max(dim=1).values."
         )
     if scores.is_complex():
-        raise ValueError(f"{name} must be real-valued, got dtype {scores.dtype}.")
+        raise ValueError(
+            f"{name} must be real-valued, got dtype {scores.dtype}."
+        )
     scores = scores.to(torch.float64)
     if not torch.isfinite(scores).all():
         raise ValueError(
@@ -129,10 +131,14 @@ def _as_matrix(values: ArrayLike, name: str) -> Tensor:
             f"shape {tuple(matrix.shape)}; for a single sample use {name}[None]."
         )
     if matrix.is_complex():
-        raise ValueError(f"{name} must be real-valued, got dtype {matrix.dtype}.")
+        raise ValueError(
+            f"{name} must be real-valued, got dtype {matrix.dtype}."
+        )
     matrix = matrix.to(torch.float64)
     if torch.isnan(matrix).any():
-        raise ValueError(f"{name} contains NaN values; remove or replace them.")
+        raise ValueError(
+            f"{name} contains NaN values; remove or replace them."
+        )
     return matrix
 
 
@@ -140,7 +146,9 @@ def _as_probabilities(values: ArrayLike) -> Tensor:
     """2-D rows of class probabilities: non-negative, each summing to 1."""
     probs = _as_matrix(values, "probs")
     if not torch.isfinite(probs).all():
-        raise ValueError("probs contains infinite values; pass softmax outputs.")
+        raise ValueError(
+            "probs contains infinite values; pass softmax outputs."
+        )
     if (probs < 0).any():
         raise ValueError(
             f"probs contains negative values (minimum {probs.min().item():.6g}); "
@@ -158,7 +166,9 @@ def _as_probabilities(values: ArrayLike) -> Tensor:
     return probs
 
 
-def _as_labels(values: ArrayLike, num_samples: int, num_classes: int) -> Tensor:
+def _as_labels(
+    values: ArrayLike, num_samples: int, num_classes: int
+) -> Tensor:
     """1-D integer class indices in ``[0, num_classes)``, as int64."""
     labels = _as_tensor(values, "labels")
     if labels.ndim != 1:
@@ -166,7 +176,11 @@ def _as_labels(values: ArrayLike, num_samples: int, num_classes: int) -> Tensor:
             f"labels must be 1-D class indices, got shape {tuple(labels.shape)}; "
             "for one-hot labels pass labels.argmax(dim=1)."
         )
-    if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
+    if (
+        labels.dtype == torch.bool
+        or labels.is_floating_point()
+        or labels.is_complex()
+    ):
         raise ValueError(
             f"labels must have an integer dtype, got {labels.dtype}; "
             "pass class indices, e.g. labels.long()."
@@ -188,7 +202,9 @@ def _as_labels(values: ArrayLike, num_samples: int, num_classes: int) -> Tensor:
     return labels
 
 
-def _confidence_and_correct(probs: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+def _confidence_and_correct(
+    probs: Tensor, labels: Tensor
+) -> tuple[Tensor, Tensor]:
     confidence, predictions = probs.max(dim=1)
     return confidence, predictions == labels
 
@@ -203,7 +219,9 @@ def _require_both_classes(positives: Tensor, metric_name: str) -> None:
         )
 
 
-def _counts_at_thresholds(scores: Tensor, positives: Tensor) -> tuple[Tensor, Tensor]:
+def _counts_at_thresholds(
+    scores: Tensor, positives: Tensor
+) -> tuple[Tensor, Tensor]:
     """Cumulative (true positives, false positives) at each distinct score.
 
     Thresholds are the distinct score values in descending order; entry ``j``
@@ -211,7 +229,9 @@ def _counts_at_thresholds(scores: Tensor, positives: Tensor) -> tuple[Tensor, Te
     """
     sorted_scores, order = torch.sort(scores, descending=True, stable=True)
     sorted_positives = positives[order].to(torch.float64)
-    _, block_sizes = torch.unique_consecutive(sorted_scores, return_counts=True)
+    _, block_sizes = torch.unique_consecutive(
+        sorted_scores, return_counts=True
+    )
     block_ends = torch.cumsum(block_sizes, dim=0) - 1
     true_positives = torch.cumsum(sorted_positives, dim=0)[block_ends]
     false_positives = (block_ends + 1).to(torch.float64) - true_positives
@@ -257,13 +277,19 @@ def aurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     errors = ~_as_binary(correct, "correct", confidence.shape[0])
     num_samples = confidence.shape[0]
 
-    sorted_confidence, order = torch.sort(confidence, descending=True, stable=True)
+    sorted_confidence, order = torch.sort(
+        confidence, descending=True, stable=True
+    )
     sorted_errors = errors[order].to(torch.float64)
-    _, block_sizes = torch.unique_consecutive(sorted_confidence, return_counts=True)
+    _, block_sizes = torch.unique_consecutive(
+        sorted_confidence, return_counts=True
+    )
     block_ends = torch.cumsum(block_sizes, dim=0)
     block_starts = block_ends - block_sizes
     errors_through_block = torch.cumsum(sorted_errors, dim=0)[block_ends - 1]
-    errors_in_block = torch.diff(errors_through_block, prepend=errors_through_block.new_zeros(1))
+    errors_in_block = torch.diff(
+        errors_through_block, prepend=errors_through_block.new_zeros(1)
+    )
     errors_before_block = errors_through_block - errors_in_block
 
     block_of_position = torch.repeat_interleave(
@@ -287,8 +313,12 @@ def _optimal_aurc(num_samples: int, num_errors: int) -> float:
     ``(k - c) / k`` afterwards, so ``AURC* = (1/n) * sum_{k=c+1..n} (k - c)/k``.
     """
     num_correct = num_samples - num_errors
-    coverage_counts = torch.arange(num_correct + 1, num_samples + 1, dtype=torch.float64)
-    return ((coverage_counts - num_correct) / coverage_counts).sum().item() / num_samples
+    coverage_counts = torch.arange(
+        num_correct + 1, num_samples + 1, dtype=torch.float64
+    )
+    return (
+        (coverage_counts - num_correct) / coverage_counts
+    ).sum().item() / num_samples
 
 
 def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
@@ -302,7 +332,13 @@ def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     confidence = _as_scores(confidence, "confidence")
     correct = _as_binary(correct, "correct", confidence.shape[0])
     num_errors = int((~correct).sum())
-    return aurc(confidence, correct) - _optimal_aurc(confidence.shape[0], num_errors)
+    excess = aurc(confidence, correct) - _optimal_aurc(
+        confidence.shape[0], num_errors
+    )
+    # No ranking beats the optimal one, so the excess is >= 0; the two sums
+    # add the same terms in different orders, and a perfect ranking's
+    # difference can round to -1e-16 (7 samples, 6 errors): clamp it.
+    return max(excess, 0.0)
 
 
 # --------------------------------------------------------------------------
@@ -325,14 +361,22 @@ def auroc(scores: ArrayLike, positives: ArrayLike) -> float:
 
     true_positives, false_positives = _counts_at_thresholds(scores, positives)
     num_negatives = false_positives[-1]
-    positives_in_block = torch.diff(true_positives, prepend=true_positives.new_zeros(1))
-    negatives_in_block = torch.diff(false_positives, prepend=false_positives.new_zeros(1))
+    positives_in_block = torch.diff(
+        true_positives, prepend=true_positives.new_zeros(1)
+    )
+    negatives_in_block = torch.diff(
+        false_positives, prepend=false_positives.new_zeros(1)
+    )
     negatives_below_block = num_negatives - false_positives
-    pairs_won = (positives_in_block * (negatives_below_block + 0.5 * negatives_in_block)).sum()
+    pairs_won = (
+        positives_in_block * (negatives_below_block + 0.5 * negatives_in_block)
+    ).sum()
     return (pairs_won / (true_positives[-1] * num_negatives)).item()
 
 
-def fpr_at_tpr(scores: ArrayLike, positives: ArrayLike, tpr: float = 0.95) -> float:
+def fpr_at_tpr(
+    scores: ArrayLike, positives: ArrayLike, tpr: float = 0.95
+) -> float:
     """False positive rate at the first threshold whose TPR reaches ``tpr``.
 
     Thresholds run over the distinct scores from high to low, a sample being
@@ -343,7 +387,9 @@ def fpr_at_tpr(scores: ArrayLike, positives: ArrayLike, tpr: float = 0.95) -> fl
     Raises ValueError when only one class is present (the metric is undefined).
     """
     if not 0.0 < tpr <= 1.0:
-        raise ValueError(f"tpr must lie in (0, 1], got {tpr!r}; e.g. tpr=0.95.")
+        raise ValueError(
+            f"tpr must lie in (0, 1], got {tpr!r}; e.g. tpr=0.95."
+        )
     scores = _as_scores(scores, "scores")
     positives = _as_binary(positives, "positives", scores.shape[0])
     _require_both_classes(positives, "FPR at TPR")
@@ -402,8 +448,14 @@ def ece(probs: ArrayLike, labels: ArrayLike, num_bins: int = 15) -> float:
     in (0.0, 0.2]). Edges are ``i / num_bins`` in float64; float32 inputs are
     compared at their float32 value.
     """
-    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
-        raise ValueError(f"num_bins must be a positive integer, got {num_bins!r}.")
+    if (
+        isinstance(num_bins, bool)
+        or not isinstance(num_bins, int)
+        or num_bins < 1
+    ):
+        raise ValueError(
+            f"num_bins must be a positive integer, got {num_bins!r}."
+        )
     probs = _as_probabilities(probs)
     labels = _as_labels(labels, probs.shape[0], probs.shape[1])
     confidence, correct = _confidence_and_correct(probs, labels)
@@ -411,13 +463,19 @@ def ece(probs: ArrayLike, labels: ArrayLike, num_bins: int = 15) -> float:
     upper_edges = torch.arange(1, num_bins + 1, dtype=torch.float64) / num_bins
     # right=False: index i satisfies upper_edges[i-1] < conf <= upper_edges[i];
     # the clamp keeps a confidence above 1 by rounding in the last bin.
-    bin_index = torch.bucketize(confidence, upper_edges, right=False).clamp(max=num_bins - 1)
+    bin_index = torch.bucketize(confidence, upper_edges, right=False).clamp(
+        max=num_bins - 1
+    )
     correct_per_bin = torch.bincount(
         bin_index, weights=correct.to(torch.float64), minlength=num_bins
     )
-    confidence_per_bin = torch.bincount(bin_index, weights=confidence, minlength=num_bins)
+    confidence_per_bin = torch.bincount(
+        bin_index, weights=confidence, minlength=num_bins
+    )
     # |sum(correct) - sum(conf)| / n == (n_b / n) * |acc_b - conf_b|
-    return ((correct_per_bin - confidence_per_bin).abs().sum() / probs.shape[0]).item()
+    return (
+        (correct_per_bin - confidence_per_bin).abs().sum() / probs.shape[0]
+    ).item()
 
 
 def nll(probs: ArrayLike, labels: ArrayLike) -> float:
@@ -429,7 +487,9 @@ def nll(probs: ArrayLike, labels: ArrayLike) -> float:
     probs = _as_probabilities(probs)
     labels = _as_labels(labels, probs.shape[0], probs.shape[1])
     true_class_probs = probs.gather(1, labels[:, None]).squeeze(1)
-    return -true_class_probs.clamp(min=NLL_PROBABILITY_FLOOR).log().mean().item()
+    return (
+        -true_class_probs.clamp(min=NLL_PROBABILITY_FLOOR).log().mean().item()
+    )
 
 
 def brier(probs: ArrayLike, labels: ArrayLike) -> float:
@@ -439,7 +499,9 @@ def brier(probs: ArrayLike, labels: ArrayLike) -> float:
     """
     probs = _as_probabilities(probs)
     labels = _as_labels(labels, probs.shape[0], probs.shape[1])
-    one_hot = torch.nn.functional.one_hot(labels, probs.shape[1]).to(torch.float64)
+    one_hot = torch.nn.functional.one_hot(labels, probs.shape[1]).to(
+        torch.float64
+    )
     return (probs - one_hot).pow(2).sum(dim=1).mean().item()
 
 
@@ -448,7 +510,9 @@ def brier(probs: ArrayLike, labels: ArrayLike) -> float:
 # --------------------------------------------------------------------------
 
 
-def uncertainty_report(probs: ArrayLike, labels: ArrayLike) -> dict[str, float]:
+def uncertainty_report(
+    probs: ArrayLike, labels: ArrayLike
+) -> dict[str, float]:
     """All metrics of this module from softmax outputs, as plain fractions.
 
     Confidence is the MSP and ``correct`` is ``argmax == label``. Keys, in
@@ -469,9 +533,15 @@ def uncertainty_report(probs: ArrayLike, labels: ArrayLike) -> dict[str, float]:
         "aurc": aurc(confidence, correct),
         "eaurc": eaurc(confidence, correct),
         "auroc": auroc(confidence, correct) if has_both_outcomes else math.nan,
-        "fpr95": fpr_at_tpr(confidence, correct, 0.95) if has_both_outcomes else math.nan,
-        "aupr_success": aupr_success(confidence, correct) if has_both_outcomes else math.nan,
-        "aupr_error": aupr_error(confidence, correct) if has_both_outcomes else math.nan,
+        "fpr95": fpr_at_tpr(confidence, correct, 0.95)
+        if has_both_outcomes
+        else math.nan,
+        "aupr_success": aupr_success(confidence, correct)
+        if has_both_outcomes
+        else math.nan,
+        "aupr_error": aupr_error(confidence, correct)
+        if has_both_outcomes
+        else math.nan,
         "ece": ece(probs, labels),
         "nll": nll(probs, labels),
         "brier": brier(probs, labels),

@@ -32,7 +32,9 @@ from ikgat.metrics import (
 )
 
 
-def random_probs(rng: np.random.Generator, num_samples: int, num_classes: int) -> np.ndarray:
+def random_probs(
+    rng: np.random.Generator, num_samples: int, num_classes: int
+) -> np.ndarray:
     logits = rng.normal(scale=2.0, size=(num_samples, num_classes))
     return torch.as_tensor(logits).softmax(dim=1).numpy()
 
@@ -102,10 +104,16 @@ def test_aurc_ties_use_expected_risk_and_ignore_input_order():
     # Same as averaging the two tie-breaks: (0+0+1/3)/3 = 1/9 and
     # (0+1/2+1/3)/3 = 5/18, mean (2/18 + 5/18)/2 = 7/36.
     expected = 7 / 36
-    assert aurc([0.9, 0.5, 0.5], [1, 1, 0]) == pytest.approx(expected, abs=1e-12)
-    assert aurc([0.5, 0.5, 0.9], [0, 1, 1]) == pytest.approx(expected, abs=1e-12)
+    assert aurc([0.9, 0.5, 0.5], [1, 1, 0]) == pytest.approx(
+        expected, abs=1e-12
+    )
+    assert aurc([0.5, 0.5, 0.9], [0, 1, 1]) == pytest.approx(
+        expected, abs=1e-12
+    )
     # Optimal: 2 correct then 1 error -> (0 + 0 + 1/3) / 3 = 1/9.
-    assert eaurc([0.5, 0.5, 0.9], [0, 1, 1]) == pytest.approx(7 / 36 - 1 / 9, abs=1e-12)
+    assert eaurc([0.5, 0.5, 0.9], [0, 1, 1]) == pytest.approx(
+        7 / 36 - 1 / 9, abs=1e-12
+    )
 
 
 def test_aurc_with_ties_equals_mean_over_all_orders():
@@ -113,10 +121,14 @@ def test_aurc_with_ties_equals_mean_over_all_orders():
     confidence = [0.2, 0.7, 0.2, 0.7, 0.7, 0.4]
     correct = list(rng.integers(0, 2, size=6).astype(bool))
     per_order = [
-        naive_aurc_in_given_order([confidence[i] for i in perm], [correct[i] for i in perm])
+        naive_aurc_in_given_order(
+            [confidence[i] for i in perm], [correct[i] for i in perm]
+        )
         for perm in itertools.permutations(range(6))
     ]
-    assert aurc(confidence, correct) == pytest.approx(float(np.mean(per_order)), abs=1e-12)
+    assert aurc(confidence, correct) == pytest.approx(
+        float(np.mean(per_order)), abs=1e-12
+    )
 
 
 def test_aurc_without_ties_matches_naive_definition():
@@ -138,6 +150,19 @@ def test_eaurc_is_zero_for_perfect_ranking_and_optimum_near_closed_form():
     assert aurc(confidence, correct) == pytest.approx(
         rate + (1 - rate) * math.log(1 - rate), abs=1e-3
     )
+
+
+def test_eaurc_is_never_negative_from_round_off():
+    # The AURC and its optimum add the same terms in different orders; for
+    # perfect rankings of every size up to 60 the difference may round
+    # below zero (7 samples, 6 errors: -1.1e-16), the excess may not.
+    for num_samples in range(2, 61):
+        for num_errors in range(1, num_samples):
+            correct = torch.arange(num_samples) < num_samples - num_errors
+            confidence = torch.linspace(
+                1.0, 0.0, num_samples, dtype=torch.float64
+            )
+            assert eaurc(confidence, correct) >= 0.0, (num_samples, num_errors)
 
 
 def test_aurc_all_correct_and_all_wrong():
@@ -174,7 +199,9 @@ def test_fpr_at_tpr_hand_example():
     positives = np.array([1, 1, 0, 1, 0, 0])
     assert fpr_at_tpr(scores, positives) == pytest.approx(1 / 3, abs=1e-12)
     assert fpr_at_tpr(scores, positives, tpr=0.5) == 0.0
-    assert fpr_at_tpr(scores, positives, tpr=1.0) == pytest.approx(1 / 3, abs=1e-12)
+    assert fpr_at_tpr(scores, positives, tpr=1.0) == pytest.approx(
+        1 / 3, abs=1e-12
+    )
 
 
 def test_fpr_at_tpr_accepts_tied_samples_together():
@@ -187,11 +214,15 @@ def test_aupr_hand_examples():
     # Scores 0.9..0.6 with positives [1,0,1,0] (P=2):
     #   0.9: P=1 R=1/2 | 0.8: P=1/2 R=1/2 | 0.7: P=2/3 R=1 | 0.6: P=1/2 R=1
     #   AP = 1/2 * 1 + 0 + 1/2 * 2/3 + 0 = 5/6.
-    assert aupr([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0]) == pytest.approx(5 / 6, abs=1e-12)
+    assert aupr([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0]) == pytest.approx(
+        5 / 6, abs=1e-12
+    )
     # With a tie, positives [0,1,0,1] on scores [0.9,0.5,0.5,0.1]:
     #   0.9: P=0 R=0 | 0.5: TP=1 FP=2 P=1/3 R=1/2 | 0.1: P=1/2 R=1
     #   AP = 1/2 * 1/3 + 1/2 * 1/2 = 5/12.
-    assert aupr([0.9, 0.5, 0.5, 0.1], [0, 1, 0, 1]) == pytest.approx(5 / 12, abs=1e-12)
+    assert aupr([0.9, 0.5, 0.5, 0.1], [0, 1, 0, 1]) == pytest.approx(
+        5 / 12, abs=1e-12
+    )
 
 
 def test_aupr_success_and_error_hand_example():
@@ -200,7 +231,9 @@ def test_aupr_success_and_error_hand_example():
     # Success (positives = correct, 3 of them), by confidence:
     #   0.9: P=1 R=1/3 | 0.8: P=1 R=2/3 | 0.7: P=2/3 R=2/3 | 0.6: P=3/4 R=1
     #   AP = 1/3 + 1/3 + 0 + 1/3 * 3/4 = 11/12.
-    assert aupr_success(confidence, correct) == pytest.approx(11 / 12, abs=1e-12)
+    assert aupr_success(confidence, correct) == pytest.approx(
+        11 / 12, abs=1e-12
+    )
     # Error (positive = the 0.7 error), by -confidence: -0.6 (correct) first,
     # then -0.7 (error): P=1/2 R=1 -> AP = 1/2.
     assert aupr_error(confidence, correct) == pytest.approx(1 / 2, abs=1e-12)
@@ -211,7 +244,9 @@ def test_ranking_metrics_match_sklearn_on_tied_random_data(seed):
     rng = np.random.default_rng(seed)
     scores = tied_scores(rng, 300)
     positives = rng.random(300) < 0.3 + 0.4 * scores  # informative but noisy
-    assert auroc(scores, positives) == pytest.approx(roc_auc_score(positives, scores), abs=1e-12)
+    assert auroc(scores, positives) == pytest.approx(
+        roc_auc_score(positives, scores), abs=1e-12
+    )
     assert aupr(scores, positives) == pytest.approx(
         average_precision_score(positives, scores), abs=1e-12
     )
@@ -219,7 +254,9 @@ def test_ranking_metrics_match_sklearn_on_tied_random_data(seed):
         positives, scores, drop_intermediate=False
     )
     for target in (0.5, 0.95):
-        first_reaching = np.searchsorted(true_positive_rates, target, side="left")
+        first_reaching = np.searchsorted(
+            true_positive_rates, target, side="left"
+        )
         assert fpr_at_tpr(scores, positives, tpr=target) == pytest.approx(
             false_positive_rates[first_reaching], abs=1e-12
         )
@@ -230,8 +267,14 @@ def test_ranking_metrics_accept_torch_float32_and_numpy_bool():
     scores = tied_scores(rng, 100).astype(np.float32)
     positives = rng.random(100) < 0.5
     from_numpy = auroc(scores, positives)
-    from_torch = auroc(torch.from_numpy(scores), torch.from_numpy(positives).long())
-    assert from_numpy == from_torch == pytest.approx(roc_auc_score(positives, scores))
+    from_torch = auroc(
+        torch.from_numpy(scores), torch.from_numpy(positives).long()
+    )
+    assert (
+        from_numpy
+        == from_torch
+        == pytest.approx(roc_auc_score(positives, scores))
+    )
 
 
 def test_aupr_error_matches_sklearn_on_negated_confidence():
@@ -329,8 +372,16 @@ def test_uncertainty_report_hand_example():
     labels = np.array([0, 0, 0, 0])
     report = uncertainty_report(probs, labels)
     assert list(report) == [
-        "accuracy", "aurc", "eaurc", "auroc", "fpr95",
-        "aupr_success", "aupr_error", "ece", "nll", "brier",
+        "accuracy",
+        "aurc",
+        "eaurc",
+        "auroc",
+        "fpr95",
+        "aupr_success",
+        "aupr_error",
+        "ece",
+        "nll",
+        "brier",
     ]
     assert report["accuracy"] == pytest.approx(0.5)
     assert report["aurc"] == pytest.approx(1 / 3)
@@ -346,7 +397,9 @@ def test_uncertainty_report_hand_example():
     # gaps .1 + .8 + .3 + .6 = 1.8, / 4 = 0.45.
     assert report["ece"] == pytest.approx(0.45)
     # NLL: -(ln .9 + ln .2 + ln .7 + ln .4) / 4.
-    assert report["nll"] == pytest.approx(-(math.log(0.9 * 0.2 * 0.7 * 0.4)) / 4)
+    assert report["nll"] == pytest.approx(
+        -(math.log(0.9 * 0.2 * 0.7 * 0.4)) / 4
+    )
     # Brier: 2*(.1^2 + .8^2 + .3^2 + .6^2) / 4 = 2 * 1.1 / 4 = 0.55.
     assert report["brier"] == pytest.approx(0.55)
 
@@ -354,7 +407,11 @@ def test_uncertainty_report_hand_example():
 def test_uncertainty_report_marks_undefined_ranking_metrics_nan():
     probs = np.array([[0.9, 0.1], [0.2, 0.8]])
     report = uncertainty_report(probs, np.array([0, 1]))  # all correct
-    assert report["accuracy"] == 1.0 and report["aurc"] == 0.0 and report["eaurc"] == 0.0
+    assert (
+        report["accuracy"] == 1.0
+        and report["aurc"] == 0.0
+        and report["eaurc"] == 0.0
+    )
     for key in ("auroc", "fpr95", "aupr_success", "aupr_error"):
         assert math.isnan(report[key])
     assert all(isinstance(value, float) for value in report.values())
@@ -370,27 +427,65 @@ VALID_PROBS = np.array([[0.7, 0.3], [0.4, 0.6]])
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: nll(VALID_PROBS, np.array([0, 1, 1])), r"labels has 3 entries but there are 2"),
-        (lambda: auroc([0.1, 0.2, 0.3], [1, 0]), r"positives must have shape \(3,\)"),
-        (lambda: aurc([0.1, 0.2], [1, 0, 1]), r"correct must have shape \(2,\)"),
-        (lambda: ece(np.array([0.7, 0.3]), np.array([0])), r"probs must be 2-D.*shape \(2,\)"),
-        (lambda: accuracy(np.ones((2, 2, 2)), np.array([0, 1])), r"must be 2-D.*\(2, 2, 2\)"),
-        (lambda: brier(VALID_PROBS, np.array([0, 2])), r"labels must lie in \[0, 1\].*found 2"),
+        (
+            lambda: nll(VALID_PROBS, np.array([0, 1, 1])),
+            r"labels has 3 entries but there are 2",
+        ),
+        (
+            lambda: auroc([0.1, 0.2, 0.3], [1, 0]),
+            r"positives must have shape \(3,\)",
+        ),
+        (
+            lambda: aurc([0.1, 0.2], [1, 0, 1]),
+            r"correct must have shape \(2,\)",
+        ),
+        (
+            lambda: ece(np.array([0.7, 0.3]), np.array([0])),
+            r"probs must be 2-D.*shape \(2,\)",
+        ),
+        (
+            lambda: accuracy(np.ones((2, 2, 2)), np.array([0, 1])),
+            r"must be 2-D.*\(2, 2, 2\)",
+        ),
+        (
+            lambda: brier(VALID_PROBS, np.array([0, 2])),
+            r"labels must lie in \[0, 1\].*found 2",
+        ),
         (lambda: brier(VALID_PROBS, np.array([-1, 0])), r"found -1"),
         (lambda: nll(VALID_PROBS, np.array([0.0, 1.0])), r"integer dtype"),
-        (lambda: nll(np.array([[0.7, 0.2], [0.5, 0.5]]), np.array([0, 1])),
-         r"row 0 sums to 0\.9.*softmax"),
-        (lambda: ece(np.array([[2.0, -1.0]]), np.array([0])), r"negative.*softmax"),
-        (lambda: nll(np.zeros((0, 3)), np.array([], dtype=np.int64)), r"probs is empty"),
-        (lambda: aurc(np.array([]), np.array([], dtype=bool)), r"confidence is empty"),
-        (lambda: auroc([0.2, 0.9], [1, 1]), r"AUROC is undefined when all 2 samples are positive"),
+        (
+            lambda: nll(np.array([[0.7, 0.2], [0.5, 0.5]]), np.array([0, 1])),
+            r"row 0 sums to 0\.9.*softmax",
+        ),
+        (
+            lambda: ece(np.array([[2.0, -1.0]]), np.array([0])),
+            r"negative.*softmax",
+        ),
+        (
+            lambda: nll(np.zeros((0, 3)), np.array([], dtype=np.int64)),
+            r"probs is empty",
+        ),
+        (
+            lambda: aurc(np.array([]), np.array([], dtype=bool)),
+            r"confidence is empty",
+        ),
+        (
+            lambda: auroc([0.2, 0.9], [1, 1]),
+            r"AUROC is undefined when all 2 samples are positive",
+        ),
         (lambda: aupr([0.2, 0.9], [0, 0]), r"AUPR is undefined.*negative"),
         (lambda: aupr_success([0.2, 0.9], [1, 1]), r"AUPR is undefined"),
         (lambda: fpr_at_tpr([0.2, 0.9], [0, 0]), r"FPR at TPR is undefined"),
-        (lambda: fpr_at_tpr([0.2, 0.9], [0, 1], tpr=0.0), r"tpr must lie in \(0, 1\]"),
+        (
+            lambda: fpr_at_tpr([0.2, 0.9], [0, 1], tpr=0.0),
+            r"tpr must lie in \(0, 1\]",
+        ),
         (lambda: auroc([0.2, 0.9], [0, 2]), r"only 0 and 1, found 2"),
         (lambda: auroc([0.2, float("nan")], [0, 1]), r"NaN or infinite"),
-        (lambda: ece(VALID_PROBS, np.array([0, 1]), num_bins=0), r"num_bins must be a positive"),
+        (
+            lambda: ece(VALID_PROBS, np.array([0, 1]), num_bins=0),
+            r"num_bins must be a positive",
+        ),
     ],
 )
 def test_bad_input_raises_value_error(call, message):
