@@ -10,6 +10,7 @@ import torch
 
 from benchmarks import gpu_memory, gpu_speed
 from benchmarks.harness.live_tensors import LiveTensorBytes
+from tests.helpers import DEVICE
 
 META = torch.device('meta')
 SIZE = (30, 120, 12, 4)  # nodes, edges, features, classes
@@ -88,7 +89,10 @@ def test_meta_prediction_equals_the_same_step_on_cpu(name, training):
 def test_self_loops_are_added_where_each_layer_adds_them():
     # GATConv: in every forward pass of every layer; the unfused ikgat
     # layers: once per graph, shared; the fused ones add their own.
-    models = {name: gpu_speed.build_model(name, 4, 3, add_self_loops=False)
+    # On DEVICE (CUDA on a GPU machine, else the CPU with Triton's
+    # interpreter), where the fused layer runs its kernels:
+    models = {name: gpu_speed.build_model(name, 4, 3, add_self_loops=False
+                                          ).to(DEVICE)
               for name in ('GATConv', 'IKGATConv-direct-unfused',
                            'IKGATConv-direct')}
     seen = {}
@@ -98,7 +102,8 @@ def test_self_loops_are_added_where_each_layer_adds_them():
             layer.register_forward_hook(
                 lambda layer, args, out: seen.setdefault(layer, []).append(
                     args[1]))
-    x, edge_index = torch.randn(6, 4), torch.randint(0, 6, (2, 10))
+    x = torch.randn(6, 4, device=DEVICE)
+    edge_index = torch.randint(0, 6, (2, 10), device=DEVICE)
     for _ in range(2):
         for model in models.values():
             model(x, edge_index)
@@ -107,7 +112,7 @@ def test_self_loops_are_added_where_each_layer_adds_them():
     assert all(tensor.shape == (2, 16) for tensor in
                given['GATConv'] + given['IKGATConv-direct-unfused'])
     assert torch.equal(given['GATConv'][0][:, 10:],
-                       torch.arange(6).expand(2, -1))
+                       torch.arange(6, device=DEVICE).expand(2, -1))
     assert len({id(tensor) for tensor in given['GATConv']}) == 4
     assert len({id(tensor) for tensor in
                 given['IKGATConv-direct-unfused']}) == 1
