@@ -1,0 +1,160 @@
+r"""The whole CUDA study in one command, for a GPU machine:
+``python -m benchmarks.cuda_study --output-dir DIR``.
+
+    IKGAT_DATA=../shared/data python -m benchmarks.cuda_study --output-dir $OUT
+
+Each part runs as its own process (one failing part does not stop the
+others), writing under ``DIR``:
+
+1. ``gpu_speed.md``/``.json``: the layer study (:mod:`benchmarks.gpu_speed`)
+   at Cora, PubMed and arxiv size, every layer eager and through
+   :func:`torch.compile` (GATConv included), float32 and bf16 autocast, and
+   the arxiv-size two-layer training step;
+2. ``gpu_speed_dropout.md``: the same with attention dropout 0.6 (the GAT
+   recipe) in training;
+3. ``gpu_speed_products.md``: the products-size layer and two-layer
+   training step (GATConv and IKGATConv ``rbf``/``direct``, eager and
+   compiled; MIKANConv);
+4. ``gat_recipe.csv``/``.md``: the GAT paper's protocol on Cora and PubMed
+   (:mod:`benchmarks.planetoid`, 200 epochs, 3 seeds) for GATConv and the
+   ikgat layers: milliseconds per epoch and test accuracy;
+5. ``launches.md``: the operations per step on the CUDA path
+   (:mod:`benchmarks.launches`, counted on the meta device);
+6. ``summary.md``: what ran, each part's exit status and time, the GPU,
+   the versions and the commit.
+
+``--quick`` runs every part at toy sizes (on CPU, a smoke test of the
+command itself: no number from it is a GPU number).
+"""
+import argparse
+import csv
+import os
+import os.path as osp
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.results import write_text
+
+#: The layers of the GAT-recipe part (benchmarks.harness.registry names).
+RECIPE_MODELS = ['gat', 'gat-rbf', 'ikan-direct', 'ikan', 'mikan']
+PRODUCTS_MODELS = ['GATConv', 'GATConv-compiled', 'IKGATConv-rbf',
+                   'IKGATConv-rbf-compiled', 'IKGATConv-direct',
+                   'IKGATConv-direct-compiled', 'MIKANConv']
+PRODUCTS_TRAINING = ['GATConv', 'GATConv-compiled', 'IKGATConv-rbf',
+                     'IKGATConv-direct', 'IKGATConv-direct-compiled']
+
+
+def parts(out: str, quick: bool) -> List[Tuple[str, List[str]]]:
+    r"""(name, module and arguments) of every part."""
+    def path(name: str) -> str:
+        return osp.join(out, name)
+
+    if quick:
+        layers = ['--smoke', '--graphs', 'tiny', '--rounds', '1']
+        products = layers + ['--models', 'GATConv', 'IKGATConv-direct']
+        recipe = ['--datasets', 'Cora', '--models', 'gat', 'ikan-direct',
+                  '--seeds', '1', '--epochs', '2', '--patience', '2',
+                  '--device', 'cpu']
+        launches = ['--sizes', '200', '800', '--layers', 'IKGATConv-direct']
+    else:
+        layers = ['--graphs', 'cora', 'pubmed', 'arxiv']
+        products = ['--graphs', 'products', '--rounds', '3', '--warmup', '1',
+                    '--models', *PRODUCTS_MODELS, '--training-models',
+                    *PRODUCTS_TRAINING]
+        recipe = ['--datasets', 'Cora', 'PubMed', '--models',
+                  *RECIPE_MODELS, '--seeds', '3', '--epochs', '200',
+                  '--patience', '200', '--device', 'cuda']
+        launches = []
+    return [
+        ('layer study', ['benchmarks.gpu_speed', *layers, '--output',
+                         path('gpu_speed.md')]),
+        ('layer study, attention dropout 0.6',
+         ['benchmarks.gpu_speed', *layers, '--attention-dropout', '0.6',
+          '--output', path('gpu_speed_dropout.md')]),
+        ('products size', ['benchmarks.gpu_speed', *products, '--output',
+                           path('gpu_speed_products.md')]),
+        ('GAT recipe', ['benchmarks.planetoid', *recipe, '--results',
+                        path('gat_recipe.csv'), '--no-progress']),
+        ('launch counts', ['benchmarks.launches', *launches, '--output',
+                           path('launches.md')]),
+    ]
+
+
+def recipe_table(results: str) -> str:
+    r"""Median milliseconds per epoch and mean test accuracy per dataset
+    and model, from the GAT-recipe rows."""
+    with open(results, newline='') as handle:
+        rows = list(csv.DictReader(handle))
+    groups: Dict[Tuple[str, str], List[dict]] = {}
+    for row in rows:
+        groups.setdefault((row['dataset'], row['model']), []).append(row)
+    lines = ['| dataset | model | ms per epoch (median over seeds) | '
+             'test accuracy (mean) | seeds |', '|---|---|---:|---:|---:|']
+    for (dataset, model), runs in groups.items():
+        per_epoch = statistics.median(
+            1e3 * float(run['seconds']) / int(run['epochs']) for run in runs)
+        accuracy = statistics.mean(float(run['test_acc']) for run in runs)
+        lines.append(f'| {dataset} | {model} | {per_epoch:.1f} | '
+                     f'{accuracy:.3f} | {len(runs)} |')
+    return '\n'.join(lines) + '\n'
+
+
+def device_name() -> str:
+    import torch
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    return f'no GPU ({platform.processor() or platform.machine()})'
+
+
+def main(argv: Optional[List[str]] = None) -> List[Tuple[str, int]]:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--output-dir', required=True,
+                        help='folder for every result file (created)')
+    parser.add_argument('--quick', action='store_true',
+                        help='toy sizes on CPU: checks the command only')
+    args = parser.parse_args(argv)
+    out = osp.abspath(args.output_dir)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as error:
+        parser.error(f'cannot create --output-dir {args.output_dir!r}: '
+                     f'{error}')
+    import torch
+    import torch_geometric
+    if not args.quick and not torch.cuda.is_available():
+        parser.error('no CUDA device; this study needs a GPU (--quick '
+                     'checks the command on CPU)')
+    statuses = []
+    report = ['# The CUDA study', '',
+              f'Device: {device_name()}; torch {torch.__version__}, '
+              f'torch_geometric {torch_geometric.__version__}, Python '
+              f'{platform.python_version()}; git commit {git_commit()}.',
+              f'Command: `python -m benchmarks.cuda_study '
+              f'{" ".join(argv if argv is not None else sys.argv[1:])}`.',
+              '', '| part | command | exit status | seconds |',
+              '|---|---|---:|---:|']
+    for name, command in parts(out, args.quick):
+        print(f'cuda_study: {name}', file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        status = subprocess.call([sys.executable, '-m', *command])
+        seconds = time.perf_counter() - start
+        statuses.append((name, status))
+        report.append(f'| {name} | `python -m {" ".join(command)}` | '
+                      f'{status} | {seconds:.0f} |')
+    recipe = osp.join(out, 'gat_recipe.csv')
+    if osp.exists(recipe):
+        table = recipe_table(recipe)
+        write_text(osp.join(out, 'gat_recipe.md'), table)
+        report += ['', '## GAT recipe', '', table]
+    write_text(osp.join(out, 'summary.md'), '\n'.join(report) + '\n')
+    return statuses
+
+
+if __name__ == '__main__':
+    failed = [name for name, status in main() if status != 0]
+    sys.exit(1 if failed else 0)

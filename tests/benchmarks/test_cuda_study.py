@@ -1,0 +1,26 @@
+"""The one command of the CUDA study runs every part (at toy sizes on CPU
+with --quick) and writes its summary."""
+import pytest
+
+from benchmarks import cuda_study
+
+
+def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
+    statuses = cuda_study.main(['--output-dir', str(tmp_path), '--quick'])
+    assert [name for name, _ in statuses] == [
+        name for name, _ in cuda_study.parts(str(tmp_path), quick=True)]
+    assert all(status == 0 for _, status in statuses), statuses
+    summary = (tmp_path / 'summary.md').read_text()
+    assert 'git commit' in summary and '## GAT recipe' in summary
+    for name in ('gpu_speed.md', 'gpu_speed_dropout.md',
+                 'gpu_speed_products.md', 'gat_recipe.csv', 'launches.md'):
+        assert (tmp_path / name).stat().st_size > 0, name
+
+
+def test_the_full_study_asks_for_a_gpu(tmp_path, capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip('a GPU is here')
+    with pytest.raises(SystemExit):
+        cuda_study.main(['--output-dir', str(tmp_path)])
+    assert 'needs a GPU' in capsys.readouterr().err
