@@ -894,7 +894,11 @@ def fused_attention(
         use_triton = device.type in ('cuda', 'meta') or (
             os.environ.get('TRITON_INTERPRET') == '1')
     if use_triton:
-        _kernels()  # a missing Triton is reported first
+        if not torch.compiler.is_compiling():
+            # A missing Triton is reported first (while compiling, the
+            # operator reports it when it runs: importing Triton inside the
+            # traced code would break the graph).
+            _kernels()
         if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
             raise RuntimeError("fused_attention runs Triton kernels: pass "
                                "CUDA tensors, or set TRITON_INTERPRET=1 "

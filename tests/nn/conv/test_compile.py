@@ -231,3 +231,16 @@ def test_autocast_availability_is_not_traced(monkeypatch):
     conv = cuda_path_layer('rbf')
     x, edge_index = graph(12, 40, seed=8)
     torch.compile(conv, fullgraph=True, backend=BACKEND)(x, edge_index)
+
+
+def test_first_compiled_call_does_not_import_triton_in_the_graph(
+        monkeypatch):
+    # In a new process the Triton kernels are jitted on first use; that must
+    # happen inside the operator, not in the traced wrapper (an import
+    # there broke the graph of the first compiled layer).
+    import ikgat.nn.triton_attention as triton_attention
+    monkeypatch.setattr(triton_attention, '_KERNELS', None)
+    conv = cuda_path_layer('rbf')
+    x, edge_index = graph(12, 40, seed=9)
+    torch.compile(conv, fullgraph=True, backend=BACKEND)(x, edge_index)
+    assert triton_attention._KERNELS is not None
