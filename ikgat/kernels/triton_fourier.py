@@ -223,7 +223,9 @@ def _kernels() -> Dict[str, object]:
     return _KERNELS
 
 
-def _next_power_of_2(n: int) -> int:
+def next_power_of_2(n: int) -> int:
+    r"""The smallest power of two :math:`\ge n` (at least 1): Triton's
+    block sizes."""
     return 1 << max(0, int(n) - 1).bit_length()
 
 
@@ -231,14 +233,15 @@ def _blocks(num_angles: int, channels: int, slopes: int
             ) -> Tuple[int, int, int, int]:
     r""":math:`(B_N, B_R, B_C, B_T)`: a tile of at most
     :data:`TILE_ELEMENTS` nodes x points x channels."""
-    block_c = _next_power_of_2(channels)
-    block_r = min(_next_power_of_2(num_angles), 32)
+    block_c = next_power_of_2(channels)
+    block_r = min(next_power_of_2(num_angles), 32)
     block_n = max(1, min(128, TILE_ELEMENTS // (block_r * block_c)))
-    return block_n, block_r, block_c, _next_power_of_2(slopes)
+    return block_n, block_r, block_c, next_power_of_2(slopes)
 
 
 def triton_available() -> bool:
-    r"""Whether Triton can be imported."""
+    r"""Whether Triton can be imported (for the node terms here and the
+    fused attention of :mod:`ikgat.nn.triton_attention`)."""
     try:
         import triton  # noqa: F401
     except ImportError:

@@ -122,6 +122,8 @@ from typing import NamedTuple, Optional, Tuple, Union
 import torch
 from torch import Tensor
 
+from ikgat.kernels.triton_fourier import next_power_of_2
+
 # Filled by _kernels() on first use; the kernel bodies below read them as
 # module globals when Triton compiles (or interprets) them.
 triton = None
@@ -471,15 +473,6 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
              mask=mask_h)
 
 
-def triton_available() -> bool:
-    r"""Whether Triton can be imported."""
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _kernels():
     global triton, tl, _edge_slope, _edge_logit, _keep, _KERNELS
     if _KERNELS is None:
@@ -503,14 +496,10 @@ def _kernels():
     return _KERNELS
 
 
-def _next_power_of_2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
-
-
 def _block_edges(num_edges: int, num_nodes: int, tile: int) -> int:
     # About one tile per node on average, at most TILE_ELEMENTS per tile;
     # E and N are shapes, so choosing the block needs no host sync.
-    degree = _next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
+    degree = next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
     return max(2, min(degree, 128, max(2, TILE_ELEMENTS // tile)))
 
 
@@ -560,7 +549,7 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
                             dtype=torch.float32)
     if num_dst == 0:
         return out, alpha, group_max, group_den
-    block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
+    block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
     has_gate = edge_gate is not None
     gate_arg = edge_gate if has_gate else score_src  # unused pointer
     common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
@@ -622,7 +611,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
     grad_src = torch.empty_like(score_src)
     grad_logit = x_src.new_empty(num_edges if need_logit else 0, heads,
                                  dtype=torch.float32)
-    block_h, block_c = _next_power_of_2(heads), _next_power_of_2(channels)
+    block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
     gate_arg = edge_gate if has_gate else score_src
     dummy = grad_logit if num_edges else group_max
     common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
