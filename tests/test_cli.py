@@ -223,3 +223,22 @@ def test_train_under_torchrun_with_two_processes(cora, tmp_path, regime):
     assert len(lines) == 3, done.stdout
     assert '2 processes' in lines[0] and '2 epochs in' in lines[1]
     assert osp.exists(path)
+
+
+def test_train_compiles_the_model(cora, capsys, monkeypatch):
+    # --compile trains the model through torch.compile (here with the
+    # eager backend, so that the test does not wait for Inductor), with
+    # dynamic shapes only for mini-batches.
+    calls = []
+    compile_ = torch.compile
+
+    def recording(model, **kwargs):
+        calls.append(kwargs)
+        return compile_(model, backend='eager', **kwargs)
+
+    monkeypatch.setattr(torch, 'compile', recording)
+    main(['train', '--epochs', '2', '--hidden', '2', '--heads', '2',
+          '--compile', '--no-progress'])
+    out = capsys.readouterr().out
+    assert calls == [dict(dynamic=None)]
+    assert ', compiled' in out and 'test accuracy' in out
