@@ -12,7 +12,8 @@ r"""The lab: studies of :mod:`ikgat`, run from a checkout's root as
 * :mod:`~benchmarks.minibatch`: mini-batch (neighbour-sampled) training
   throughput, and the speed-up from 1 to 2 data-parallel processes;
 * :mod:`~benchmarks.exactness`: the figures behind the correctness claims;
-* :mod:`~benchmarks.figures`: the README's figures.
+* :mod:`~benchmarks.figures`: the figures of the inspection guide
+  (docs/guides/inspection.md).
 
 :mod:`benchmarks.harness` holds what the studies share.  Results go to
 ``benchmarks/results/``.  Imports flow one way: benchmarks import

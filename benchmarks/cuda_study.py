@@ -1,7 +1,7 @@
 r"""The whole CUDA study in one command, for a GPU machine:
 ``python -m benchmarks.cuda_study --output-dir DIR``.
 
-    IKGAT_DATA=../shared/data python -m benchmarks.cuda_study --output-dir $OUT
+    IKGAT_DATA=/path/to/data python -m benchmarks.cuda_study --output-dir gpu-results
 
 Each part runs as its own process (one failing part does not stop the
 others), writing under ``DIR``:

@@ -6,7 +6,7 @@ norms; :class:`IKGATConv` generalises both parts (Implicit Kernel Attention).
 from ikgat import kernels
 from ikgat.nn import AttentionDecomposition, IKGATConv, KEPGATConv, MIKANConv
 
-__version__ = '0.1.0'
+__version__ = '0.2.0.dev0'
 
 __all__ = [
     'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition', 'kernels',

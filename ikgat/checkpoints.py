@@ -27,7 +27,10 @@ import torch
 
 from ikgat.durable import atomic_open
 
+#: The ``format`` field that marks a file as an ikgat checkpoint.
 FORMAT = 'ikgat-checkpoint'
+#: The checkpoint layout written now (older versions are read or refused
+#: with a message).
 VERSION = 1
 
 

@@ -101,6 +101,7 @@ def user_input(what: str = ''):
 
 
 def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
+    r"""Add ``ikgat train`` and its options to :obj:`subparsers`."""
     parser = subparsers.add_parser(
         'train', parents=[common],
         help='train a 2-layer IKGAT on a Planetoid dataset and print its '
@@ -161,6 +162,9 @@ def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> None:
+    r"""``ikgat train``: train a two-layer model on a Planetoid dataset
+    with the parsed options, print the accuracies and, with
+    ``--save-checkpoint``, write the checkpoint."""
     start = time.perf_counter()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -255,6 +259,7 @@ def run_train(args: argparse.Namespace) -> None:
         torch.distributed.destroy_process_group()
 
 
+#: The figures of ``ikgat plot --kind``, with what each shows.
 PLOT_KINDS = {
     'tsne': 't-SNE of the spectral points per head against GAT\'s '
             'Gaussian spectral density',
@@ -268,6 +273,7 @@ PLOT_KINDS = {
 
 
 def add_plot_parser(subparsers, common: argparse.ArgumentParser) -> None:
+    r"""Add ``ikgat plot`` and its options to :obj:`subparsers`."""
     parser = subparsers.add_parser(
         'plot', parents=[common],
         help='plot what a trained model learned, from checkpoints written '
@@ -291,6 +297,8 @@ def add_plot_parser(subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> None:
+    r"""``ikgat plot``: draw the figure of ``--kind`` from checkpoints
+    into ``--out``."""
     with user_input('--out: '):
         check_writable(args.out)
     with user_input():
@@ -378,6 +386,9 @@ def _checkpoint_labels(paths, checkpoints, numeric: bool) -> list:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    r"""The ``ikgat`` command: parse :obj:`argv` (the command line by
+    default) and run the sub-command; a user error is one line on stderr
+    and exit status 2 (``--debug`` shows the traceback)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument('--debug', action='store_true',
                         default=argparse.SUPPRESS,

@@ -18,6 +18,7 @@ from typing import Any, List, Optional, Tuple
 
 from torch_geometric.datasets import Planetoid
 
+#: The Planetoid datasets, by the lower-case name the CLI accepts.
 PLANETOID_NAMES = {'cora': 'Cora', 'citeseer': 'CiteSeer', 'pubmed': 'PubMed'}
 RAW_PARTS = ('x', 'tx', 'allx', 'y', 'ty', 'ally', 'graph', 'test.index')
 

@@ -56,6 +56,9 @@ class TwoLayerGAT(torch.nn.Module):
         self.conv2.reset_parameters()
 
     def forward(self, x: Tensor, edge_index: Adj, **kwargs: Any) -> Tensor:
+        r"""The class logits :math:`(N, \text{out})`: dropout, the first
+        layer and ELU, dropout, the second layer; :obj:`kwargs` go to both
+        layers."""
         x = nonzero_dropout(x, p=self.dropout, training=self.training)
         x = F.elu(self.conv1(x, edge_index, **kwargs))
         x = F.dropout(x, p=self.dropout, training=self.training)

@@ -26,7 +26,7 @@ from ikgat.distributed import seed_nodes_for_rank, world
 from ikgat.nn.conv.gat_base import GATStyleConv
 
 #: How to get a neighbour sampler, named by the error of
-#: :func:`require_sampler` and by the README.
+#: :func:`require_sampler` and by the mini-batch guide (docs/guides/minibatch.md).
 SAMPLER_HELP = (
     "install pyg-lib from PyG's wheel index (pip install pyg-lib -f "
     "https://data.pyg.org/whl/torch-<torch version>+<cpu or cuXYZ>.html) "

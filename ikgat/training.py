@@ -71,6 +71,8 @@ class TrainResult:
 
 
 def masked_accuracy(logits: Tensor, y: Tensor, mask: Tensor) -> float:
+    r"""The share of the nodes in :obj:`mask` whose arg-max logit is their
+    label :obj:`y`."""
     return float((logits[mask].argmax(-1) == y[mask]).float().mean())
 
 

@@ -115,6 +115,8 @@ from ikgat.kernels.base import renamed_argument
 #: the node chunk is this divided by :math:`H m R`.
 CHUNK_ELEMENTS = 1 << 18
 
+#: The node paths of :func:`fused_fourier_log_similarity` (those of
+#: :data:`~ikgat.kernels.random_features.NODE_PATHS` without ``'plain'``).
 BACKENDS = ('eager', 'compile', 'triton')
 
 
@@ -185,7 +187,7 @@ def _run_compiled(name: str, function, *args):
         except Exception as error:  # no C++ compiler, unsupported platform
             warnings.warn(f"fused_fourier_log_similarity: torch.compile of "
                           f"the chunk kernels failed ({type(error).__name__}:"
-                          f" {error}); using backend='eager'", stacklevel=2)
+                          f" {error}); using node_path='eager'", stacklevel=2)
             _COMPILED[name] = None
     return function(*args)
 

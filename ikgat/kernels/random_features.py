@@ -42,6 +42,8 @@ NODE_PATHS = ('eager', 'compile', 'triton', 'plain')
 
 
 def check_node_path(owner: str, node_path: str) -> str:
+    r"""Return :obj:`node_path` if it is one of :data:`NODE_PATHS`; raise a
+    :class:`ValueError` naming :obj:`owner` and the choices otherwise."""
     if node_path not in NODE_PATHS:
         raise ValueError(f"{owner}: unknown 'node_path' {node_path!r}; choose "
                          f"one of {list(NODE_PATHS)}")

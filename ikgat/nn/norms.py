@@ -27,8 +27,11 @@ import math
 import torch
 from torch import Tensor
 
+#: :math:`\tau`: below it :math:`|t|^p` is replaced by its chord.
 SMALL = 1e-4
+#: The clamp of :math:`\|x\|_p^2` in log space.
 LOG_MAX = 40.0
+#: The clamp of :math:`\|x\|_p^2`, :math:`e^{40}`.
 MAX = math.exp(LOG_MAX)
 
 

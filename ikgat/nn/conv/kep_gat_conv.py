@@ -316,6 +316,8 @@ class KEPGATConv(GATStyleConv):
 
     @property
     def num_samples(self) -> int:
+        r"""Monte-Carlo draws averaged in evaluation; :obj:`0` gives the
+        posterior mean."""
         return self._num_samples
 
     @num_samples.setter
