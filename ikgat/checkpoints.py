@@ -29,8 +29,8 @@ from ikgat.durable import atomic_open
 
 #: The ``format`` field that marks a file as an ikgat checkpoint.
 FORMAT = 'ikgat-checkpoint'
-#: The checkpoint layout written now (older versions are read or refused
-#: with a message).
+#: The checkpoint layout written and read; a file of another version is
+#: refused with a message naming both.
 VERSION = 1
 
 
