@@ -149,6 +149,22 @@ class Kernel(torch.nn.Module):
         """
         return self.log_similarity(x, anchor, is_source, slopes)
 
+    def node_log_similarities(self, x_dst: Tensor, x_src: Tensor,
+                              anchor: Tensor, slopes: Tensor,
+                              reduced_source: bool
+                              ) -> Tuple[Tensor, Tensor]:
+        r"""Both sides of the attention in one call: the targets'
+        :meth:`reduced_log_similarity` (:obj:`x_dst`, ``is_source=False``)
+        and the sources' :meth:`reduced_log_similarity` if
+        :obj:`reduced_source`, else their :meth:`log_similarity`
+        (:obj:`x_src`, ``is_source=True``).  A kernel overrides it to share
+        work between the two sides (the random-feature kernels compute their
+        anchor features once)."""
+        source = (self.reduced_log_similarity if reduced_source else
+                  self.log_similarity)
+        return (self.reduced_log_similarity(x_dst, anchor, False, slopes),
+                source(x_src, anchor, True, slopes))
+
     def extra_repr(self) -> str:
         return f'heads={self.heads}, channels={self.channels}'
 

@@ -1,6 +1,6 @@
 r"""IKAN: an implicit spectral density inferred variationally."""
 import math
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -17,8 +17,10 @@ from ikgat.kernels.base import (
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
+    fourier_log_similarities,
     fourier_log_similarity,
 )
+from ikgat.kernels.spectral_transform import symmetric_spectral_points
 
 #: :math:`|\log\sigma|` is clamped at this bound (:math:`\sigma` between
 #: :math:`4.5 \cdot 10^{-5}` and :math:`2.2 \cdot 10^4`): far from the
@@ -167,7 +169,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
         self._mean: Optional[Tensor] = None
         self._log_std: Optional[Tensor] = None
-        self._points: Optional[List[Tensor]] = None
+        #: The last forward pass's spectral points, (G, H, sets, R, 2C).
+        self._points: Optional[Tensor] = None
         self._batches: List[Optional[Tensor]] = [None, None]
         #: :math:`h_s` of shape :math:`(1, H, 2C)` to use instead of the
         #: summary of the nodes a forward pass gets (evaluation on sampled
@@ -224,11 +227,14 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     def transform(self, magnitude: Tensor) -> Tensor:
         r""":math:`g_\psi(t) = \mathrm{softplus}(s)\, t +
         \mathrm{MLP}_\psi(t)`, element-wise."""
-        hidden = torch.tanh(
-            _linear(self.transform_hidden, magnitude.unsqueeze(-1)))
-        scale = F.softplus(self.raw_transform_scale.to(magnitude.dtype))
-        return (scale * magnitude +
-                _linear(self.transform_out, hidden).squeeze(-1))
+        dtype = magnitude.dtype
+        hidden = torch.tanh(torch.addcmul(
+            self.transform_hidden.bias.to(dtype), magnitude.unsqueeze(-1),
+            self.transform_hidden.weight.view(-1).to(dtype)))
+        scale = F.softplus(self.raw_transform_scale.to(dtype))
+        mlp = hidden @ self.transform_out.weight.view(-1).to(dtype)
+        return torch.addcmul(mlp + self.transform_out.bias.to(dtype), scale,
+                             magnitude)
 
     def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
                 batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
@@ -247,29 +253,39 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         else:
             summary = graph_summary(x_src, x_dst, batch_src, batch_dst,
                                     num_graphs)
-        out = _linear(self.encoder_out,
-                      F.elu(_linear(self.encoder_hidden, summary)))
-        mean = out[..., :self.latent_dim] + self.head_mean.to(out.dtype)
+        hidden = F.elu(_linear(self.encoder_hidden,
+                               summary.view(-1, summary.size(-1))))
+        mean, log_std = _linear(self.encoder_out, hidden).view(
+            num_graphs, self.heads, 2, self.latent_dim).unbind(2)
+        mean = mean + self.head_mean.to(mean.dtype)
         # A clamp inactive in normal training; it bounds sigma for huge
-        # summaries, where exp(log_std) overflowed to inf (and the KL too):
-        log_std = out[..., self.latent_dim:].clamp(-LOG_STD_BOUND,
-                                                   LOG_STD_BOUND)
+        # summaries, where exp(log_std) overflowed to inf (and the KL too);
+        # hardtanh is that clamp with a one-operation backward:
+        log_std = F.hardtanh(log_std, -LOG_STD_BOUND, LOG_STD_BOUND)
         self._mean, self._log_std = mean, log_std  # [G, H, D]
         latent = mean
         if sample:
-            noise = torch.randn(mean.shape, generator=generator,
-                                device=mean.device, dtype=mean.dtype)
-            # Correlate the heads: (L eps) over the head dimension.
-            noise = torch.einsum('hk,gkd->ghd',
-                                 self._correlation_cholesky(mean.dtype),
-                                 noise)
-            latent = mean + log_std.exp() * noise
+            # Drawn head-major, (H, G, D), so that the copula's (L eps) over
+            # the heads is one matrix product:
+            noise = torch.randn(self.heads, num_graphs, self.latent_dim,
+                                generator=generator, device=mean.device,
+                                dtype=mean.dtype)
+            if self.raw_correlation is not None:
+                noise = (self._correlation_cholesky(mean.dtype)
+                         @ noise.view(self.heads, -1)).view(noise.shape)
+            latent = torch.addcmul(mean, log_std.exp(), noise.transpose(0, 1))
         half = self.num_spectral_points // 2
-        latent = latent.view(num_graphs, self.heads, self.num_sets, half,
-                             2 * self.channels)
-        z = torch.cat([latent, -latent], dim=3)  # [G, H, sets, R, 2C]
-        points = z.sign() * self.transform(z.abs())
-        self._points = list(points.unbind(dim=2))
+        latent = latent.reshape(num_graphs, self.heads, self.num_sets, half,
+                                2 * self.channels)
+        # w = sign(z) g(|z|) for z = [z~, -z~], [G, H, sets, R, 2C]:
+        dtype = latent.dtype
+        points = symmetric_spectral_points(
+            latent, 3, self.transform_hidden.weight.view(-1).to(dtype),
+            self.transform_hidden.bias.to(dtype),
+            self.transform_out.weight.view(-1).to(dtype),
+            self.transform_out.bias.to(dtype),
+            self.raw_transform_scale.to(dtype))
+        self._points = points
         self._batches = [batch_dst, batch_src]
 
     def spectral_points(self) -> List[Tensor]:
@@ -277,7 +293,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         :math:`(G, H, R, 2C)`."""
         if self._points is None:
             raise RuntimeError('No spectral points yet: run a forward pass')
-        return self._points
+        return list(self._points.unbind(dim=2))
 
     def spectral_points_per_graph(self) -> List[Tensor]:
         return self.spectral_points()
@@ -292,6 +308,20 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                                       self.spectral_points(), self.eps,
                                       batch=self._batches[int(is_source)],
                                       node_path=self.node_path)
+
+    def node_log_similarities(self, x_dst: Tensor, x_src: Tensor,
+                              anchor: Tensor, slopes: Tensor,
+                              reduced_source: bool
+                              ) -> Tuple[Tensor, Tensor]:
+        # No node norm to reduce (gamma = 0): one call, one set of anchor
+        # features for both sides.
+        dst_batch, src_batch = self._batches
+        sets: Union[Tensor, List[Tensor]] = self.spectral_points()
+        if self._points is not None and self._points.size(0) == 1:
+            sets = self._points[0].transpose(0, 1)  # stacked, (m, H, R, 2C)
+        return fourier_log_similarities(x_dst, x_src, anchor, slopes, sets,
+                                        self.eps, dst_batch, src_batch,
+                                        node_path=self.node_path)
 
     def kl_divergence(self) -> Tensor:
         r"""The analytic KL of the last forward pass to the prior
@@ -340,8 +370,12 @@ def graph_summary(x_src: Tensor, x_dst: Optional[Tensor],
     target projections :math:`q` (:obj:`x_dst`; zeros without them) and the
     source projections :math:`k` (:obj:`x_src`)."""
     mean_k = finite_mean(*finite_sums(x_src, batch_src, num_graphs))
-    mean_q = (torch.zeros_like(mean_k) if x_dst is None else finite_mean(
-        *finite_sums(x_dst, batch_dst, num_graphs)))
+    if x_dst is None:
+        mean_q = torch.zeros_like(mean_k)
+    elif x_dst is x_src and batch_dst is batch_src:  # one projection
+        mean_q = mean_k
+    else:
+        mean_q = finite_mean(*finite_sums(x_dst, batch_dst, num_graphs))
     return torch.cat([mean_q, mean_k], dim=-1)
 
 
@@ -356,14 +390,16 @@ def finite_sums(x: Tensor, batch: Optional[Tensor] = None,
     no host synchronisation.  Sums of chunks add up to the sum of their
     concatenation, so a graph too large for one pass is summarised in
     chunks."""
-    finite = torch.isfinite(x).all(-1, keepdim=True)  # [N, H, 1]
-    x = x.masked_fill(~finite, 0.0)
-    weight = finite.to(x.dtype)
+    # |x| < inf is False for NaN and infinities (isfinite in fewer
+    # operations):
+    finite = x.abs().amax(-1, keepdim=True) < math.inf  # [N, H, 1]
+    x = x.masked_fill(finite.logical_not(), 0.0)
     if batch is None:
-        return x.sum(0, keepdim=True), weight.sum(0, keepdim=True)
+        return (x.sum(0, keepdim=True),
+                finite.sum(0, keepdim=True, dtype=x.dtype))
     total = x.new_zeros(num_graphs, *x.shape[1:]).index_add_(0, batch, x)
-    count = weight.new_zeros(num_graphs, x.size(1), 1).index_add_(
-        0, batch, weight)
+    count = x.new_zeros(num_graphs, x.size(1), 1).index_add_(
+        0, batch, finite.to(x.dtype))
     return total, count
 
 

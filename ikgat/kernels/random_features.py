@@ -17,13 +17,16 @@ and normalised by :math:`m^2 R` (the non-stationary map of IKA uses
 :math:`\mathrm{sim}(x, y) = f(x, y)^2` with
 :math:`f = \phi(x)^\top\phi(y) / (m^2 R) \in [-1, 1]`.
 """
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 from torch_geometric.utils import to_dense_batch
 
-from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
+from ikgat.kernels.fused_fourier import (
+    fused_fourier_log_similarities,
+    fused_fourier_log_similarity,
+)
 
 #: The values of the random-feature kernels' ``node_path`` option, how the
 #: node-wise term is evaluated (documented here once):
@@ -143,3 +146,28 @@ def fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
     estimate = estimate[0] if mask is None else estimate[mask]  # [N, H, T]
     estimate = estimate / (num_points * len(spectral_points)**2)
     return (estimate * estimate + eps).log()
+
+
+def fourier_log_similarities(x_dst: Tensor, x_src: Tensor, anchor: Tensor,
+                             slopes: Tensor,
+                             spectral_points: Sequence[Tensor], eps: float,
+                             batch_dst: Optional[Tensor] = None,
+                             batch_src: Optional[Tensor] = None,
+                             node_path: str = 'eager'
+                             ) -> Tuple[Tensor, Tensor]:
+    r"""Both sides at once: :func:`fourier_log_similarity` of the targets
+    :obj:`x_dst` (``is_source=False``) and of the sources :obj:`x_src`
+    (``is_source=True``).  On the fused path the anchor features are
+    computed once for both (see
+    :func:`~ikgat.kernels.fused_fourier.fused_fourier_log_similarities`)."""
+    shared = spectral_points[0].dim() == 3 or spectral_points[0].size(0) == 1
+    if shared and node_path != 'plain':
+        return fused_fourier_log_similarities(x_dst, x_src, anchor, slopes,
+                                              spectral_points, eps,
+                                              node_path=node_path)
+    return (fourier_log_similarity(x_dst, anchor, False, slopes,
+                                   spectral_points, eps, batch_dst,
+                                   node_path),
+            fourier_log_similarity(x_src, anchor, True, slopes,
+                                   spectral_points, eps, batch_src,
+                                   node_path))

@@ -1,5 +1,5 @@
 r"""IKA's stationary random-feature kernel (fixed spectral samples)."""
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -14,6 +14,7 @@ from ikgat.kernels.base import (
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
+    fourier_log_similarities,
     fourier_log_similarity,
 )
 
@@ -107,6 +108,16 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
         sets = [points.to(x.dtype) for points in self.spectral_point_sets]
         return fourier_log_similarity(x, anchor, is_source, slopes, sets,
                                       self.eps, node_path=self.node_path)
+
+    def node_log_similarities(self, x_dst: Tensor, x_src: Tensor,
+                              anchor: Tensor, slopes: Tensor,
+                              reduced_source: bool
+                              ) -> Tuple[Tensor, Tensor]:
+        # No node norm to reduce (gamma = 0): one call, one set of anchor
+        # features for both sides.
+        sets = [points.to(x_src.dtype) for points in self.spectral_point_sets]
+        return fourier_log_similarities(x_dst, x_src, anchor, slopes, sets,
+                                        self.eps, node_path=self.node_path)
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, '

@@ -25,6 +25,7 @@ The magnitude term of kernel attention uses :math:`\|x\|_p^2 =
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 #: :math:`\tau`: below it :math:`|t|^p` is replaced by its chord.
@@ -44,7 +45,9 @@ def lp_norm_squared(x: Tensor, p: float, dim: int = -1) -> Tensor:
     """
     x = x.to(torch.promote_types(x.dtype, torch.float32))
     if p == 2.0:
-        return (x * x).sum(dim).clamp(max=MAX)
+        # The clamp at MAX as hardtanh: the same values, a one-operation
+        # backward (a sum of squares is never below 0).
+        return F.hardtanh((x * x).sum(dim), 0.0, MAX)
     magnitude = x.abs()
     if p < 1.0:
         # |t|^p above SMALL, the chord SMALL^(p-1) * |t| below it:

@@ -54,6 +54,17 @@ def check_kernel_contract(name):
         assert torch.allclose(
             reduced + gamma * (nodes * nodes).sum(-1, keepdim=True), fast,
             atol=1e-10)
+    # node_log_similarities is both sides in one call, with the same values:
+    targets = torch.randn(4, H, C, dtype=torch.double)
+    for reduced_source in (False, True):
+        source_side = (kernel.reduced_log_similarity if reduced_source else
+                       kernel.log_similarity)
+        pair = kernel.node_log_similarities(targets, nodes, anchor, slopes,
+                                            reduced_source)
+        assert torch.allclose(pair[0], kernel.reduced_log_similarity(
+            targets, anchor, False, slopes), atol=1e-10)
+        assert torch.allclose(pair[1], source_side(nodes, anchor, True,
+                                                   slopes), atol=1e-10)
     # Declared capabilities hold:
     if kernel.has_spectral_points:
         sets = kernel.spectral_points_per_graph()

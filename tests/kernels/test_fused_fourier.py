@@ -5,7 +5,10 @@ import pytest
 import torch
 
 from ikgat.kernels import KERNELS
-from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
+from ikgat.kernels.fused_fourier import (
+    fused_fourier_log_similarities,
+    fused_fourier_log_similarity,
+)
 from ikgat.kernels.random_features import fourier_log_similarity
 
 
@@ -116,6 +119,44 @@ def test_as_accurate_as_plain_path_float32(backend, seed):
 
 def _double(tensor):
     return tensor.detach().double().requires_grad_()
+
+
+@pytest.mark.parametrize('num_sets', [1, 2])
+@pytest.mark.parametrize('stacked', [False, True])
+def test_both_sides_at_once_equal_each_side(num_sets, stacked):
+    # The anchor features computed once serve both sides: the same values
+    # and gradients as two separate calls, for sides of different sizes,
+    # with the sets as a list or already stacked (m, H, R, 2C).
+    x_src, anchor, slopes, sets = make_inputs(9, 3, 4, 5, num_sets,
+                                              dtype=torch.float64)
+    x_dst = torch.randn(6, 3, 4, dtype=torch.float64, requires_grad=True)
+    inputs = [x_dst, x_src, anchor] + sets
+    weights = [torch.linspace(-1.0, 1.0, n * 3 * 2, dtype=torch.float64)
+               for n in (6, 9)]
+
+    def loss(outputs):
+        return sum((out.flatten() * weight).sum()
+                   for out, weight in zip(outputs, weights))
+
+    separate = [fused_fourier_log_similarity(x, anchor, side, slopes, sets,
+                                             EPS, chunk_size=4)
+                for x, side in ((x_dst, False), (x_src, True))]
+    expected = torch.autograd.grad(loss(separate), inputs)
+    given = torch.stack(sets) if stacked else sets
+    both = fused_fourier_log_similarities(x_dst, x_src, anchor, slopes,
+                                          given, EPS, chunk_size=4)
+    for out, reference in zip(both, separate):
+        torch.testing.assert_close(out, reference)
+    for grad, reference in zip(torch.autograd.grad(loss(both), inputs),
+                               expected):
+        torch.testing.assert_close(grad, reference)
+
+
+def test_both_sides_check_both_projections():
+    x, anchor, slopes, sets = make_inputs(5, 2, 3, 4, 1)
+    with pytest.raises(ValueError, match='x must be'):
+        fused_fourier_log_similarities(x[..., :2], x, anchor, slopes, sets,
+                                       EPS)
 
 
 class _no_fallback_warning:

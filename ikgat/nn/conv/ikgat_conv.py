@@ -728,24 +728,22 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         # Targets: the kernel's gamma |q_i|^2 and the magnitude's ½‖q_i‖_p²
         # are the same for both slopes, hence constant over the softmax
         # group of i: they cancel and are left out.
-        logit_dst = kernel.reduced_log_similarity(q, anchor, False, slopes)
         gamma = kernel.node_norm_coefficient
-        if self.magnitude and self.p == 2.0 and gamma != 0.0:
-            # log sim(c a, k_j) + ½‖k_j‖² = r_j + (gamma + ½)‖k_j‖²: for the
-            # RBF kernel of length-scale 1, gamma = -½ and the squared norms
-            # cancel exactly, leaving c a_s^T x_j + ½‖c a‖² here and
-            # c a_d^T x_i - ½‖c a‖² on the target side: the logit is GAT's
-            # c e_ij at any input scale.
-            logit_src = kernel.reduced_log_similarity(x_src, anchor, True,
-                                                      slopes)
+        # log sim(c a, k_j) + ½‖k_j‖² = r_j + (gamma + ½)‖k_j‖²: for the RBF
+        # kernel of length-scale 1, gamma = -½ and the squared norms cancel
+        # exactly, leaving c a_s^T x_j + ½‖c a‖² here and c a_d^T x_i -
+        # ½‖c a‖² on the target side: the logit is GAT's c e_ij at any input
+        # scale.
+        reduced_source = self.magnitude and self.p == 2.0 and gamma != 0.0
+        logit_dst, logit_src = kernel.node_log_similarities(
+            q, x_src, anchor, slopes, reduced_source)
+        if reduced_source:
             if gamma != -0.5:
                 logit_src = logit_src + (
                     (gamma + 0.5) * (x_src * x_src).sum(-1)).unsqueeze(-1)
-        else:
-            logit_src = kernel.log_similarity(x_src, anchor, True, slopes)
-            if self.magnitude:
-                logit_src = logit_src + 0.5 * lp_norm_squared(
-                    x_src, self.p).unsqueeze(-1)
+        elif self.magnitude:
+            logit_src = logit_src + 0.5 * lp_norm_squared(
+                x_src, self.p).unsqueeze(-1)
         if self.magnitude:
             logit_src = logit_src + self._anchor_norm(anchor, slopes)
         gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
