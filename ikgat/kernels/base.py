@@ -66,12 +66,14 @@ class Kernel(torch.nn.Module):
 
     def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
                 batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
-                num_graphs: int, sample: bool) -> None:
+                num_graphs: int, sample: bool, num_draws: int = 1) -> None:
         r"""Called by the layer once per forward pass, before
         :meth:`log_similarity`, with the source and target projections
         :math:`(N, H, C)` and their graph indices; kernels whose spectral
-        points depend on the graph draw them here.  Does nothing by
-        default."""
+        points depend on the graph draw them here (:obj:`num_draws`
+        samples stacked along the heads, for :meth:`node_log_similarities`
+        of projections repeated as many times along the heads).  Does
+        nothing by default."""
 
     def spectral_points_per_graph(self) -> List[Tensor]:
         r"""The spectral point sets, each of shape :math:`(G, H, R, 2C)`:

@@ -239,10 +239,18 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
                 batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
                 num_graphs: int, sample: bool,
-                generator: Optional[torch.Generator] = None) -> None:
+                generator: Optional[torch.Generator] = None,
+                num_draws: int = 1) -> None:
         r"""Infer :math:`q(\tilde z \mid h_s)` from the graph(s) and draw
         the spectral points used by the following :meth:`log_similarity`
-        calls (:math:`\tilde z = \mu` unless :obj:`sample`)."""
+        calls (:math:`\tilde z = \mu` unless :obj:`sample`).
+
+        With :obj:`num_draws` :math:`S > 1` (and :obj:`sample`), :math:`S`
+        independent samples share one summary and are stacked along the
+        heads, draw after draw (:math:`S H` heads), for
+        :meth:`node_log_similarities` of projections repeated :math:`S`
+        times along the heads; :meth:`spectral_points` returns the first
+        draw's."""
         if self.fixed_summary is not None:
             if num_graphs != 1:
                 raise ValueError(
@@ -265,18 +273,28 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         self._mean, self._log_std = mean, log_std  # [G, H, D]
         latent = mean
         if sample:
-            # Drawn head-major, (H, G, D), so that the copula's (L eps) over
-            # the heads is one matrix product:
-            noise = torch.randn(self.heads, num_graphs, self.latent_dim,
-                                generator=generator, device=mean.device,
-                                dtype=mean.dtype)
+            # Drawn head-major, (H, [S,] G, D), so that the copula's (L eps)
+            # over the heads is one matrix product:
+            draws = () if num_draws == 1 else (num_draws, )
+            noise = torch.randn(self.heads, *draws, num_graphs,
+                                self.latent_dim, generator=generator,
+                                device=mean.device, dtype=mean.dtype)
             if self.raw_correlation is not None:
                 noise = (self._correlation_cholesky(mean.dtype)
                          @ noise.view(self.heads, -1)).view(noise.shape)
-            latent = torch.addcmul(mean, log_std.exp(), noise.transpose(0, 1))
+            if num_draws == 1:
+                latent = torch.addcmul(mean, log_std.exp(),
+                                       noise.transpose(0, 1))
+            else:  # [G, S, H, D]
+                latent = torch.addcmul(mean.unsqueeze(1),
+                                       log_std.exp().unsqueeze(1),
+                                       noise.permute(2, 1, 0, 3))
+        elif num_draws != 1:
+            raise ValueError(f'{type(self).__name__}: num_draws={num_draws} '
+                             f'needs sample=True (the mean is one draw)')
         half = self.num_spectral_points // 2
-        latent = latent.reshape(num_graphs, self.heads, self.num_sets, half,
-                                2 * self.channels)
+        latent = latent.reshape(num_graphs, num_draws * self.heads,
+                                self.num_sets, half, 2 * self.channels)
         # w = sign(z) g(|z|) for z = [z~, -z~], [G, H, sets, R, 2C]:
         dtype = latent.dtype
         points = symmetric_spectral_points(
@@ -293,7 +311,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         :math:`(G, H, R, 2C)`."""
         if self._points is None:
             raise RuntimeError('No spectral points yet: run a forward pass')
-        return list(self._points.unbind(dim=2))
+        return list(self._points[:, :self.heads].unbind(dim=2))
 
     def spectral_points_per_graph(self) -> List[Tensor]:
         return self.spectral_points()
@@ -316,9 +334,13 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # No node norm to reduce (gamma = 0): one call, one set of anchor
         # features for both sides.
         dst_batch, src_batch = self._batches
-        sets: Union[Tensor, List[Tensor]] = self.spectral_points()
-        if self._points is not None and self._points.size(0) == 1:
-            sets = self._points[0].transpose(0, 1)  # stacked, (m, H, R, 2C)
+        if self._points is None:
+            raise RuntimeError('No spectral points yet: run a forward pass')
+        # Every draw's points (S H heads); one sample for all nodes goes
+        # stacked, (m, H, R, 2C):
+        sets: Union[Tensor, List[Tensor]] = (
+            self._points[0].transpose(0, 1) if self._points.size(0) == 1
+            else list(self._points.unbind(dim=2)))
         return fourier_log_similarities(x_dst, x_src, anchor, slopes, sets,
                                         self.eps, dst_batch, src_batch,
                                         node_path=self.node_path)
@@ -370,12 +392,10 @@ def graph_summary(x_src: Tensor, x_dst: Optional[Tensor],
     target projections :math:`q` (:obj:`x_dst`; zeros without them) and the
     source projections :math:`k` (:obj:`x_src`)."""
     mean_k = finite_mean(*finite_sums(x_src, batch_src, num_graphs))
-    if x_dst is None:
-        mean_q = torch.zeros_like(mean_k)
-    elif x_dst is x_src and batch_dst is batch_src:  # one projection
-        mean_q = mean_k
-    else:
-        mean_q = finite_mean(*finite_sums(x_dst, batch_dst, num_graphs))
+    if x_dst is x_src and batch_dst is batch_src:  # one projection
+        return mean_k.repeat(1, 1, 2)
+    mean_q = (torch.zeros_like(mean_k) if x_dst is None else finite_mean(
+        *finite_sums(x_dst, batch_dst, num_graphs)))
     return torch.cat([mean_q, mean_k], dim=-1)
 
 

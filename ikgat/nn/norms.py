@@ -43,7 +43,8 @@ def lp_norm_squared(x: Tensor, p: float, dim: int = -1) -> Tensor:
     Exact for :math:`p = 2` (a plain sum of squares) and, for other
     :math:`p`, up to the safeguards described in the module docstring.
     """
-    x = x.to(torch.promote_types(x.dtype, torch.float32))
+    if x.dtype not in (torch.float32, torch.float64):  # (no dtype operation
+        x = x.to(torch.promote_types(x.dtype, torch.float32))  # dispatched)
     if p == 2.0:
         # The clamp at MAX as hardtanh: the same values, a one-operation
         # backward (a sum of squares is never below 0).

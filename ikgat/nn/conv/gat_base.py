@@ -50,7 +50,19 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     r"""The dtype in which logits, norms and softmaxes accumulate: float32
     for float16 and bfloat16 (float16 overflows at 65504 and bfloat16 keeps
     8 significant bits), the dtype itself for float32 and float64."""
-    return torch.promote_types(dtype, torch.float32)
+    return promote_types(dtype, torch.float32)
+
+
+def promote_types(first: torch.dtype, second: torch.dtype) -> torch.dtype:
+    r""":func:`torch.promote_types`, without its dispatched operation (one
+    more per call on the host side of a GPU step) where the result is
+    :obj:`first`: equal dtypes, or float64 or float32 with a narrower
+    float."""
+    if first == second or (first == torch.float64 and second.is_floating_point
+                           ) or (first == torch.float32 and second in (
+                               torch.float16, torch.bfloat16)):
+        return first
+    return torch.promote_types(first, second)
 
 
 #: Whether :func:`torch.autocast` exists for a device type, read once per
@@ -291,10 +303,8 @@ class GATStyleConv(MessagePassing):
         projections of :obj:`projection_dtype`: float16 for a float16
         model, float32 under bfloat16 autocast (float32 attention
         parameters)."""
-        alpha_dtype = torch.promote_types(projection_dtype,
-                                          self.att_src.dtype)
-        return alpha_dtype, torch.promote_types(alpha_dtype,
-                                                projection_dtype)
+        alpha_dtype = promote_types(projection_dtype, self.att_src.dtype)
+        return alpha_dtype, promote_types(alpha_dtype, projection_dtype)
 
     def _add_self_loops(self, edge_index: Adj, edge_attr: OptTensor,
                         x_src: Tensor, x_dst: OptTensor,

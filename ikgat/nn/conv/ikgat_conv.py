@@ -478,44 +478,50 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         The attention weights are returned with :obj:`edge_index`, the
         self-looped edges that :obj:`csr` sorts."""
         num_dst = csr.num_dst
-        passes = 1
+        # A stochastic kernel in evaluation averages num_samples draws, here
+        # in one pass: the draws are stacked along the heads (S H heads, the
+        # projections repeated), and since the output is linear in the
+        # weights, the mean of the draws' outputs is the output of their
+        # mean weights.
+        draws = 1
         if self.kernel.stochastic and not self.training:
-            passes = self.kernel.num_samples
+            draws = self.kernel.num_samples
         alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
-        out: OptTensor = None
-        alpha = torch.empty(0)
         with without_autocast(x_src.device):
             edge_gate = self._edge_gate(edge_attr)
-            for draw in range(passes):
-                self._prepare_kernel(x_src, x_dst, batch,
-                                     sample=self.training or passes > 1,
-                                     batch_size=batch_size)
-                score_src, score_dst = self._node_scores(x_src, x_dst)
-                result = triton_attention.fused_attention(
-                    score_src, score_dst, x_src, csr, num_dst,
-                    None if edge_gate is None else edge_gate.to(
-                        score_src.dtype), self.negative_slope,
-                    return_attention_weights=bool(return_attention_weights),
-                    dropout=self.dropout if self.training else 0.0,
-                    use_triton=use_triton)
-                # The output is linear in the weights: the mean of the
-                # draws' outputs is the output of their mean weights.
-                part, weights = result if return_attention_weights else (
-                    result, alpha)
-                out = part if draw == 0 else out + part
-                alpha = weights if draw == 0 else alpha + weights
-            assert out is not None
-            if passes > 1:
-                out, alpha = out / passes, alpha / passes
+            self._prepare_kernel(x_src, x_dst, batch,
+                                 sample=self.training or draws > 1,
+                                 batch_size=batch_size, num_draws=draws)
+            score_src, score_dst = self._node_scores(x_src, x_dst, draws)
+            values = x_src
+            if edge_gate is not None:
+                edge_gate = edge_gate.to(score_src.dtype)
+            if draws > 1:
+                values = x_src.repeat(1, draws, 1)
+                if edge_gate is not None:
+                    edge_gate = edge_gate.repeat(1, draws)
+            result = triton_attention.fused_attention(
+                score_src, score_dst, values, csr, num_dst, edge_gate,
+                self.negative_slope,
+                return_attention_weights=bool(return_attention_weights),
+                dropout=self.dropout if self.training else 0.0,
+                use_triton=use_triton)
+            out, alpha = result if return_attention_weights else (result,
+                                                                  None)
+            if draws > 1:
+                out = out.view(num_dst, draws, -1, out.size(-1)).mean(1)
+                if alpha is not None:
+                    alpha = alpha.view(alpha.size(0), draws, -1).mean(1)
         out = self._add_residual_and_bias(out.to(out_dtype), res)
-        if return_attention_weights:
+        if alpha is not None:
             return out, (edge_index, alpha.to(alpha_dtype))
         return out
 
     def _prepare_kernel(self, x_src: Tensor, x_dst: OptTensor,
                         batch: Union[OptTensor, Tuple[Tensor, Tensor]],
                         sample: bool,
-                        batch_size: Optional[int] = None) -> None:
+                        batch_size: Optional[int] = None,
+                        num_draws: int = 1) -> None:
         if not self.kernel.stochastic:
             return
         if isinstance(batch, (tuple, list)):
@@ -529,8 +535,12 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                 f"{type(self).__name__}: per-graph spectral points need the "
                 f"target features; pass x=(x_src, x_dst) with x_dst given, "
                 f"or no batch")
-        self.kernel.prepare(x_src, x_dst, batch_src, batch_dst, num_graphs,
-                            sample)
+        if num_draws == 1:
+            self.kernel.prepare(x_src, x_dst, batch_src, batch_dst,
+                                num_graphs, sample)
+        else:
+            self.kernel.prepare(x_src, x_dst, batch_src, batch_dst,
+                                num_graphs, sample, num_draws=num_draws)
 
     @property
     def sampling_caveat(self) -> Optional[str]:
@@ -702,9 +712,10 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                            dim=-1).view(H, 2 * C).to(dtype)
         # [1, negative_slope], made on the device: a host value written into
         # a device tensor (torch.tensor of a list, or slopes[0] = 1.0) is a
-        # host-to-device copy, a synchronisation on CUDA.
-        slopes = torch.cat([anchor.new_ones(1),
-                            anchor.new_full((1, ), self.negative_slope)])
+        # host-to-device copy, a synchronisation on CUDA.  One operation:
+        # linspace computes its last point from the end (exactly the slope).
+        slopes = torch.linspace(1.0, self.negative_slope, 2,
+                                device=anchor.device, dtype=anchor.dtype)
         x_src = x_src.to(dtype)
         # A missing target projection is q_i = 0 for every target:
         q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst.to(dtype)
@@ -715,14 +726,19 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         scaled_anchor = slopes.view(-1, 1, 1) * anchor  # [T, H, 2C]
         return lp_norm_squared(scaled_anchor, self.p).t()
 
-    def _node_scores(self, x_src: Tensor,
-                     x_dst: OptTensor) -> Tuple[Tensor, Tensor]:
+    def _node_scores(self, x_src: Tensor, x_dst: OptTensor,
+                     draws: int = 1) -> Tuple[Tensor, Tensor]:
         r"""Everything of the logit that depends on one endpoint, packed per
         node as [logit part for :math:`c = 1`, for :math:`c =`
         :obj:`negative_slope`, gate]: :math:`(N_s, H, 3)` and
         :math:`(N_t, H, 3)` (or :math:`(1, H, 3)` without target features),
-        in :func:`accumulation_dtype`."""
+        in :func:`accumulation_dtype`; with :obj:`draws` :math:`S > 1`, for
+        the kernel's :math:`S` draws stacked along the heads (:math:`S H`
+        heads, the projections and anchors repeated)."""
         x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
+        if draws > 1:
+            x_src, q = x_src.repeat(1, draws, 1), q.repeat(1, draws, 1)
+            anchor = anchor.repeat(draws, 1)
         C = self.out_channels
         kernel = self.kernel
         # Targets: the kernel's gamma |q_i|^2 and the magnitude's ½‖q_i‖_p²
@@ -746,10 +762,16 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                 x_src, self.p).unsqueeze(-1)
         if self.magnitude:
             logit_src = logit_src + self._anchor_norm(anchor, slopes)
-        gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
-        gat_logit_dst = (q * anchor[:, :C]).sum(-1)
-        return (torch.cat([logit_src, gat_logit_src.unsqueeze(-1)], dim=-1),
-                torch.cat([logit_dst, gat_logit_dst.unsqueeze(-1)], dim=-1))
+        # GAT's logits a_s^T x_j and a_d^T q_i (the gate), in one product
+        # where sources and targets share one projection:
+        if q is x_src:
+            gat_logits = (x_src.unsqueeze(-2) * anchor.view(-1, 2, C)).sum(-1)
+            gat_logit_dst, gat_logit_src = gat_logits.split(1, dim=-1)
+        else:
+            gat_logit_src = (x_src * anchor[:, C:]).sum(-1, keepdim=True)
+            gat_logit_dst = (q * anchor[:, :C]).sum(-1, keepdim=True)
+        return (torch.cat([logit_src, gat_logit_src], dim=-1),
+                torch.cat([logit_dst, gat_logit_dst], dim=-1))
 
 def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     r"""The number of target nodes, as :meth:`propagate` infers it: from
