@@ -20,23 +20,27 @@ Notation (one head :math:`h`; heads are a batch dimension throughout).  With
 coordinates (the first :math:`C` entries for targets, ``is_source=False``,
 the last :math:`C` for sources, ``is_source=True``), so :math:`w_{s,r}^\top v_n =
 u_{s,r}^\top x_n =: \theta_{n,s,r}`, and :math:`b_{s,r} = w_{s,r}^\top a`.
-The anchor features, scaled by the normaliser, are
+The anchor features are
 
 .. math::
-    A^{c}_{t,r} = \frac{1}{m^2 R} \sum_{s'} \cos(c_t b_{s',r}), \qquad
-    A^{s}_{t,r} = \frac{1}{m^2 R} \sum_{s'} \sin(c_t b_{s',r}),
+    A^{c}_{t,r} = \sum_{s'} \cos(c_t b_{s',r}), \qquad
+    A^{s}_{t,r} = \sum_{s'} \sin(c_t b_{s',r}),
 
 and since :math:`\phi_r(v_n) = \sum_s [\cos\theta_{n,s,r};
 \sin\theta_{n,s,r}]` the estimate is a sum over *all* pairs
-:math:`(s, r)`:
+:math:`(s, r)`, scaled by :math:`\kappa = 1 / (m^2 R)` (inside the
+kernels, which saves the operations that would scale :math:`A`):
 
 .. math::
-    f_{n,t} = \sum_{s, r} \cos\theta_{n,s,r}\, A^{c}_{t,r}
+    f_{n,t} = \kappa \sum_{s, r} \cos\theta_{n,s,r}\, A^{c}_{t,r}
     + \sin\theta_{n,s,r}\, A^{s}_{t,r}.
 
-**Backward, derived by hand.**  Let :math:`G_{n,t} = \partial L / \partial
-f_{n,t}` (the logarithm is applied outside the custom function, by
-autograd: :math:`\partial \ell / \partial f = 2f / (f^2 + \epsilon)`).  With
+**Backward, derived by hand.**  Let :math:`G_{n,t} = \kappa\, \partial L /
+\partial f_{n,t}`; the operator returns :math:`\ell` itself (and :math:`f`,
+saved for the backward pass), so its backward pass starts from
+:math:`\partial L / \partial \ell` and first forms :math:`G = \kappa\,
+\partial L / \partial \ell \cdot 2f / (f^2 + \epsilon)`, the logarithm's
+derivative, inside the same kernels.  With
 
 .. math::
     U_{n,r} = \sum_t G_{n,t} A^{c}_{t,r}, \qquad
@@ -68,7 +72,7 @@ steps are tiny (:math:`H \times R` sized) and left to autograd: the anchor
 features from :math:`b_{s,r} = w_{s,r}^\top a` (which sends
 :math:`\partial L / \partial A` on to :math:`w` and :math:`a`), the
 scattering of :math:`\partial L / \partial u` into the matching half of
-:math:`w`, and the logarithm.
+:math:`w`.
 
 Layout: inside the function the nodes are the *last* dimension of every
 chunk (:math:`x^\top` chunks are :math:`(H, C, n)` views, angles
@@ -310,43 +314,57 @@ def _chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
 @torch.library.custom_op('ikgat::fourier_estimate', mutates_args=())
 def fourier_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
                      sin_weight: Tensor, is_source: bool, chunk_size: int,
-                     node_path: str) -> Tensor:
-    r"""The estimate :math:`f` of shape :math:`(N, H, T)` from node
+                     node_path: str, eps: float, scale: float
+                     ) -> Tuple[Tensor, Tensor]:
+    r"""The log-similarity :math:`\ell = \log(f^2 + \epsilon)` and the
+    estimate :math:`f`, both of shape :math:`(N, H, T)`, from node
     projections :math:`x` :math:`(N, H, C)`, the stacked spectral point
     sets :math:`(m, H, R, 2C)` (of which the node half meets :math:`x`) and
-    the anchor features :math:`A^c, A^s` :math:`(H, T, R)` (already divided
-    by :math:`m^2 R`); see the module docstring for the formulas."""
+    the anchor features :math:`A^c, A^s` :math:`(H, T, R)`, and
+    :math:`\kappa` = :obj:`scale`; see the module docstring for the
+    formulas.  Only
+    :math:`\ell` is differentiable; :math:`f` is what its backward pass
+    needs."""
     if node_path == 'triton':
         return triton_fourier.estimate(x, points, cos_weight, sin_weight,
-                                       is_source)
+                                       is_source, eps, scale)
     num_sets = points.size(0)
-    return _chunked_estimate(x, node_side_points(points, is_source),
-                             cos_weight.repeat(1, 1, num_sets),
-                             sin_weight.repeat(1, 1, num_sets), chunk_size,
-                             node_path)
+    estimate = _chunked_estimate(x, node_side_points(points, is_source),
+                                 cos_weight.repeat(1, 1, num_sets),
+                                 sin_weight.repeat(1, 1, num_sets),
+                                 chunk_size, node_path).mul_(scale)
+    return (estimate * estimate + eps).log(), estimate
 
 
 @fourier_estimate.register_fake
-def _(x, points, cos_weight, sin_weight, is_source, chunk_size, node_path):
-    return x.new_empty(x.size(0), x.size(1), cos_weight.size(1))
+def _(x, points, cos_weight, sin_weight, is_source, chunk_size, node_path,
+      eps, scale):
+    shape = (x.size(0), x.size(1), cos_weight.size(1))
+    return x.new_empty(shape), x.new_empty(shape)
 
 
 @torch.library.custom_op('ikgat::fourier_estimate_backward', mutates_args=())
-def fourier_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
+def fourier_estimate_backward(grad_log: Tensor, x: Tensor, points: Tensor,
                               cos_weight: Tensor, sin_weight: Tensor,
-                              is_source: bool, chunk_size: int,
-                              node_path: str, needs: List[bool]
+                              estimate: Tensor, is_source: bool,
+                              chunk_size: int, node_path: str,
+                              needs: List[bool], eps: float, scale: float
                               ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    r"""The gradients of :func:`fourier_estimate` with respect to
-    :math:`x`, the sets (their node half; the other half gets its gradient
-    through :math:`A^c, A^s`), :math:`A^c` and :math:`A^s` (see the module
-    docstring for their derivation)."""
+    r"""The gradients of :func:`fourier_estimate`'s :math:`\ell` with
+    respect to :math:`x`, the sets (their node half; the other half gets its
+    gradient through :math:`A^c, A^s`), :math:`A^c` and :math:`A^s`, from
+    :math:`\partial L / \partial \ell` and the saved estimate :math:`f`
+    (see the module docstring for their derivation)."""
     if node_path == 'triton':
-        return triton_fourier.estimate_backward(grad_out.contiguous(), x,
+        return triton_fourier.estimate_backward(grad_log.contiguous(), x,
                                                 points, cos_weight,
-                                                sin_weight, is_source)
+                                                sin_weight, estimate, eps,
+                                                scale, is_source)
     num_sets, heads, num_points, width = points.shape
     channels = width // 2
+    # G = kappa dL/dl * dl/df, dl/df = 2f / (f^2 + eps):
+    grad_out = grad_log * (2.0 * scale) * estimate / (estimate * estimate +
+                                                       eps)
     grad_x, grad_u, grad_cos, grad_sin = _chunked_estimate_backward(
         grad_out, x, node_side_points(points, is_source),
         cos_weight.repeat(1, 1, num_sets), sin_weight.repeat(1, 1, num_sets),
@@ -363,27 +381,34 @@ def fourier_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
 
 
 @fourier_estimate_backward.register_fake
-def _(grad_out, x, points, cos_weight, sin_weight, is_source, chunk_size,
-      node_path, needs):
+def _(grad_log, x, points, cos_weight, sin_weight, estimate, is_source,
+      chunk_size, node_path, needs, eps, scale):
     return (torch.empty_like(x), torch.empty_like(points),
             torch.empty_like(cos_weight), torch.empty_like(sin_weight))
 
 
 def _setup_context(ctx, inputs, output):
-    x, points, cos_weight, sin_weight, is_source, chunk_size, node_path = (
-        inputs)
-    ctx.save_for_backward(x, points, cos_weight, sin_weight)
+    (x, points, cos_weight, sin_weight, is_source, chunk_size, node_path,
+     eps, scale) = inputs
+    _, estimate = output
+    ctx.mark_non_differentiable(estimate)
+    ctx.set_materialize_grads(False)  # no zeros for the estimate's gradient
+    ctx.save_for_backward(x, points, cos_weight, sin_weight, estimate)
     ctx.is_source, ctx.chunk_size, ctx.node_path = (is_source, chunk_size,
                                                     node_path)
+    ctx.eps, ctx.scale = eps, scale
 
 
-def _backward(ctx, grad_out):
+def _backward(ctx, grad_log, grad_estimate):
+    if grad_log is None:  # l unused (grads are not materialised as zeros)
+        return (None, ) * 9
     needs = list(ctx.needs_input_grad[:4])
-    grads = fourier_estimate_backward(grad_out, *ctx.saved_tensors,
+    grads = fourier_estimate_backward(grad_log, *ctx.saved_tensors,
                                       ctx.is_source, ctx.chunk_size,
-                                      ctx.node_path, needs)
+                                      ctx.node_path, needs, ctx.eps,
+                                      ctx.scale)
     return tuple(grad if need else None
-                 for grad, need in zip(grads, needs)) + (None, None, None)
+                 for grad, need in zip(grads, needs)) + (None, ) * 5
 
 
 fourier_estimate.register_autograd(_backward, setup_context=_setup_context)
@@ -402,15 +427,12 @@ def node_side_points(points: Tensor, is_source: bool) -> Tensor:
 def anchor_features(anchor: Tensor, slopes: Tensor,
                     points: Tensor) -> Tuple[Tensor, Tensor]:
     r"""Return :math:`A^c, A^s` of shape :math:`(H, T, R)`:
-    :math:`\sum_s \cos(c_t\, w_{s,r}^\top a_h)` and the sines, divided by
-    the normaliser :math:`m^2 R`, for the stacked sets :math:`(m, H, R,
-    2C)`."""
-    num_sets, _, num_points, _ = points.shape
+    :math:`\sum_s \cos(c_t\, w_{s,r}^\top a_h)` and the sines, for the
+    stacked sets :math:`(m, H, R, 2C)` (the normaliser :math:`m^2 R` is
+    applied in :func:`fourier_estimate`)."""
     anchor_angle = (points * anchor.unsqueeze(1)).sum(-1)  # [m, H, R]
     scaled = anchor_angle.unsqueeze(-2) * slopes.view(-1, 1)  # [m, H, T, R]
-    normaliser = num_points * num_sets**2
-    return (scaled.cos().sum(0) / normaliser,
-            scaled.sin().sum(0) / normaliser)
+    return scaled.cos().sum(0), scaled.sin().sum(0)
 
 
 def fused_fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,
@@ -532,11 +554,14 @@ def _log_similarity(x: Tensor, points: Tensor,
     node_path = _resolve_node_path(node_path, x)
     size = _chunk_size(x.size(1), points.size(0) * points.size(2),
                        chunk_size)
-    estimate = fourier_estimate(x.contiguous(), points,
-                                anchor_cos.contiguous(),
-                                anchor_sin.contiguous(), bool(is_source),
-                                size, node_path)
-    return (estimate * estimate + eps).log()
+    log_similarity, _ = fourier_estimate(x.contiguous(), points,
+                                         anchor_cos.contiguous(),
+                                         anchor_sin.contiguous(),
+                                         bool(is_source), size, node_path,
+                                         float(eps),
+                                         1.0 / (points.size(0)**2 *
+                                                points.size(2)))
+    return log_similarity
 
 
 def _resolve_node_path(node_path: str, x: Tensor) -> str:

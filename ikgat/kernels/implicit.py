@@ -14,6 +14,7 @@ from ikgat.kernels.base import (
     check_positive,
     renamed_argument,
 )
+from ikgat.kernels.copula import cholesky_factor, correlated_noise
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -212,12 +213,10 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         return self._correlation_cholesky(self.head_mean.dtype)
 
     def _correlation_cholesky(self, dtype: torch.dtype) -> Tensor:
-        eye = torch.eye(self.heads, device=self.head_mean.device,
-                        dtype=dtype)
         if self.raw_correlation is None:
-            return eye
-        lower = eye + torch.tril(self.raw_correlation.to(dtype), diagonal=-1)
-        return lower / lower.norm(dim=1, keepdim=True)
+            return torch.eye(self.heads, device=self.head_mean.device,
+                             dtype=dtype)
+        return cholesky_factor(self.raw_correlation.to(dtype))
 
     def correlation(self) -> Tensor:
         r"""The copula's correlation matrix :math:`LL^\top`, :math:`(H, H)`."""
@@ -280,11 +279,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                                 self.latent_dim, generator=generator,
                                 device=mean.device, dtype=mean.dtype)
             if self.raw_correlation is not None:
-                noise = (self._correlation_cholesky(mean.dtype)
-                         @ noise.view(self.heads, -1)).view(noise.shape)
-            if num_draws == 1:
-                latent = torch.addcmul(mean, log_std.exp(),
-                                       noise.transpose(0, 1))
+                noise = correlated_noise(self.raw_correlation.to(mean.dtype),
+                                         noise)
+            if num_draws == 1:  # (a product and a sum: a cheaper backward
+                # than addcmul's, which scales both gradients by its value)
+                latent = mean + log_std.exp() * noise.transpose(0, 1)
             else:  # [G, S, H, D]
                 latent = torch.addcmul(mean.unsqueeze(1),
                                        log_std.exp().unsqueeze(1),
@@ -339,8 +338,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # Every draw's points (S H heads); one sample for all nodes goes
         # stacked, (m, H, R, 2C):
         sets: Union[Tensor, List[Tensor]] = (
-            self._points[0].transpose(0, 1) if self._points.size(0) == 1
-            else list(self._points.unbind(dim=2)))
+            self._points.squeeze(0).transpose(0, 1)
+            if self._points.size(0) == 1 else list(self._points.unbind(dim=2)))
         return fourier_log_similarities(x_dst, x_src, anchor, slopes, sets,
                                         self.eps, dst_batch, src_batch,
                                         node_path=self.node_path)
@@ -411,8 +410,9 @@ def finite_sums(x: Tensor, batch: Optional[Tensor] = None,
     concatenation, so a graph too large for one pass is summarised in
     chunks."""
     # |x| < inf is False for NaN and infinities (isfinite in fewer
-    # operations):
-    finite = x.abs().amax(-1, keepdim=True) < math.inf  # [N, H, 1]
+    # operations); a mask, so outside autograd:
+    with torch.no_grad():
+        finite = x.abs().amax(-1, keepdim=True) < math.inf  # [N, H, 1]
     x = x.masked_fill(finite.logical_not(), 0.0)
     if batch is None:
         return (x.sum(0, keepdim=True),

@@ -159,8 +159,11 @@ def fourier_log_similarities(x_dst: Tensor, x_src: Tensor, anchor: Tensor,
     :obj:`x_dst` (``is_source=False``) and of the sources :obj:`x_src`
     (``is_source=True``).  On the fused path the anchor features are
     computed once for both (see
-    :func:`~ikgat.kernels.fused_fourier.fused_fourier_log_similarities`)."""
-    shared = spectral_points[0].dim() == 3 or spectral_points[0].size(0) == 1
+    :func:`~ikgat.kernels.fused_fourier.fused_fourier_log_similarities`);
+    the sets may also come stacked, one tensor :math:`(m, H, R, 2C)`."""
+    first_shape = spectral_points.shape[1:] if isinstance(
+        spectral_points, Tensor) else spectral_points[0].shape
+    shared = len(first_shape) == 3 or first_shape[0] == 1
     if shared and node_path != 'plain':
         return fused_fourier_log_similarities(x_dst, x_src, anchor, slopes,
                                               spectral_points, eps,

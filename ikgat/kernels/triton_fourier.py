@@ -7,10 +7,13 @@ node-side spectral points :math:`u` :math:`(H, mR, C)` and the anchor
 features tiled over the sets, :math:`A^c, A^s` :math:`(H, T, mR)`,
 
 .. math::
-    f_{n,t} = \sum_{k=1}^{mR} \cos\theta_{n,k}\, A^c_{t,k}
+    f_{n,t} = \kappa \sum_{k=1}^{mR} \cos\theta_{n,k}\, A^c_{t,k}
     + \sin\theta_{n,k}\, A^s_{t,k}, \qquad \theta_{n,k} = u_k^\top x_n,
 
-and, with :math:`G = \partial L/\partial f` and
+(:math:`\kappa = 1/(m^2 R)`), the kernels write :math:`\ell = \log(f^2 +
+\epsilon)` and :math:`f`; and, with :math:`G = \kappa\, \partial
+L/\partial \ell \cdot 2f / (f^2 + \epsilon)` (formed where the gradient
+is loaded) and
 :math:`D_{n,k} = \cos\theta_{n,k} \sum_t G_{n,t} A^s_{t,k}
 - \sin\theta_{n,k} \sum_t G_{n,t} A^c_{t,k}`,
 
@@ -87,9 +90,10 @@ def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
                    mask=mask_k[:, None] & mask_t[None, :], other=0.)
 
 
-def _estimate_body(x, points, cos_weight, sin_weight, out, N, H, C, R, MR, T,
-                   OFFSET, BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
-                   BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
+                   scale, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
+                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                   BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_c = tl.arange(0, BLOCK_C)
@@ -110,8 +114,21 @@ def _estimate_body(x, points, cos_weight, sin_weight, out, N, H, C, R, MR, T,
         # Masked points have u = 0 (cos = 1) but zero anchor weights:
         acc += tl.sum(tl.cos(angle)[:, :, None] * cos_w[None, :, :]
                       + tl.sin(angle)[:, :, None] * sin_w[None, :, :], axis=1)
-    tl.store(out + offs_n[:, None] * H * T + h * T + offs_t[None, :], acc,
-             mask=mask_n[:, None] & mask_t[None, :])
+    offs_nt = offs_n[:, None] * H * T + h * T + offs_t[None, :]
+    mask_nt = mask_n[:, None] & mask_t[None, :]
+    acc = acc * scale
+    tl.store(estimate + offs_nt, acc, mask=mask_nt)
+    tl.store(out + offs_nt, tl.log(acc * acc + eps), mask=mask_nt)
+
+
+def _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t, h, H, T,
+                   eps, scale):
+    # G = kappa dL/dl * 2f / (f^2 + eps), [B_N, B_T] (0 on masked rows):
+    offs = offs_n[:, None] * H * T + h * T + offs_t[None, :]
+    mask = mask_n[:, None] & mask_t[None, :]
+    f = tl.load(estimate + offs, mask=mask, other=0.)
+    return (tl.load(grad + offs, mask=mask, other=0.) * (2. * scale) * f
+            / (f * f + eps))
 
 
 def _grad_angle(angle, grad_tile, cos_w, sin_w):
@@ -121,9 +138,10 @@ def _grad_angle(angle, grad_tile, cos_w, sin_w):
     return tl.cos(angle) * v_sum - tl.sin(angle) * u_sum
 
 
-def _grad_x_body(x, points, cos_weight, sin_weight, grad, grad_x, N, H, C,
-                 R, MR, T, OFFSET, BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
-                 BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+def _grad_x_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
+                 scale, grad_x, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
+                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                 BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_c = tl.arange(0, BLOCK_C)
@@ -132,9 +150,8 @@ def _grad_x_body(x, points, cos_weight, sin_weight, grad, grad_x, N, H, C,
     mask_nc = mask_n[:, None] & mask_c[None, :]
     x_tile = tl.load(x + offs_n[:, None] * H * C + h * C + offs_c[None, :],
                      mask=mask_nc, other=0.)
-    grad_tile = tl.load(grad + offs_n[:, None] * H * T + h * T
-                        + offs_t[None, :],
-                        mask=mask_n[:, None] & mask_t[None, :], other=0.)
+    grad_tile = _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t,
+                               h, H, T, eps, scale)
     acc = tl.zeros([BLOCK_N, BLOCK_C], dtype=tl.float32)
     for first in range(0, MR, BLOCK_R):
         offs_r = first + tl.arange(0, BLOCK_R)
@@ -151,8 +168,8 @@ def _grad_x_body(x, points, cos_weight, sin_weight, grad, grad_x, N, H, C,
              mask=mask_nc)
 
 
-def _grad_points_body(x, points, cos_weight, sin_weight, grad,
-                      partial_points, partial_cos, partial_sin, N, H, C, R,
+def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
+                      scale, partial_points, partial_cos, partial_sin, N, H, C, R,
                       MR, T, OFFSET, NODES_PER_PROGRAM, BLOCK_N: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
                       BLOCK_T: tl.constexpr):
@@ -177,9 +194,8 @@ def _grad_points_body(x, points, cos_weight, sin_weight, grad,
                          + offs_c[None, :],
                          mask=mask_n[:, None] & mask_c[None, :], other=0.)
         # Masked nodes have G = 0, so they add nothing below:
-        grad_tile = tl.load(grad + offs_n[:, None] * H * T + h * T
-                            + offs_t[None, :],
-                            mask=mask_n[:, None] & mask_t[None, :], other=0.)
+        grad_tile = _grad_estimate(grad, estimate, offs_n, mask_n, offs_t,
+                                   mask_t, h, H, T, eps, scale)
         angle, _ = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
                            H, R, C, OFFSET)
         d = _grad_angle(angle, grad_tile, cos_w, sin_w)
@@ -215,7 +231,7 @@ def _kernels() -> Dict[str, object]:
                 "'pip install triton' (or ikgat[test])") from error
         triton, tl = triton_module, tl_module
         for name in ('_point_rows', '_angles', '_anchor_tile',
-                     '_grad_angle'):
+                     '_grad_estimate', '_grad_angle'):
             globals()[name] = triton.jit(globals()[name])
         _KERNELS.update(estimate=triton.jit(_estimate_body),
                         grad_x=triton.jit(_grad_x_body),
@@ -250,8 +266,10 @@ def triton_available() -> bool:
 
 
 def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
-             sin_weight: Tensor, is_source: bool) -> Tensor:
-    r""":math:`f` of shape :math:`(N, H, T)` from contiguous float32
+             sin_weight: Tensor, is_source: bool, eps: float, scale: float
+             ) -> Tuple[Tensor, Tensor]:
+    r""":math:`\ell = \log(f^2 + \epsilon)` and :math:`f`, both of shape
+    :math:`(N, H, T)`, from contiguous float32
     :math:`x` :math:`(N, H, C)`, the stacked spectral point sets
     :math:`(m, H, R, 2C)` (their node half: the last :math:`C` columns for
     sources, the first for targets) and :math:`A^c, A^s` :math:`(H, T,
@@ -261,26 +279,29 @@ def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     num_slopes = cos_weight.size(1)
     num_angles = num_sets * num_points
     out = x.new_empty(num_nodes, heads, num_slopes)
+    estimate = torch.empty_like(out)
     if num_nodes > 0:
         block_n, block_r, block_c, block_t = _blocks(num_angles, channels,
                                                      num_slopes)
         _kernels()['estimate'][(triton.cdiv(num_nodes, block_n), heads)](
-            x, points, cos_weight, sin_weight, out, num_nodes, heads,
+            x, points, cos_weight, sin_weight, out, estimate, float(eps),
+            float(scale), num_nodes, heads,
             channels, num_points, num_angles, num_slopes,
             channels if is_source else 0, BLOCK_N=block_n, BLOCK_R=block_r,
             BLOCK_C=block_c, BLOCK_T=block_t)
-    return out
+    return out, estimate
 
 
 def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
                       cos_weight: Tensor, sin_weight: Tensor,
+                      estimate: Tensor, eps: float, scale: float,
                       is_source: bool) -> Tuple[Tensor, Tensor, Tensor,
                                                 Tensor]:
-    r"""The gradients of :func:`estimate` with respect to :math:`x`, the
-    stacked sets (their node half; zeros in the other half, whose
-    gradient flows through :math:`A`), :math:`A^c` and :math:`A^s`, for
-    the contiguous float32 output gradient :obj:`grad` :math:`(N, H,
-    T)`."""
+    r"""The gradients of :func:`estimate`'s :math:`\ell` with respect to
+    :math:`x`, the stacked sets (their node half; zeros in the other half,
+    whose gradient flows through :math:`A`), :math:`A^c` and :math:`A^s`,
+    for the contiguous float32 gradient :obj:`grad` of :math:`\ell` and
+    the saved :math:`f`, both :math:`(N, H, T)`."""
     num_nodes, heads, channels = x.shape
     num_sets, num_points = points.size(0), points.size(2)
     num_slopes = cos_weight.size(1)
@@ -300,14 +321,16 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
         kernels = _kernels()
         offset = channels if is_source else 0
         kernels['grad_x'][(node_blocks, heads)](
-            x, points, cos_weight, sin_weight, grad, grad_x, num_nodes,
+            x, points, cos_weight, sin_weight, grad, estimate, float(eps),
+            float(scale), grad_x, num_nodes,
             heads, channels, num_points, num_angles, num_slopes, offset,
             BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
             BLOCK_T=block_t)
         kernels['grad_points'][(num_programs, heads,
                                 triton.cdiv(num_angles, block_r))](
-            x, points, cos_weight, sin_weight, grad, partial_points,
-            partial_cos, partial_sin, num_nodes, heads, channels,
+            x, points, cos_weight, sin_weight, grad, estimate, float(eps),
+            float(scale), partial_points, partial_cos, partial_sin, num_nodes, heads,
+            channels,
             num_points, num_angles, num_slopes, offset,
             blocks_per_program * block_n, BLOCK_N=block_n, BLOCK_R=block_r,
             BLOCK_C=block_c, BLOCK_T=block_t)

@@ -898,9 +898,10 @@ def fused_attention(
         edge_gate = edge_gate.index_select(0, csr.perm).contiguous()
     broadcast = score_dst.size(0) == 1 and num_dst != 1
     # The dropout mask's seed, drawn on the device from torch's generator
-    # (no host synchronisation; torch.manual_seed makes runs repeatable):
+    # (no host synchronisation; torch.manual_seed makes runs repeatable);
+    # without dropout it is never read, and any device tensor will do:
     seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
-            else csr.rowptr[:1])
+            else csr.rowptr)
     out, alpha, _, _ = _forward_op(
         score_src.contiguous(), score_dst.contiguous(), x_src.contiguous(),
         edge_gate, csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge,

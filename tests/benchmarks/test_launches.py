@@ -14,10 +14,9 @@ from benchmarks.launches import count_step, layer_names, modes
 SMALL, LARGE = 2_000, 32_000
 
 #: Over 3x GATConv's count, constant in N (benchmarks/results/launches.md):
-#: the implicit density's inference network and draws, MIKAN's copula, and
 #: KEPGATConv's two variational GPs are many small H x R operations, and
-#: the stochastic kernels' evaluation repeats the step per draw.
-OVER_THE_BAR = {'IKGATConv-implicit', 'MIKANConv', 'KEPGATConv'}
+#: its attention does not take the fused pass.
+OVER_THE_BAR = {'KEPGATConv'}
 
 CASES = [(name, label, training, dropout) for name in layer_names()
          for label, training, dropout in modes()]

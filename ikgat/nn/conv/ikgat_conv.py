@@ -168,7 +168,11 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
        lean steps, since the kernel accumulates in float32).
 
     The same numbers up to the order of floating-point additions (a test
-    compares them through the interpreter for every kernel).  The edges
+    compares them through the interpreter for every kernel).  A stochastic
+    kernel's :obj:`num_samples` draws in evaluation run as one fused pass
+    of :math:`S H` heads (the projections repeated :math:`S` times) rather
+    than :math:`S` passes: the mean of the draws' outputs, as elsewhere,
+    from other random numbers.  The edges
     sorted by target and by source
     (:func:`~ikgat.nn.triton_attention.prepare_csr`, six int32 arrays
     of :math:`E`) are kept with the (self-looped) :obj:`edge_index` tensor

@@ -136,6 +136,49 @@ def test_fused_mikan_equals_current_path(training, monkeypatch):
     assert_close(current, fused)
 
 
+@pytest.mark.parametrize('layer', ['implicit', 'mikan'])
+def test_evaluation_draws_in_one_pass_average_the_single_draws(layer,
+                                                                monkeypatch):
+    # In evaluation the fused path stacks the num_samples draws along the
+    # heads of one pass: its outputs and weights are the means of those of
+    # the same draws taken one at a time (training, no dropout).
+    draws, heads = 3, 2
+    x, edge_index = random_graph(12, 36, 5, seed=9)
+    x, edge_index = x.to(DEVICE), edge_index.to(DEVICE)
+    torch.manual_seed(6)
+    if layer == 'mikan':
+        conv = MIKANConv(5, 3, heads=heads, num_spectral_points=8,
+                         num_samples=draws)
+    else:
+        conv = IKGATConv(5, 3, heads=heads, kernel='implicit',
+                         num_spectral_points=8,
+                         kernel_kwargs=dict(num_samples=draws))
+    conv = conv.to(DEVICE)
+    conv.fused_attention = 'always'
+    noise = torch.randn(heads, draws, 1, conv.kernel.latent_dim,
+                        device=DEVICE)
+    chosen = []
+
+    def given_noise(*shape, **kwargs):  # (H, S, G, D) at once, or (H, G, D)
+        return noise if len(shape) == 4 else noise[:, chosen[-1]]
+
+    monkeypatch.setattr(torch, 'randn', given_noise)
+    with torch.no_grad():
+        out, (_, alpha) = conv.eval()(x, edge_index,
+                                      return_attention_weights=True)
+        conv.train()
+        singles = []
+        for draw in range(draws):
+            chosen.append(draw)
+            singles.append(conv(x, edge_index,
+                                return_attention_weights=True))
+    torch.testing.assert_close(out, torch.stack(
+        [single[0] for single in singles]).mean(0), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(alpha, torch.stack(
+        [single[1][1] for single in singles]).mean(0), atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(singles[0][0], singles[1][0], atol=1e-3)
+
+
 def with_self_loops_and_duplicates(edge_index):
     """The edges, a self-loop given twice, another once, and four edges
     given again."""

@@ -668,3 +668,24 @@ def test_dispatch_rule_subclasses_that_override_a_step():
                        edge_index) == (True, True)
     assert lean_choice(MIKANConv(5, 4, num_spectral_points=4), x,
                        edge_index) == (True, True)
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+@pytest.mark.parametrize('negative_slope', [0.2, 0.01, 0.0, 1 / 3, 1.7])
+def test_slopes_are_exactly_one_and_the_negative_slope(dtype,
+                                                       negative_slope):
+    conv = IKGATConv(4, 3, heads=2, negative_slope=negative_slope).to(dtype)
+    x = torch.randn(5, 2, 3, dtype=dtype)
+    slopes = conv._accumulation_inputs(x, None)[3]
+    assert torch.equal(slopes, torch.tensor([1.0, negative_slope],
+                                            dtype=dtype))
+
+
+def test_promote_types_skips_only_what_changes_nothing():
+    from ikgat.nn.conv.gat_base import promote_types
+    dtypes = [torch.float64, torch.float32, torch.float16, torch.bfloat16,
+              torch.int64, torch.int32, torch.bool, torch.complex64]
+    for first in dtypes:
+        for second in dtypes:
+            assert (promote_types(first, second)
+                    == torch.promote_types(first, second)), (first, second)
