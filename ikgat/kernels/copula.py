@@ -24,6 +24,9 @@ backward, each a kernel launch on a GPU.
     \frac{\partial \mathcal{L}}{\partial A}
     = \operatorname{tril}\left(\frac{\partial \mathcal{L}}{\partial \tilde
     L}, -1\right).
+
+The backward pass is itself differentiable (it recomputes :math:`L` and
+:math:`n` from :math:`A` when a double backward records it).
 """
 from typing import Optional, Tuple
 
@@ -57,14 +60,18 @@ class _CorrelatedNoise(torch.autograd.Function):
     def forward(ctx, raw_correlation: Tensor, noise: Tensor) -> Tensor:
         cholesky, norm = _factor(raw_correlation)
         flat = noise.reshape(noise.size(0), -1)
-        ctx.save_for_backward(cholesky, norm, flat)
+        ctx.save_for_backward(raw_correlation, cholesky, norm, flat)
         return (cholesky @ flat).view(noise.shape)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tuple[Optional[Tensor], None]:
         if not ctx.needs_input_grad[0]:
             return None, None
-        cholesky, norm, flat = ctx.saved_tensors
+        raw_correlation, cholesky, norm, flat = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # A double backward (create_graph=True): L and n again from A,
+            # so that autograd follows every term of this pass.
+            cholesky, norm = _factor(raw_correlation)
         grad_cholesky = grad.reshape(flat.shape) @ flat.t()  # B
         inner = (grad_cholesky * cholesky).sum(1, keepdim=True)
         grad_lower = torch.addcmul(grad_cholesky, cholesky, inner,

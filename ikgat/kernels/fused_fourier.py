@@ -522,7 +522,8 @@ def _stacked_points(spectral_points: Sequence[Tensor], *xs: Tensor
                          f"sets of shape (H, R, 2C) (got {shapes}); use "
                          f"fourier_log_similarity for per-graph samples")
     _check_projections(sets[0].shape[-1], xs)
-    return torch.stack(sets) if len(sets) > 1 else sets[0].unsqueeze(0)
+    return (torch.stack(sets) if len(sets) > 1 else
+            sets[0].unsqueeze(0)).contiguous()
 
 
 def _check_projections(width: int, xs: Sequence[Tensor]) -> None:

@@ -225,15 +225,14 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
     def transform(self, magnitude: Tensor) -> Tensor:
         r""":math:`g_\psi(t) = \mathrm{softplus}(s)\, t +
-        \mathrm{MLP}_\psi(t)`, element-wise."""
-        dtype = magnitude.dtype
-        hidden = torch.tanh(torch.addcmul(
-            self.transform_hidden.bias.to(dtype), magnitude.unsqueeze(-1),
-            self.transform_hidden.weight.view(-1).to(dtype)))
-        scale = F.softplus(self.raw_transform_scale.to(dtype))
-        mlp = hidden @ self.transform_out.weight.view(-1).to(dtype)
-        return torch.addcmul(mlp + self.transform_out.bias.to(dtype), scale,
-                             magnitude)
+        \mathrm{MLP}_\psi(t)`, element-wise (the map that
+        :func:`~ikgat.kernels.spectral_transform.symmetric_spectral_points`
+        applies to :math:`|z|`; for plots)."""
+        hidden = torch.tanh(
+            _linear(self.transform_hidden, magnitude.unsqueeze(-1)))
+        scale = F.softplus(self.raw_transform_scale.to(magnitude.dtype))
+        return (scale * magnitude +
+                _linear(self.transform_out, hidden).squeeze(-1))
 
     def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
                 batch_src: Optional[Tensor], batch_dst: Optional[Tensor],

@@ -32,7 +32,9 @@ that of the MLP's pre-activation.  Then
 
 summed over all elements (:math:`\sigma` the logistic function, the
 derivative of softplus).  At :math:`z = 0` the gradient is zero, as
-autograd gives it (:math:`\operatorname{sign}'(0) = 0`).
+autograd gives it (:math:`\operatorname{sign}'(0) = 0`).  The backward pass
+is itself differentiable (it recomputes :math:`h` from the inputs when a
+double backward records it).
 """
 from typing import Optional, Tuple
 
@@ -79,20 +81,25 @@ class _SymmetricSpectralPoints(torch.autograd.Function):
         mlp = torch.addmv(bias_out.expand(hidden.size(0)), hidden,
                           weight_out).view(latent.shape)
         points = sign * torch.addcmul(mlp, F.softplus(raw_scale), magnitude)
-        ctx.save_for_backward(latent, hidden, weight_in, weight_out,
-                              raw_scale)
+        ctx.save_for_backward(latent, hidden, weight_in, bias_in,
+                              weight_out, raw_scale)
         ctx.dim = dim
         return torch.cat([points, -points], dim=dim)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
-        latent, hidden, weight_in, weight_out, raw_scale = ctx.saved_tensors
+        (latent, hidden, weight_in, bias_in, weight_out,
+         raw_scale) = ctx.saved_tensors
         (need_latent, _, need_weight_in, need_bias_in, need_weight_out,
          need_bias_out, need_raw_scale) = ctx.needs_input_grad
         positive, negative = grad.chunk(2, dim=ctx.dim)
         sign = latent.sign()
         grad_g = ((positive - negative) * sign).reshape(-1)  # gamma
         magnitude = latent.abs().reshape(-1)
+        if torch.is_grad_enabled():
+            # A double backward (create_graph=True): h again from the
+            # inputs, so that autograd follows every term of this pass.
+            hidden = _hidden(magnitude, weight_in, bias_in)
         grad_pre = torch.ops.aten.tanh_backward(
             torch.outer(grad_g, weight_out), hidden)  # P
         scale = F.softplus(raw_scale)

@@ -47,3 +47,10 @@ def test_noise_without_gradient():
     out = correlated_noise(raw, noise)
     assert not out.requires_grad
     torch.testing.assert_close(out, cholesky_factor(raw) @ noise)
+
+
+def test_gradgradcheck():
+    raw = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+    noise = torch.randn(4, 3, 2, dtype=torch.float64)
+    assert torch.autograd.gradgradcheck(lambda a: correlated_noise(a, noise),
+                                        (raw, ))

@@ -79,3 +79,12 @@ def test_the_kernel_transform_is_g():
         kernel.transform_out.bias, kernel.raw_transform_scale)
     torch.testing.assert_close(points[:10], kernel.transform(latent))
     torch.testing.assert_close(points[10:], -kernel.transform(latent))
+
+
+def test_gradgradcheck():
+    # The plain node path supports a double backward; so does this step.
+    kernel = ImplicitSpectralKernel(2, 3, num_spectral_points=4)
+    latent = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(
+        lambda z, *params: symmetric_spectral_points(z, 1, *params),
+        (latent, *parameters(kernel)))

@@ -111,6 +111,20 @@ def test_meta_device_takes_the_operator_without_launching(monkeypatch):
     assert x.grad.shape == x.shape and sets[0].grad.shape == sets[0].shape
 
 
+def test_non_contiguous_sets_are_made_contiguous():
+    # The kernels index the stacked sets as contiguous: a transposed view
+    # given as the only set must give the values of its contiguous copy.
+    x, anchor, slopes, sets = inputs(9, 3, 4, 5, 1)
+    view = sets[0].detach().transpose(0, 1).contiguous().transpose(0, 1)
+    assert not view.is_contiguous()
+    torch.testing.assert_close(
+        fused_fourier_log_similarity(x, anchor, True, slopes, [view], EPS,
+                                     node_path='triton'),
+        fused_fourier_log_similarity(x, anchor, True, slopes,
+                                     [view.contiguous()], EPS,
+                                     node_path='triton'))
+
+
 def test_operator_is_registered():
     assert fourier_estimate._qualname == 'ikgat::fourier_estimate'
     assert hasattr(torch.ops.ikgat, 'fourier_estimate_backward')
