@@ -34,11 +34,12 @@ def test_noise_and_gradient_equal_autograd(shape):
     assert torch.equal(grad, grad.tril(-1))  # the rest is not used
 
 
-def test_gradcheck():
+@pytest.mark.parametrize('check', [torch.autograd.gradcheck,
+                                   torch.autograd.gradgradcheck])
+def test_gradcheck(check):
     raw = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
     noise = torch.randn(4, 3, 2, dtype=torch.float64)
-    assert torch.autograd.gradcheck(lambda a: correlated_noise(a, noise),
-                                    (raw, ))
+    assert check(lambda a: correlated_noise(a, noise), (raw, ))
 
 
 def test_noise_without_gradient():
@@ -48,9 +49,3 @@ def test_noise_without_gradient():
     assert not out.requires_grad
     torch.testing.assert_close(out, cholesky_factor(raw) @ noise)
 
-
-def test_gradgradcheck():
-    raw = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
-    noise = torch.randn(4, 3, 2, dtype=torch.float64)
-    assert torch.autograd.gradgradcheck(lambda a: correlated_noise(a, noise),
-                                        (raw, ))

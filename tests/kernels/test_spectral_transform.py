@@ -47,12 +47,14 @@ def test_values_and_gradients_equal_autograd(shape, dim):
         torch.testing.assert_close(grad, expected_grad)
 
 
-def test_gradcheck():
+@pytest.mark.parametrize('check', [torch.autograd.gradcheck,
+                                   torch.autograd.gradgradcheck])
+def test_gradcheck(check):
+    # gradgradcheck too: the plain node path supports a double backward.
     kernel = ImplicitSpectralKernel(2, 3, num_spectral_points=4)
     latent = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(
-        lambda z, *params: symmetric_spectral_points(z, 1, *params),
-        (latent, *parameters(kernel)))
+    assert check(lambda z, *params: symmetric_spectral_points(z, 1, *params),
+                 (latent, *parameters(kernel)))
 
 
 def test_only_the_gradients_asked_for():
@@ -80,11 +82,3 @@ def test_the_kernel_transform_is_g():
     torch.testing.assert_close(points[:10], kernel.transform(latent))
     torch.testing.assert_close(points[10:], -kernel.transform(latent))
 
-
-def test_gradgradcheck():
-    # The plain node path supports a double backward; so does this step.
-    kernel = ImplicitSpectralKernel(2, 3, num_spectral_points=4)
-    latent = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradgradcheck(
-        lambda z, *params: symmetric_spectral_points(z, 1, *params),
-        (latent, *parameters(kernel)))
