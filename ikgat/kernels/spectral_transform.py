@@ -11,8 +11,10 @@ element-wise map
 
 with :math:`u, b, v \in \mathbb{R}^K` (a :math:`1 \to K \to 1` MLP) and the
 sample made symmetric, :math:`w = [s(\tilde z) \,\|\, -s(\tilde z)]`.  By
-autograd this is some twenty small operations forward and twice as many
-backward, each a kernel launch on a GPU; here it is a handful each way.
+autograd its backward pass is a chain of small operations (those of the
+MLP's two linear maps with their broadcasts, of the sign, the absolute value
+and the concatenation), each a kernel launch on a GPU; written out below, it
+is one product per parameter and a few element-wise operations.
 
 **Backward.**  With :math:`t = |z|`, :math:`h = \tanh(t u + b)`, the
 incoming gradient :math:`G = \partial L / \partial w` split into its halves

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ikgat.nn.dtypes import accumulation_dtype
+
 #: :math:`\tau`: below it :math:`|t|^p` is replaced by its chord.
 SMALL = 1e-4
 #: The clamp of :math:`\|x\|_p^2` in log space.
@@ -43,8 +45,7 @@ def lp_norm_squared(x: Tensor, p: float, dim: int = -1) -> Tensor:
     Exact for :math:`p = 2` (a plain sum of squares) and, for other
     :math:`p`, up to the safeguards described in the module docstring.
     """
-    if x.dtype not in (torch.float32, torch.float64):  # (no dtype operation
-        x = x.to(torch.promote_types(x.dtype, torch.float32))  # dispatched)
+    x = x.to(accumulation_dtype(x.dtype))
     if p == 2.0:
         # The clamp at MAX as hardtanh: the same values, a one-operation
         # backward (a sum of squares is never below 0).

@@ -41,29 +41,10 @@ from ikgat.nn.conv.checks import (
     check_size,
     node_counts,
 )
+from ikgat.nn.dtypes import accumulation_dtype, promote_types
 
 #: The :mod:`~ikgat.nn.graph_cache` kind of the self-looped edges.
 SELF_LOOPS = 'self_loops'
-
-
-def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
-    r"""The dtype in which logits, norms and softmaxes accumulate: float32
-    for float16 and bfloat16 (float16 overflows at 65504 and bfloat16 keeps
-    8 significant bits), the dtype itself for float32 and float64."""
-    return promote_types(dtype, torch.float32)
-
-
-def promote_types(first: torch.dtype, second: torch.dtype) -> torch.dtype:
-    r""":func:`torch.promote_types`, without its dispatched operation (one
-    more per call on the host side of a GPU step) where the result is
-    :obj:`first`: equal dtypes, or float64 or float32 with a narrower
-    float."""
-    if first == second or (first == torch.float64 and second.is_floating_point
-                           ) or (first == torch.float32 and second in (
-                               torch.float16, torch.bfloat16)):
-        return first
-    return torch.promote_types(first, second)
-
 
 #: Whether :func:`torch.autocast` exists for a device type, read once per
 #: type outside :func:`torch.compile`: dynamo cannot trace the builtin
@@ -78,8 +59,9 @@ _AUTOCAST_AVAILABLE: Dict[str, bool] = {
 def without_autocast(device: torch.device) -> ContextManager:
     r"""A context in which :func:`torch.autocast` does not lower the
     precision of matrix products on :obj:`device`: the node terms of the
-    attention run in :func:`accumulation_dtype` under autocast too.  A
-    device without autocast (``meta``) gets an empty context."""
+    attention run in :func:`~ikgat.nn.dtypes.accumulation_dtype` under
+    autocast too.  A device without autocast (``meta``) gets an empty
+    context."""
     available = _AUTOCAST_AVAILABLE.get(device.type)
     if available is None:  # another device type: read once, eagerly
         available = _AUTOCAST_AVAILABLE[device.type] = (
@@ -257,8 +239,9 @@ class GATStyleConv(MessagePassing):
         (the target one :obj:`None` for ``x_dst=None``), the residual, and
         the dtype GATConv's projections would have.
 
-        The projections come in :func:`accumulation_dtype`: where GATConv's
-        would be float16 or bfloat16 (a reduced-precision model, or
+        The projections come in
+        :func:`~ikgat.nn.dtypes.accumulation_dtype`: where GATConv's would
+        be float16 or bfloat16 (a reduced-precision model, or
         autocast), the same products are computed in float32.  The
         magnitude term :math:`\tfrac12\|k_j\|_p^2` scales a rounding error
         :math:`\delta k` of the projection by :math:`\|k_j\|` where GAT's

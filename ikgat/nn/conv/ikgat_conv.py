@@ -708,8 +708,8 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                              ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         r"""Source and target projections (a zero target row for
         :obj:`x_dst=None`), the anchors :math:`(H, 2C)` and the slopes
-        :math:`c_t`, all in :func:`accumulation_dtype` (float32 for a float16
-        or bfloat16 model)."""
+        :math:`c_t`, all in :func:`~ikgat.nn.dtypes.accumulation_dtype`
+        (float32 for a float16 or bfloat16 model)."""
         H, C = self.heads, self.out_channels
         dtype = accumulation_dtype(x_src.dtype)
         anchor = torch.cat([self.att_dst, self.att_src],
@@ -736,9 +736,9 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         node as [logit part for :math:`c = 1`, for :math:`c =`
         :obj:`negative_slope`, gate]: :math:`(N_s, H, 3)` and
         :math:`(N_t, H, 3)` (or :math:`(1, H, 3)` without target features),
-        in :func:`accumulation_dtype`; with :obj:`draws` :math:`S > 1`, for
-        the kernel's :math:`S` draws stacked along the heads (:math:`S H`
-        heads, the projections and anchors repeated)."""
+        in :func:`~ikgat.nn.dtypes.accumulation_dtype`; with :obj:`draws`
+        :math:`S > 1`, for the kernel's :math:`S` draws stacked along the
+        heads (:math:`S H` heads, the projections and anchors repeated)."""
         x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
         if draws > 1:
             x_src, q = x_src.repeat(1, draws, 1), q.repeat(1, draws, 1)

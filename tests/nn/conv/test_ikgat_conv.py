@@ -682,7 +682,7 @@ def test_slopes_are_exactly_one_and_the_negative_slope(dtype,
 
 
 def test_promote_types_skips_only_what_changes_nothing():
-    from ikgat.nn.conv.gat_base import promote_types
+    from ikgat.nn.dtypes import promote_types
     dtypes = [torch.float64, torch.float32, torch.float16, torch.bfloat16,
               torch.int64, torch.int32, torch.bool, torch.complex64]
     for first in dtypes:
