@@ -13,11 +13,6 @@ from benchmarks.launches import count_step, layer_names, modes
 
 SMALL, LARGE = 2_000, 32_000
 
-#: Over 3x GATConv's count, constant in N (benchmarks/results/launches.md):
-#: KEPGATConv's two variational GPs are many small H x R operations, and
-#: its attention does not take the fused pass.
-OVER_THE_BAR = {'KEPGATConv'}
-
 CASES = [(name, label, training, dropout) for name in layer_names()
          for label, training, dropout in modes()]
 
@@ -39,11 +34,7 @@ def test_operations_do_not_grow_with_the_graph(case):
             == count_step(name, LARGE, training, dropout)[0])
 
 
-@pytest.mark.parametrize('case', [
-    pytest.param(case, marks=pytest.mark.xfail(
-        strict=True, reason='over 3x GATConv (constant in N); see '
-        'benchmarks/results/launches.md')) if case[0] in OVER_THE_BAR
-    else case for case in CASES], ids=case_id)
+@pytest.mark.parametrize('case', CASES, ids=case_id)
 def test_operations_are_at_most_three_times_gatconvs(case, gatconv_counts):
     name, label, training, dropout = case
     count = count_step(name, SMALL, training, dropout)[0]

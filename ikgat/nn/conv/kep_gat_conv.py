@@ -16,7 +16,6 @@ from torch_geometric.typing import (
 )
 from torch_geometric.utils import (
     is_torch_sparse_tensor,
-    scatter,
     softmax,
     to_edge_index,
 )
@@ -30,6 +29,7 @@ from ikgat.nn.conv.gat_base import (
 
 # ksvd_loss lives in ikgat.nn.losses; importable from here as documented:
 from ikgat.nn.losses import ksvd_loss  # noqa: F401
+from ikgat.nn.svgp_sample import scale_tril, svgp_pair_sample
 
 
 class KEPGATConv(GATStyleConv):
@@ -371,8 +371,8 @@ class KEPGATConv(GATStyleConv):
         r"""The Cholesky factors :math:`L_d` of the posterior covariances
         :math:`S_d = L_d L_d^\top`, shape :math:`(2, H, C, s, s)` (branch
         :math:`e` first)."""
-        return (torch.tril(self.inducing_scale_offdiag, diagonal=-1) +
-                torch.diag_embed(self.inducing_log_scale_diag.exp()))
+        return scale_tril(self.inducing_scale_offdiag,
+                          self.inducing_log_scale_diag)
 
     def kl_divergence(self) -> Tensor:
         r"""The KL divergence :math:`\sum_{b,h,d}\mathrm{KL}(q(u_d) \,\|\,
@@ -499,54 +499,59 @@ class KEPGATConv(GATStyleConv):
         # those targets and, through K, to their targets; they leave out
         # the non-finite terms instead (a mask on the device, no host
         # synchronisation), so the NaN rows of the output are GATConv's.
-        finite_alpha = _finite_or_zero(alpha)
-        r = scatter(finite_alpha.unsqueeze(-1) * _finite_or_zero(h_e)[dst],
-                    src, dim=0, dim_size=num_src, reduce='sum')
+        finite_alpha = _finite_or_zero(alpha).unsqueeze(-1)  # [E, H, 1]
+        h_e = _finite_or_zero(h_e)
+        # r(j) and c_j in one sum over the out-edges of each source:
+        with_ones = torch.cat([h_e, h_e.new_ones(num_dst, H, 1)], dim=-1)
+        r_and_mass = with_ones.new_zeros(num_src, H, self.rank + 1).index_add(
+            0, src, with_ones.index_select(0, dst) * finite_alpha)
+        r, mass = r_and_mass.split([self.rank, 1], dim=-1)
 
-        inv = (-self.log_singular_values.to(dtype)).exp()  # Lambda^-1 [H, s]
         # J = 1/2 sum e^T Lambda^-1 e + 1/2 sum r^T Lambda^-1 r - Tr(We^T Wr)
         # with Tr(W_e^T W_r) = Tr(H_r^T K^T H_e) = sum_i h_e(i)^T e(i); it
-        # trains Lambda only (see the class docstring).  A sum over the
+        # trains Lambda only (see the class docstring).  Sums over the
         # graph, without its non-finite rows:
-        e_const = _finite_or_zero(e.detach())
-        r_const, h_e_const = r.detach(), _finite_or_zero(h_e.detach())
-        J = (0.5 * (e_const.square() * inv).sum((0, 2)) +
-             0.5 * (r_const.square() * inv).sum((0, 2)) -
-             (h_e_const * e_const).sum((0, 2)))
-        self._ksvd_loss = (J / max(num_dst, 1)).square().sum()
+        with torch.no_grad():
+            e_const = _finite_or_zero(e)
+            squares = torch.cat([e_const, r]).square().sum(0)  # [H, s]
+            trace = (h_e * e_const).sum((0, 2))  # [H]
+        inv = (-self.log_singular_values.to(dtype)).exp()  # Lambda^-1 [H, s]
+        twice_J = torch.sub((squares * inv).sum(-1), trace, alpha=2.0)
+        self._ksvd_loss = torch.dot(twice_J, twice_J) / (
+            2 * max(num_dst, 1))**2
 
-        draws = 1 if self.training else self.num_samples
-        f_e = self._sample(e * inv, 0, draws, generator)
         # The attention a source receives, c_j = sum_i kappa_ij, ranges
         # from ~0 to the number of its out-edges; the source-side GP reads
         # r(j) / max(1, c_j), as bounded as e(i) (a convex combination).
-        mass = scatter(finite_alpha, src, dim=0, dim_size=num_src,
-                       reduce='sum')
-        r_bounded = r / mass.clamp(min=1.0).unsqueeze(-1)
-        f_r = self._sample(r_bounded * inv, 1, draws, generator)
+        r_bounded = r / mass.clamp(min=1.0)
+        f_e, f_r = svgp_pair_sample(
+            (e, r_bounded), self.log_singular_values.to(dtype),
+            self.inducing_mean.to(dtype),
+            self.inducing_scale_offdiag.to(dtype),
+            self.inducing_log_scale_diag.to(dtype),
+            self._noise(num_dst, num_src, e, generator))
         # The source-side sample reaches the targets through K:
-        out = f_e + self.propagate(coo, x=(f_r, None), alpha=alpha,
-                                   size=pair_size)
+        out = self.propagate(coo, x=(f_r, None), alpha=alpha,
+                             size=pair_size) + f_e
         return alpha, out
 
-    def _sample(self, v: Tensor, branch: int, draws: int,
-                generator: Optional[torch.Generator]) -> Tensor:
-        r"""Return :math:`v m_d + v L_d \varepsilon / \sqrt{S}` for
-        :math:`v = b(x)^\top\Lambda^{-1}` of shape :math:`(N, H, s)`: the
-        average of :math:`S` = :obj:`draws` samples (the mean if 0)."""
-        mean = torch.einsum('nhs,hsc->nhc', v,
-                            self.inducing_mean[branch].to(v.dtype))
+    def _noise(self, num_dst: int, num_src: int, like: Tensor,
+               generator: Optional[torch.Generator]
+               ) -> Optional[Tuple[Tensor, Tensor]]:
+        r"""The noise :math:`\varepsilon / \sqrt{S}` of both branches for
+        the average of :math:`S` draws (one in training; :obj:`None` for the
+        posterior mean): one standard normal per node, head and channel.
+        The average of :math:`S` draws of the output, which is linear in
+        the noise, has exactly that distribution."""
+        draws = 1 if self.training else self.num_samples
         if draws == 0:
-            return mean
-        # v L_d eps with eps ~ N(0, I_s) is N(0, v S_d v^T) = N(0, |L_d^T v|^2)
-        # for every node and channel: draw that scalar directly (the tiny
-        # shift keeps the gradient of the square root finite where v = 0).
-        spread = torch.einsum('nha,hdab->nhdb', v,
-                              self.inducing_scale_tril()[branch].to(v.dtype))
-        std = (spread.square().sum(-1) + 1e-20).sqrt()  # [N, H, C]
-        noise = torch.randn(std.shape, generator=generator, dtype=std.dtype,
-                            device=std.device)
-        return mean + std * noise / math.sqrt(draws)
+            return None
+        noise = torch.randn(num_dst + num_src, self.heads, self.out_channels,
+                            generator=generator, dtype=like.dtype,
+                            device=like.device)
+        if draws > 1:
+            noise = noise.mul_(1.0 / math.sqrt(draws))
+        return noise.split([num_dst, num_src])
 
     def edge_update(self, gate_j: Tensor, gate_i: OptTensor,
                     edge_attr: OptTensor, index: Tensor, ptr: OptTensor,
@@ -587,4 +592,4 @@ class KEPGATConv(GATStyleConv):
         return edge_index, num_src, num_dst
 
 def _finite_or_zero(values: Tensor) -> Tensor:
-    return torch.where(torch.isfinite(values), values, 0.0)
+    return torch.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)

@@ -1,0 +1,226 @@
+r"""The sample of :class:`~ikgat.KEPGATConv`'s sparse variational GP pair in
+one autograd function with a hand-written backward pass.
+
+For each branch :math:`b \in \{e, r\}` (targets and sources), head
+:math:`h`, node :math:`n` and output channel :math:`d`, with the branch's
+scores :math:`v = b(x_n)^\top \Lambda_h^{-1}` of length :math:`s`,
+
+.. math::
+    F_{b,d}(x_n) = v^\top m_{b,h,d} + \sigma\, \big\|L_{b,h,d}^\top v\big\|
+    \, \varepsilon_{n,h,d}, \qquad
+    L_{b,h,d} = \operatorname{tril}(O_{b,h,d}, -1)
+    + \operatorname{diag}\big(e^{\ell_{b,h,d}}\big),
+
+a draw of :math:`\mathcal{N}(v^\top m_d, \|L_d^\top v\|^2)` scaled by
+:math:`\sigma` (:math:`1/\sqrt{S}` for the average of :math:`S` draws), or
+the mean alone without noise.  Both terms are one product per branch: the
+weights :math:`W_{b,h} = \Lambda_h^{-1}[M_{b,h} \,|\, \tilde L_{b,h}]` of
+shape :math:`(s, C + Cs)`, with :math:`\tilde L_{b,h}[a, (d, c)] =
+L_{b,h,d}[a, c]`, give :math:`y = b(x_n)^\top W_{b,h}`, whose first
+:math:`C` columns are the means and whose remaining :math:`Cs` are the
+spreads :math:`u_d = L_d^\top v`.
+
+**Backward.**  With :math:`G = \partial\mathcal{L}/\partial F`,
+:math:`\partial\mathcal{L}/\partial u_d = \sigma G_d \varepsilon_d\,
+u_d / \|u_d\|` (zero where :math:`u_d = 0`), so :math:`\partial
+\mathcal{L}/\partial y = [G \,|\, \partial\mathcal{L}/\partial u]` and
+
+.. math::
+    \frac{\partial\mathcal{L}}{\partial b(x_n)} = W\,
+    \frac{\partial\mathcal{L}}{\partial y_n}, \qquad
+    \frac{\partial\mathcal{L}}{\partial W} = \sum_n b(x_n)
+    \frac{\partial\mathcal{L}}{\partial y_n}^\top,
+
+from which :math:`\partial\mathcal{L}/\partial[M | \tilde L] = \Lambda^{-1}
+\odot \partial\mathcal{L}/\partial W`, :math:`\partial\mathcal{L}/\partial
+\log\lambda_a = -\lambda_a^{-1} \sum_{b,k} [M | \tilde L]_{b,a,k}\,
+(\partial\mathcal{L}/\partial W)_{b,a,k}`, the strict lower triangle of
+:math:`\partial\mathcal{L}/\partial L` for :math:`O` and its diagonal
+times :math:`e^{\ell}` for :math:`\ell`.  The spreads (:math:`N H C s`
+numbers) are not saved: the backward pass computes them again, one product
+per branch.  By autograd, the two branches' einsums and norms and their
+backward passes are many small operations per step, each a kernel launch on
+a GPU; here each branch is one product, one norm and one multiply-add
+forward, and three products backward.  The backward pass is itself
+differentiable (it computes the weights again from the parameters when a
+double backward records it).
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+
+def svgp_pair_sample(
+    scores: Tuple[Tensor, Tensor],
+    log_singular_values: Tensor,
+    inducing_mean: Tensor,
+    inducing_scale_offdiag: Tensor,
+    inducing_log_scale_diag: Tensor,
+    noise: Optional[Tuple[Tensor, Tensor]] = None,
+) -> Tuple[Tensor, Tensor]:
+    r"""The samples :math:`(F_e, F_r)` of shapes :math:`(N_t, H, C)` and
+    :math:`(N_s, H, C)` (see the module docstring).
+
+    Args:
+        scores ((torch.Tensor, torch.Tensor)): :math:`b(x)` of each branch,
+            :math:`(N_t, H, s)` and :math:`(N_s, H, s)`, before
+            :math:`\Lambda^{-1}`.
+        log_singular_values (torch.Tensor): :math:`\log\Lambda`,
+            :math:`(H, s)`.
+        inducing_mean (torch.Tensor): :math:`m`, :math:`(2, H, s, C)`.
+        inducing_scale_offdiag (torch.Tensor): :math:`O`,
+            :math:`(2, H, C, s, s)`; its strict lower triangle counts.
+        inducing_log_scale_diag (torch.Tensor): :math:`\ell`,
+            :math:`(2, H, C, s)`.
+        noise ((torch.Tensor, torch.Tensor), optional): :math:`\sigma
+            \varepsilon` of each branch, shaped as the samples; the
+            posterior means without it. (default: :obj:`None`)
+    """
+    if noise is None:
+        return _SVGPMean.apply(*scores, log_singular_values, inducing_mean)
+    return _SVGPSample.apply(*scores, log_singular_values, inducing_mean,
+                             inducing_scale_offdiag, inducing_log_scale_diag,
+                             *noise)
+
+
+def scale_tril(inducing_scale_offdiag: Tensor,
+               inducing_log_scale_diag: Tensor) -> Tensor:
+    r""":math:`L = \operatorname{tril}(O, -1) + \operatorname{diag}(
+    e^{\ell})`, shape :math:`(\dots, s, s)`."""
+    lower = torch.tril(inducing_scale_offdiag, diagonal=-1)
+    lower.diagonal(dim1=-2, dim2=-1).copy_(inducing_log_scale_diag.exp())
+    return lower
+
+
+def _weights(log_singular_values: Tensor, inducing_mean: Tensor,
+             inducing_scale_offdiag: Optional[Tensor] = None,
+             inducing_log_scale_diag: Optional[Tensor] = None
+             ) -> Tuple[Tensor, Tensor, Tensor]:
+    r""":math:`\Lambda^{-1}` :math:`(H, s, 1)`, the read-outs :math:`[M |
+    \tilde L]` :math:`(2, H, s, K)` and :math:`W = \Lambda^{-1}[M |
+    \tilde L]`, with :math:`K = C` for the means alone, :math:`C + Cs`
+    with the spreads."""
+    inverse = (-log_singular_values).exp().unsqueeze(-1)
+    read_out = inducing_mean
+    if inducing_scale_offdiag is not None:
+        lower = scale_tril(inducing_scale_offdiag, inducing_log_scale_diag)
+        # L[b, h, d, a, c] -> [b, h, a, (d, c)]:
+        spread = lower.transpose(2, 3).flatten(-2)
+        read_out = torch.cat([inducing_mean, spread], dim=-1)
+    return inverse, read_out, inverse * read_out
+
+
+def _read_out_gradients(grad_weights: Tensor, inverse: Tensor,
+                        read_out: Tensor) -> Tuple[Tensor, Tensor]:
+    r"""The gradients of :math:`\log\Lambda` and of :math:`[M | \tilde L]`
+    from that of :math:`W = \Lambda^{-1}[M | \tilde L]`."""
+    grad_inverse = (grad_weights * read_out).sum((0, -1))  # [H, s]
+    return (grad_inverse * inverse.squeeze(-1)).neg(), grad_weights * inverse
+
+
+class _SVGPMean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, scores_e: Tensor, scores_r: Tensor,
+                log_singular_values: Tensor, inducing_mean: Tensor):
+        inverse, read_out, weights = _weights(log_singular_values,
+                                              inducing_mean)
+        ctx.save_for_backward(scores_e, scores_r, log_singular_values,
+                              inducing_mean, inverse, read_out, weights)
+        return tuple(
+            torch.bmm(scores.transpose(0, 1), weights[branch]).transpose(0, 1)
+            for branch, scores in enumerate((scores_e, scores_r)))
+
+    @staticmethod
+    def backward(ctx, grad_e: Tensor, grad_r: Tensor):
+        (scores_e, scores_r, log_singular_values, inducing_mean, inverse,
+         read_out, weights) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # a double backward: follow every term
+            inverse, read_out, weights = _weights(log_singular_values,
+                                                  inducing_mean)
+        grad_scores, grad_weights = _branch_gradients(
+            (scores_e, scores_r), (grad_e, grad_r), weights,
+            lambda branch, scores, grad: grad)
+        grad_log, grad_read_out = _read_out_gradients(grad_weights, inverse,
+                                                      read_out)
+        return (*grad_scores, grad_log, grad_read_out)
+
+
+class _SVGPSample(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, scores_e: Tensor, scores_r: Tensor,
+                log_singular_values: Tensor, inducing_mean: Tensor,
+                inducing_scale_offdiag: Tensor,
+                inducing_log_scale_diag: Tensor, noise_e: Tensor,
+                noise_r: Tensor):
+        inverse, read_out, weights = _weights(
+            log_singular_values, inducing_mean, inducing_scale_offdiag,
+            inducing_log_scale_diag)
+        ctx.save_for_backward(scores_e, scores_r, log_singular_values,
+                              inducing_mean, inducing_scale_offdiag,
+                              inducing_log_scale_diag, noise_e, noise_r,
+                              inverse, read_out, weights)
+        channels = inducing_mean.size(-1)
+        samples = []
+        for branch, (scores, noise) in enumerate(
+                ((scores_e, noise_e), (scores_r, noise_r))):
+            both = torch.bmm(scores.transpose(0, 1), weights[branch])
+            mean, spread = both.split([channels, both.size(-1) - channels],
+                                      dim=-1)
+            std = torch.linalg.vector_norm(
+                spread.unflatten(-1, (channels, -1)), dim=-1)
+            samples.append(torch.addcmul(mean, std, noise.transpose(0, 1)
+                                         ).transpose(0, 1))
+        return tuple(samples)
+
+    @staticmethod
+    def backward(ctx, grad_e: Tensor, grad_r: Tensor):
+        (scores_e, scores_r, log_singular_values, inducing_mean,
+         inducing_scale_offdiag, inducing_log_scale_diag, noise_e, noise_r,
+         inverse, read_out, weights) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # a double backward: follow every term
+            inverse, read_out, weights = _weights(
+                log_singular_values, inducing_mean, inducing_scale_offdiag,
+                inducing_log_scale_diag)
+        channels = inducing_mean.size(-1)
+        noises = (noise_e, noise_r)
+
+        def grad_both(branch: int, scores: Tensor, grad: Tensor) -> Tensor:
+            # The spreads again, and dL/du = G eps u / |u|:
+            spread = torch.bmm(scores, weights[branch, :, :, channels:]
+                               ).unflatten(-1, (channels, -1))
+            std = torch.linalg.vector_norm(spread, dim=-1, keepdim=True)
+            tiny = torch.finfo(std.dtype).tiny
+            ratio = grad.mul(noises[branch].transpose(0, 1)).unsqueeze(-1)
+            grad_spread = spread * ratio / std.clamp(min=tiny)
+            return torch.cat([grad, grad_spread.flatten(-2)], dim=-1)
+
+        grad_scores, grad_weights = _branch_gradients(
+            (scores_e, scores_r), (grad_e, grad_r), weights, grad_both)
+        grad_log, grad_read_out = _read_out_gradients(grad_weights, inverse,
+                                                      read_out)
+        grad_mean, grad_spread = grad_read_out.split(
+            [channels, grad_read_out.size(-1) - channels], dim=-1)
+        # [b, h, a, (d, c)] -> [b, h, d, a, c]:
+        grad_lower = grad_spread.unflatten(-1, (channels, -1)).transpose(2, 3)
+        grad_offdiag = grad_lower.tril(-1)
+        grad_log_diag = grad_lower.diagonal(dim1=-2, dim2=-1) * (
+            inducing_log_scale_diag.exp())
+        return (*grad_scores, grad_log, grad_mean, grad_offdiag,
+                grad_log_diag, None, None)
+
+
+def _branch_gradients(scores: Tuple[Tensor, Tensor],
+                      grads: Tuple[Tensor, Tensor], weights: Tensor,
+                      grad_both) -> Tuple[Tuple[Tensor, Tensor], Tensor]:
+    r"""Per branch, :math:`\partial\mathcal{L}/\partial y` from
+    :obj:`grad_both`, then the gradients of the scores and of :math:`W`
+    (stacked over the branches)."""
+    grad_scores, grad_weights = [], []
+    for branch, (score, grad) in enumerate(zip(scores, grads)):
+        score = score.transpose(0, 1)  # [H, N, s]
+        grad_y = grad_both(branch, score, grad.transpose(0, 1))
+        grad_scores.append(torch.bmm(grad_y, weights[branch].transpose(1, 2)
+                                     ).transpose(0, 1))
+        grad_weights.append(torch.bmm(score.transpose(1, 2), grad_y))
+    return tuple(grad_scores), torch.stack(grad_weights)
