@@ -76,8 +76,9 @@ def build_layer(name: str, dropout: float) -> torch.nn.Module:
     kwargs = dict(heads=HEADS, dropout=dropout, add_self_loops=False)
     if name == 'GATConv':
         return GATConv(FEATURES, CHANNELS, **kwargs)
-    if name == 'KEPGATConv':
-        return KEPGATConv(FEATURES, CHANNELS, **kwargs)
+    if name == 'KEPGATConv':  # its S draws are one draw scaled by 1/sqrt(S)
+        return KEPGATConv(FEATURES, CHANNELS, num_samples=NUM_SAMPLES,
+                          **kwargs)
     if name == 'MIKANConv':
         layer = MIKANConv(FEATURES, CHANNELS, num_samples=NUM_SAMPLES,
                           **kwargs)
