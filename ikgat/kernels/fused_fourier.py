@@ -114,6 +114,7 @@ from torch import Tensor
 
 import ikgat.kernels.triton_fourier as triton_fourier
 from ikgat.kernels.base import renamed_argument
+from ikgat.kernels.triton_runtime import triton_usable
 
 #: Elements of one :math:`(H, mR, n)` chunk of angles (float32: 1 MiB);
 #: the node chunk is this divided by :math:`H m R`.
@@ -571,7 +572,7 @@ def _resolve_node_path(node_path: str, x: Tensor) -> str:
     when Triton is installed; ``'triton'`` needs float32 (on CPU tensors it
     runs in Triton's interpreter)."""
     if node_path == 'eager' and x.device.type in ('cuda', 'meta') and (
-            x.dtype == torch.float32 and triton_fourier.triton_available()):
+            x.dtype == torch.float32 and triton_usable()):
         return 'triton'
     if node_path == 'triton' and x.dtype != torch.float32:
         raise ValueError(f"fused_fourier_log_similarity: node_path='triton' "

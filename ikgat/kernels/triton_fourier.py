@@ -53,34 +53,68 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor
 
-# Filled by _kernels() on first use; the kernel bodies read them as module
+from ikgat.kernels.triton_runtime import NODE_TERMS_SWITCH, launch
+
+# Filled by kernels() on first use; the kernel bodies read them as module
 # globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
 _KERNELS: Dict[str, object] = {}
 
-#: Upper bound on the elements of one nodes x points x channels tile.
-TILE_ELEMENTS = 8192
+#: Upper bound on the angles of one nodes x points tile (:math:`B_N B_R`).
+TILE_ANGLES = 512
 #: At most this many programs per head and block of spectral points write
 #: partial sums of the spectral-point gradients (their buffer does not grow
 #: with :math:`N`).
 MAX_PARTIALS = 256
 
 
-def _point_rows(offs_k, h, H, R, C):
+def _point_rows(offs_k, h, H, R):
     # Row k = s R + r of the node-side points u is w_{s,r}, stored at
     # ((s H + h) R + r) 2C of the stacked (m, H, R, 2C) sets.
     return ((offs_k // R) * H + h) * R + offs_k % R
 
 
-def _angles(x_tile, points, h, offs_k, mask_k, offs_c, mask_c, H, R, C,
-            OFFSET):
-    # theta [B_N, B_R] = x [B_N, B_C] . u [B_R, B_C]^T, and u itself; u is
-    # the half of w at columns OFFSET..OFFSET+C (0 targets, C sources).
-    rows = _point_rows(offs_k, h, H, R, C)
-    u = tl.load(points + rows[:, None] * 2 * C + OFFSET + offs_c[None, :],
-                mask=mask_k[:, None] & mask_c[None, :], other=0.)
-    return tl.sum(x_tile[:, None, :] * u[None, :, :], axis=2), u
+def _sincos(theta):
+    # sin and cos of float32 angles with one range reduction, in plain
+    # arithmetic (the same values in the compiler and the interpreter):
+    # theta = j pi/2 + r, |r| <= pi/4, pi/2 split in three parts whose
+    # products with j are exact for |j| < 2^15 (Cody and Waite); then
+    # Cephes' minimax polynomials of sinf and cosf on [-pi/4, pi/4]
+    # (about 1e-7 absolute error), rotated by the quadrant j mod 4.
+    # libdevice's precise sinf/cosf keep a slow path for |theta| > 1e5
+    # whose local array is a spill under ptxas.
+    j = tl.floor(theta * 0.6366197723675814 + 0.5)
+    r = theta - j * 1.5703125
+    r = r - j * 4.837512969970703125e-4
+    r = r - j * 7.549789948768648e-8
+    r2 = r * r
+    sin_r = r + r * r2 * (-1.6666654611e-1 + r2 * (
+        8.3321608736e-3 + r2 * -1.9515295891e-4))
+    cos_r = 1. - 0.5 * r2 + r2 * r2 * (4.166664568298827e-2 + r2 * (
+        -1.388731625493765e-3 + r2 * 2.443315711809948e-5))
+    quadrant = j.to(tl.int32) & 3
+    swap = (quadrant & 1) == 1
+    sin = tl.where(swap, cos_r, sin_r)
+    cos = tl.where(swap, sin_r, cos_r)
+    sin = tl.where(quadrant >= 2, -sin, sin)
+    cos = tl.where((quadrant == 1) | (quadrant == 2), -cos, cos)
+    return sin, cos
+
+
+def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, OFFSET,
+            BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr):
+    # theta [B_N, B_R] = x_n . u_k, one channel at a time (an outer
+    # product per channel: no nodes x points x channels tile in
+    # registers); u is the half of w at columns OFFSET..OFFSET+C.
+    angle = tl.zeros([BLOCK_N, BLOCK_R], tl.float32)
+    x_row = x + offs_n * H * C + h * C
+    u_row = points + rows * 2 * C + OFFSET
+    for c in range(C):
+        x_c = tl.load(x_row + c, mask=mask_n, other=0.)
+        u_c = tl.load(u_row + c, mask=mask_k, other=0.)
+        angle += x_c[:, None] * u_c[None, :]
+    return angle
 
 
 def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
@@ -92,28 +126,26 @@ def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
 
 def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
                    scale, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
-                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                   BLOCK_T: tl.constexpr):
+                   BLOCK_R: tl.constexpr, BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_c = tl.arange(0, BLOCK_C)
     offs_t = tl.arange(0, BLOCK_T)
-    mask_n, mask_c, mask_t = offs_n < N, offs_c < C, offs_t < T
-    x_tile = tl.load(x + offs_n[:, None] * H * C + h * C + offs_c[None, :],
-                     mask=mask_n[:, None] & mask_c[None, :], other=0.)
+    mask_n, mask_t = offs_n < N, offs_t < T
     acc = tl.zeros([BLOCK_N, BLOCK_T], dtype=tl.float32)
     for first in range(0, MR, BLOCK_R):
-        offs_r = first + tl.arange(0, BLOCK_R)
-        mask_r = offs_r < MR
-        angle, _ = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
-                           H, R, C, OFFSET)
-        cos_w = _anchor_tile(cos_weight, h, offs_r, mask_r, offs_t, mask_t,
+        offs_k = first + tl.arange(0, BLOCK_R)
+        mask_k = offs_k < MR
+        angle = _angles(x, points, offs_n, mask_n,
+                        _point_rows(offs_k, h, H, R), mask_k, h, H, C,
+                        OFFSET, BLOCK_N, BLOCK_R)
+        sin, cos = _sincos(angle)
+        cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
-        sin_w = _anchor_tile(sin_weight, h, offs_r, mask_r, offs_t, mask_t,
+        sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
         # Masked points have u = 0 (cos = 1) but zero anchor weights:
-        acc += tl.sum(tl.cos(angle)[:, :, None] * cos_w[None, :, :]
-                      + tl.sin(angle)[:, :, None] * sin_w[None, :, :], axis=1)
+        acc += tl.sum(cos[:, :, None] * cos_w[None, :, :]
+                      + sin[:, :, None] * sin_w[None, :, :], axis=1)
     offs_nt = offs_n[:, None] * H * T + h * T + offs_t[None, :]
     mask_nt = mask_n[:, None] & mask_t[None, :]
     acc = acc * scale
@@ -131,57 +163,63 @@ def _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t, h, H, T,
             / (f * f + eps))
 
 
-def _grad_angle(angle, grad_tile, cos_w, sin_w):
+def _grad_angle(sin, cos, grad_tile, cos_w, sin_w):
     # D = cos(theta) sum_t G_t A^s_t - sin(theta) sum_t G_t A^c_t, [B_N, B_R]
     u_sum = tl.sum(grad_tile[:, None, :] * cos_w[None, :, :], axis=2)
     v_sum = tl.sum(grad_tile[:, None, :] * sin_w[None, :, :], axis=2)
-    return tl.cos(angle) * v_sum - tl.sin(angle) * u_sum
+    return cos * v_sum - sin * u_sum
 
 
 def _grad_x_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
-                 scale, grad_x, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
-                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                 BLOCK_T: tl.constexpr):
+                 scale, grad_x, N, H, C, R, MR, T, OFFSET,
+                 BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                 BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_c = tl.arange(0, BLOCK_C)
     offs_t = tl.arange(0, BLOCK_T)
     mask_n, mask_c, mask_t = offs_n < N, offs_c < C, offs_t < T
-    mask_nc = mask_n[:, None] & mask_c[None, :]
-    x_tile = tl.load(x + offs_n[:, None] * H * C + h * C + offs_c[None, :],
-                     mask=mask_nc, other=0.)
     grad_tile = _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t,
                                h, H, T, eps, scale)
     acc = tl.zeros([BLOCK_N, BLOCK_C], dtype=tl.float32)
     for first in range(0, MR, BLOCK_R):
-        offs_r = first + tl.arange(0, BLOCK_R)
-        mask_r = offs_r < MR
-        angle, u = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
-                           H, R, C, OFFSET)
-        cos_w = _anchor_tile(cos_weight, h, offs_r, mask_r, offs_t, mask_t,
+        offs_k = first + tl.arange(0, BLOCK_R)
+        mask_k = offs_k < MR
+        rows = _point_rows(offs_k, h, H, R)
+        angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
+                        OFFSET, BLOCK_N, BLOCK_R)
+        sin, cos = _sincos(angle)
+        cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
-        sin_w = _anchor_tile(sin_weight, h, offs_r, mask_r, offs_t, mask_t,
+        sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
-        d = _grad_angle(angle, grad_tile, cos_w, sin_w)  # 0 on masked points
-        acc += tl.sum(d[:, :, None] * u[None, :, :], axis=1)
+        d = _grad_angle(sin, cos, grad_tile, cos_w, sin_w)  # 0 off the mask
+        # dL/dx_n,c = sum_k D_n,k u_k,c, one channel at a time, placed in
+        # column c of the accumulator:
+        u_row = points + rows * 2 * C + OFFSET
+        for c in range(C):
+            u_c = tl.load(u_row + c, mask=mask_k, other=0.)
+            column = tl.sum(d * u_c[None, :], axis=1)
+            acc += tl.where(offs_c[None, :] == c, column[:, None], 0.)
     tl.store(grad_x + offs_n[:, None] * H * C + h * C + offs_c[None, :], acc,
-             mask=mask_nc)
+             mask=mask_n[:, None] & mask_c[None, :])
 
 
 def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
-                      scale, partial_points, partial_cos, partial_sin, N, H, C, R,
-                      MR, T, OFFSET, NODES_PER_PROGRAM, BLOCK_N: tl.constexpr,
-                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                      BLOCK_T: tl.constexpr):
+                      scale, partial_points, partial_cos, partial_sin, N, H,
+                      C, R, MR, T, OFFSET, NODES_PER_PROGRAM,
+                      BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                      BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
     program = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)
-    offs_r = tl.program_id(2).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_k = tl.program_id(2).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs_c = tl.arange(0, BLOCK_C)
     offs_t = tl.arange(0, BLOCK_T)
-    mask_r, mask_c, mask_t = offs_r < MR, offs_c < C, offs_t < T
-    cos_w = _anchor_tile(cos_weight, h, offs_r, mask_r, offs_t, mask_t, T,
+    mask_k, mask_c, mask_t = offs_k < MR, offs_c < C, offs_t < T
+    rows = _point_rows(offs_k, h, H, R)
+    cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t, T,
                          R)
-    sin_w = _anchor_tile(sin_weight, h, offs_r, mask_r, offs_t, mask_t, T,
+    sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t, T,
                          R)
     acc_points = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
     acc_cos = tl.zeros([BLOCK_R, BLOCK_T], dtype=tl.float32)
@@ -190,36 +228,38 @@ def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
     for first in range(start, start + NODES_PER_PROGRAM, BLOCK_N):
         offs_n = first + tl.arange(0, BLOCK_N)
         mask_n = offs_n < N
-        x_tile = tl.load(x + offs_n[:, None] * H * C + h * C
-                         + offs_c[None, :],
-                         mask=mask_n[:, None] & mask_c[None, :], other=0.)
         # Masked nodes have G = 0, so they add nothing below:
         grad_tile = _grad_estimate(grad, estimate, offs_n, mask_n, offs_t,
                                    mask_t, h, H, T, eps, scale)
-        angle, _ = _angles(x_tile, points, h, offs_r, mask_r, offs_c, mask_c,
-                           H, R, C, OFFSET)
-        d = _grad_angle(angle, grad_tile, cos_w, sin_w)
-        acc_points += tl.sum(d[:, :, None] * x_tile[:, None, :], axis=0)
-        acc_cos += tl.sum(tl.cos(angle)[:, :, None] * grad_tile[:, None, :],
-                          axis=0)
-        acc_sin += tl.sum(tl.sin(angle)[:, :, None] * grad_tile[:, None, :],
-                          axis=0)
+        angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
+                        OFFSET, BLOCK_N, BLOCK_R)
+        sin, cos = _sincos(angle)
+        d = _grad_angle(sin, cos, grad_tile, cos_w, sin_w)
+        # dL/du_k,c = sum_n D_n,k x_n,c, one channel at a time:
+        x_row = x + offs_n * H * C + h * C
+        for c in range(C):
+            x_c = tl.load(x_row + c, mask=mask_n, other=0.)
+            column = tl.sum(d * x_c[:, None], axis=0)
+            acc_points += tl.where(offs_c[None, :] == c, column[:, None], 0.)
+        acc_cos += tl.sum(cos[:, :, None] * grad_tile[:, None, :], axis=0)
+        acc_sin += tl.sum(sin[:, :, None] * grad_tile[:, None, :], axis=0)
     # Partial sums of dL/dw at the rows k of this block: the node half at
     # OFFSET, zeros in the other half (its gradient comes through A).
-    rows = _point_rows(offs_r, h, H, R, C)
     row_ptr = (partial_points + program * MR * H * 2 * C
                + rows[:, None] * 2 * C + offs_c[None, :])
-    mask_rc = mask_r[:, None] & mask_c[None, :]
-    tl.store(row_ptr + OFFSET, acc_points, mask=mask_rc)
+    mask_kc = mask_k[:, None] & mask_c[None, :]
+    tl.store(row_ptr + OFFSET, acc_points, mask=mask_kc)
     tl.store(row_ptr + C - OFFSET, tl.zeros([BLOCK_R, BLOCK_C], tl.float32),
-             mask=mask_rc)
-    offs_rt = ((program * H + h) * T + offs_t[None, :]) * MR + offs_r[:, None]
-    mask_rt = mask_r[:, None] & mask_t[None, :]
-    tl.store(partial_cos + offs_rt, acc_cos, mask=mask_rt)
-    tl.store(partial_sin + offs_rt, acc_sin, mask=mask_rt)
+             mask=mask_kc)
+    offs_kt = ((program * H + h) * T + offs_t[None, :]) * MR + offs_k[:, None]
+    mask_kt = mask_k[:, None] & mask_t[None, :]
+    tl.store(partial_cos + offs_kt, acc_cos, mask=mask_kt)
+    tl.store(partial_sin + offs_kt, acc_sin, mask=mask_kt)
 
 
-def _kernels() -> Dict[str, object]:
+def kernels() -> Dict[str, object]:
+    r"""The jitted kernels by name (Triton is imported and the kernels are
+    jitted on the first call)."""
     global triton, tl
     if not _KERNELS:
         try:
@@ -230,7 +270,7 @@ def _kernels() -> Dict[str, object]:
                 "The Triton node terms need Triton; install it with "
                 "'pip install triton' (or ikgat[test])") from error
         triton, tl = triton_module, tl_module
-        for name in ('_point_rows', '_angles', '_anchor_tile',
+        for name in ('_point_rows', '_sincos', '_angles', '_anchor_tile',
                      '_grad_estimate', '_grad_angle'):
             globals()[name] = triton.jit(globals()[name])
         _KERNELS.update(estimate=triton.jit(_estimate_body),
@@ -247,22 +287,13 @@ def next_power_of_2(n: int) -> int:
 
 def _blocks(num_angles: int, channels: int, slopes: int
             ) -> Tuple[int, int, int, int]:
-    r""":math:`(B_N, B_R, B_C, B_T)`: a tile of at most
-    :data:`TILE_ELEMENTS` nodes x points x channels."""
-    block_c = next_power_of_2(channels)
+    r""":math:`(B_N, B_R, B_C, B_T)`: a tile of :data:`TILE_ANGLES` nodes
+    x points (fewer points when there are fewer), all channels and
+    slopes."""
     block_r = min(next_power_of_2(num_angles), 32)
-    block_n = max(1, min(128, TILE_ELEMENTS // (block_r * block_c)))
-    return block_n, block_r, block_c, next_power_of_2(slopes)
-
-
-def triton_available() -> bool:
-    r"""Whether Triton can be imported (for the node terms here and the
-    fused attention of :mod:`ikgat.nn.triton_attention`)."""
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    block_n = max(1, TILE_ANGLES // block_r)
+    return (block_n, block_r, next_power_of_2(channels),
+            next_power_of_2(slopes))
 
 
 def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
@@ -281,14 +312,14 @@ def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     out = x.new_empty(num_nodes, heads, num_slopes)
     estimate = torch.empty_like(out)
     if num_nodes > 0:
-        block_n, block_r, block_c, block_t = _blocks(num_angles, channels,
-                                                     num_slopes)
-        _kernels()['estimate'][(triton.cdiv(num_nodes, block_n), heads)](
+        block_n, block_r, _, block_t = _blocks(num_angles, channels,
+                                               num_slopes)
+        launch(kernels()['estimate'], (triton.cdiv(num_nodes, block_n), heads),
             x, points, cos_weight, sin_weight, out, estimate, float(eps),
             float(scale), num_nodes, heads,
             channels, num_points, num_angles, num_slopes,
             channels if is_source else 0, BLOCK_N=block_n, BLOCK_R=block_r,
-            BLOCK_C=block_c, BLOCK_T=block_t)
+            BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
     return out, estimate
 
 
@@ -318,22 +349,22 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
     partial_cos = x.new_empty(num_programs, heads, num_slopes, num_angles)
     partial_sin = torch.empty_like(partial_cos)
     if num_nodes > 0:
-        kernels = _kernels()
+        jitted = kernels()
         offset = channels if is_source else 0
-        kernels['grad_x'][(node_blocks, heads)](
+        launch(jitted['grad_x'], (node_blocks, heads),
             x, points, cos_weight, sin_weight, grad, estimate, float(eps),
             float(scale), grad_x, num_nodes,
             heads, channels, num_points, num_angles, num_slopes, offset,
             BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
-            BLOCK_T=block_t)
-        kernels['grad_points'][(num_programs, heads,
-                                triton.cdiv(num_angles, block_r))](
+            BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
+        launch(jitted['grad_points'], (num_programs, heads,
+                                        triton.cdiv(num_angles, block_r)),
             x, points, cos_weight, sin_weight, grad, estimate, float(eps),
             float(scale), partial_points, partial_cos, partial_sin, num_nodes, heads,
             channels,
             num_points, num_angles, num_slopes, offset,
             blocks_per_program * block_n, BLOCK_N=block_n, BLOCK_R=block_r,
-            BLOCK_C=block_c, BLOCK_T=block_t)
+            BLOCK_C=block_c, BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
     else:
         for partial in (partial_points, partial_cos, partial_sin):
             partial.zero_()

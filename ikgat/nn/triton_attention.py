@@ -123,8 +123,9 @@ import torch
 from torch import Tensor
 
 from ikgat.kernels.triton_fourier import next_power_of_2
+from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
 
-# Filled by _kernels() on first use; the kernel bodies below read them as
+# Filled by kernels() on first use; the kernel bodies below read them as
 # module globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
@@ -214,7 +215,7 @@ def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
 
 
 # ---------------------------------------------------------------------------
-# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: scores
+# Kernel bodies (jitted by kernels()).  Tensors are contiguous: scores
 # (N, H, 3), features (N, H, C), edge tensors (E, H) in CSR order.
 
 
@@ -237,15 +238,15 @@ def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
     return logit, positive
 
 
-def _keep_body(seed, e, offs_h, H, dropout, keep_scale,
-               HAS_DROPOUT: tl.constexpr):
+def _keep_body(seed, e, offs_h, H, dropout, keep_scale):
     # F.dropout's factor m / (1 - p), m ~ Bernoulli(1 - p), for CSR edge
     # positions e (B_E,) and heads: a counter-based draw keyed by the seed
     # and e H + h, the same in the forward and both backward kernels.
-    if HAS_DROPOUT:
-        u = tl.rand(tl.load(seed), e[:, None] * H + offs_h[None, :])
-        return tl.where(u >= dropout, keep_scale, 0.)
-    return 1.
+    # Called only under 'if HAS_DROPOUT:' (a helper that returned a tile in
+    # one constexpr branch and a scalar in the other is rejected by
+    # Triton's compiler, though its interpreter accepts it).
+    u = tl.rand(tl.load(seed), e[:, None] * H + offs_h[None, :])
+    return tl.where(u >= dropout, keep_scale, 0.)
 
 
 def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
@@ -300,7 +301,8 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                     mask=mask_e[:, None, None] & mask_hc[None, :, :],
                     other=0.).to(tl.float32)
         # The softmax sums the undropped terms; the output the dropped ones:
-        p = p * _keep(seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        if HAS_DROPOUT:
+            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
         acc = acc * scale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
         running_max = new_max
     den = running_sum + 1e-16  # PyG's softmax denominator
@@ -344,8 +346,9 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
         logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
-        weight = tl.exp(logit - m[None, :]) / den[None, :] * _keep(
-            seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        weight = tl.exp(logit - m[None, :]) / den[None, :]
+        if HAS_DROPOUT:
+            weight = weight * _keep(seed, e, offs_h, H, dropout, keep_scale)
         tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
                  mask=mask_eh)
 
@@ -412,13 +415,17 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
         # With the dropped weights a~ = m alpha / (1 - p):
         # dL/da~_e = <G_i, x_j> (+ g_e), dL/dalpha_e = m/(1-p) dL/da~_e,
         # dL/dlogit = alpha (dL/dalpha - D_i), dL/dx_j = sum_e a~_e G_i.
-        keep = _keep(seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         d_alpha = tl.sum(g_out * x_j[None, :, :], axis=2)
         if HAS_GRAD_ALPHA:
             d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
                                mask=mask_eh, other=0.).to(tl.float32)
-        d_logit = alpha * (keep * d_alpha - d)
-        acc_x += tl.sum((keep * alpha)[:, :, None] * g_out, axis=0)
+        kept = alpha  # a~ (alpha without dropout)
+        if HAS_DROPOUT:
+            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
+            d_alpha = keep * d_alpha  # dL/dalpha
+            kept = keep * alpha
+        d_logit = alpha * (d_alpha - d)
+        acc_x += tl.sum(kept[:, :, None] * g_out, axis=0)
         acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
         acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
         if STORE_GRAD_LOGIT:
@@ -473,7 +480,9 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
              mask=mask_h)
 
 
-def _kernels():
+def kernels():
+    r"""The jitted kernels by name (Triton is imported and the kernels are
+    jitted on the first call)."""
     global triton, tl, _edge_slope, _edge_logit, _keep, _KERNELS
     if _KERNELS is None:
         try:
@@ -541,7 +550,7 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
         return _torch_forward(score_src, score_dst, x_src, edge_gate, src,
                               dst, seed, num_dst, negative_slope, dropout,
                               broadcast, need_alpha, dtype)
-    kernels = _kernels()
+    jitted = kernels()
     out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
     group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
     group_den = torch.empty_like(group_max)
@@ -553,15 +562,16 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
     has_gate = edge_gate is not None
     gate_arg = edge_gate if has_gate else score_src  # unused pointer
     common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
-                  HAS_DROPOUT=dropout > 0.0, BLOCK_H=block_h)
-    kernels['forward'][(num_dst, )](
+                  HAS_DROPOUT=dropout > 0.0, BLOCK_H=block_h,
+                  switch=ATTENTION_SWITCH)
+    launch(jitted['forward'], (num_dst, ),
         score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
         group_den, seed, negative_slope, dropout, _keep_scale(dropout),
         heads, channels,
         BLOCK_E=_block_edges(num_edges, num_dst, block_h * block_c),
         BLOCK_C=block_c, **common)
     if need_alpha:
-        kernels['alpha'][(num_dst, )](
+        launch(jitted['alpha'], (num_dst, ),
             score_src, score_dst, gate_arg, rowptr, src, group_max,
             group_den, alpha, seed, negative_slope, dropout,
             _keep_scale(dropout), heads,
@@ -604,7 +614,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
                                edge_gate, src, dst, seed, group_max,
                                group_den, delta, negative_slope, dropout,
                                broadcast)
-    kernels = _kernels()
+    jitted = kernels()
     has_gate = edge_gate is not None
     need_logit = need_dst or (need_gate and has_gate)
     grad_x = torch.empty_like(x_src)
@@ -615,9 +625,9 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
     gate_arg = edge_gate if has_gate else score_src
     dummy = grad_logit if num_edges else group_max
     common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
-                  BLOCK_H=block_h)
+                  BLOCK_H=block_h, switch=ATTENTION_SWITCH)
     if num_src > 0:
-        kernels['backward_src'][(num_src, )](
+        launch(jitted['backward_src'], (num_src, ),
             score_src, score_dst, x_src, gate_arg, colptr, csc_edge, csc_dst,
             group_max, group_den, delta, grad_out,
             grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
@@ -632,7 +642,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
     grad_gate = (torch.empty_like(edge_gate) if has_gate
                  else x_src.new_empty(0))
     if need_logit and num_dst > 0:
-        kernels['backward_dst'][(num_dst, )](
+        launch(jitted['backward_dst'], (num_dst, ),
             score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
             grad_gate if has_gate else dummy, negative_slope, heads,
             NEED_GATE_GRAD=need_gate and has_gate,
@@ -887,7 +897,7 @@ def fused_attention(
             # A missing Triton is reported first (while compiling, the
             # operator reports it when it runs: importing Triton inside the
             # traced code would break the graph).
-            _kernels()
+            kernels()
         if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
             raise RuntimeError("fused_attention runs Triton kernels: pass "
                                "CUDA tensors, or set TRITON_INTERPRET=1 "

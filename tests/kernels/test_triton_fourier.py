@@ -73,7 +73,7 @@ def test_partial_sums_over_several_programs(monkeypatch):
     # Fewer programs than node blocks: each program sums several blocks
     # before the final reduction over programs.
     monkeypatch.setattr(triton_fourier, 'MAX_PARTIALS', 2)
-    monkeypatch.setattr(triton_fourier, 'TILE_ELEMENTS', 64)
+    monkeypatch.setattr(triton_fourier, 'TILE_ANGLES', 64)
     x, anchor, slopes, sets = inputs(45, 2, 4, 6, 2, seed=1)
     _, grads = values_and_grads(fused_fourier_log_similarity, x, anchor,
                                 True, slopes, sets, node_path='triton')
@@ -212,3 +212,35 @@ def test_both_slopes_occur_in_the_layer_tests():
     e = ((x_proj * conv.att_src).sum(-1)[edge_index[0]]
          + (x_proj * conv.att_dst).sum(-1)[edge_index[1]])
     assert (e > 0).any() and (e <= 0).any()
+
+
+@pytest.mark.parametrize('limit,atol', [(1e3, 1e-6), (3e4, 1e-5)])
+def test_sincos_of_the_kernels_matches_float64(limit, atol):
+    # The kernels' sin and cos (one range reduction, then polynomials; no
+    # slow path whose local array spills) against float64 sin and cos of
+    # the same float32 angles, over a wide range and near the quadrant
+    # boundaries.
+    import triton
+    import triton.language as tl
+    triton_fourier.kernels()
+
+    @triton.jit
+    def sincos_kernel(theta, sin_out, cos_out, N, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < N
+        sin, cos = triton_fourier._sincos(
+            tl.load(theta + offs, mask=mask, other=0.))
+        tl.store(sin_out + offs, sin, mask=mask)
+        tl.store(cos_out + offs, cos, mask=mask)
+
+    quarter_turns = torch.arange(-8, 9, device=DEVICE) * (torch.pi / 2)
+    theta = torch.cat([
+        torch.linspace(-limit, limit, 20001, device=DEVICE),
+        quarter_turns + 1e-6, quarter_turns - 1e-6, quarter_turns,
+        limit * (2 * torch.rand(4000, device=DEVICE) - 1)]).float()
+    sin, cos = torch.empty_like(theta), torch.empty_like(theta)
+    sincos_kernel[(triton.cdiv(theta.numel(), 1024), )](
+        theta, sin, cos, theta.numel(), BLOCK=1024)
+    exact = theta.double()
+    torch.testing.assert_close(sin.double(), exact.sin(), atol=atol, rtol=0)
+    torch.testing.assert_close(cos.double(), exact.cos(), atol=atol, rtol=0)

@@ -36,7 +36,7 @@ from ikgat.kernels.base import (
     renamed_argument,
 )
 from ikgat.kernels.implicit import finite_mean, finite_sums
-from ikgat.kernels.triton_fourier import triton_available
+from ikgat.kernels.triton_runtime import triton_usable
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
@@ -668,7 +668,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
             return None
         if ((self.fused_attention == 'always'
              or x_src.device.type == 'cuda')
-                and triton_available()):
+                and triton_usable()):
             return 'triton'
         return 'torch' if torch.compiler.is_compiling() else None
 

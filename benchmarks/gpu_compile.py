@@ -1,0 +1,512 @@
+r"""Every Triton kernel the layers launch, compiled for real GPUs on a
+machine without one: ``python -m benchmarks.gpu_compile``.
+
+    python -m benchmarks.gpu_compile --triton 3.6.0 \
+        --output benchmarks/results/gpu_compile.md
+
+Triton's interpreter (``TRITON_INTERPRET=1``, the tests' way of running the
+kernels on CPU) checks values; it accepts kernels that Triton's compiler
+rejects and says nothing of registers.  This check runs the compiler:
+
+1. **Launches from real layer calls.**  Every layer of
+   :func:`benchmarks.launches.layer_names` is called, forward and backward
+   in training and forward in evaluation, over a grid of shapes and options
+   (:func:`layer_calls`: heads x channels, spectral points, attention
+   dropout, edge features, bipartite inputs, a shared target row, returned
+   attention weights, sparse and dense neighbourhoods, evaluation draws),
+   forced onto the fused attention and the Triton node terms, inside
+   :func:`ikgat.kernels.triton_runtime.record_launches`: each launch is
+   recorded (kernel, argument types as Triton specialises them,
+   compile-time constants) and nothing runs, so the grid costs seconds.
+   The node-term estimate with one slope comes from its public function.
+2. **The compiler and ptxas.**  Each distinct launch is compiled with
+   ``triton.compile(ASTSource(...), target=GPUTarget('cuda', cc, 32))`` for
+   sm_90 (H100) and sm_80 (A100), and the ``ptxas`` bundled with Triton
+   (``-v``) reports registers per thread and spill bytes; the occupancy
+   (blocks and warps per SM) follows from the registers, the warps and the
+   shared memory.  ``--triton VERSION`` compiles with another Triton too
+   (downloaded once with pip into ``--cache``): CI's Triton and the oldest
+   supported one (:data:`~ikgat.kernels.triton_runtime.MIN_TRITON`).
+3. **The verdict.**  A build fails on a compile error, on any spill, or on
+   more than :data:`MAX_REGISTERS` registers per thread, unless
+   :data:`EXCEPTIONS` names the kernel with its reason.  The command prints
+   one table and exits with status 1 on a failure.
+"""
+import argparse
+import json
+import os
+import os.path as osp
+import re
+import subprocess
+import sys
+import tempfile
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+#: Registers per thread a kernel may use at its launch's warps: two 4-warp
+#: blocks at 255 registers fill an SM's 64k registers; 128 leaves room for
+#: four.
+MAX_REGISTERS = 128
+#: The targets: compute capability 9.0 (H100) and 8.0 (A100).
+TARGETS = (90, 80)
+#: Kernels allowed over the register budget, with the reason (none now).
+EXCEPTIONS: Dict[str, str] = {}
+
+#: The grid (heads x channels; spectral points R; attention dropout).
+SHAPES = ((8, 8), (1, 7), (4, 32), (1, 64), (8, 64))
+SPECTRAL_POINTS = (16, 64, 128)
+DROPOUTS = (0.0, 0.6)
+#: In-edges per node: sparse, the GAT benchmarks' and a dense neighbourhood
+#: (the edge block grows with the degree up to its cap).
+DEGREES = (2, 8, 256)
+#: Draws averaged in evaluation by the stochastic kernels.
+NUM_SAMPLES = 4
+FEATURES, NODES = 16, 48
+
+# H100 / A100 per SM: registers, threads, blocks, shared memory (bytes).
+_SM_LIMITS = {90: (65536, 2048, 32, 228 * 1024),
+              80: (65536, 2048, 32, 164 * 1024)}
+
+
+# ---------------------------------------------------------------------------
+# 1. Launches from layer calls.
+
+
+def _spectral(name: str) -> bool:
+    from ikgat.kernels import KERNELS
+    if name == 'MIKANConv':
+        return True
+    kernel = name[len('IKGATConv-'):]
+    return kernel in KERNELS and KERNELS[kernel].has_spectral_points
+
+
+def _build(name: str, heads: int, channels: int, dropout: float,
+           points: int = 64, edge_dim: Optional[int] = None,
+           in_channels=FEATURES):
+    r"""Layer :obj:`name` on its CUDA path (fused attention, Triton node
+    terms)."""
+    from ikgat import IKGATConv, KEPGATConv, MIKANConv
+    kwargs = dict(heads=heads, dropout=dropout, edge_dim=edge_dim)
+    node_path = dict(node_path='triton')
+    if name == 'KEPGATConv':
+        layer = KEPGATConv(in_channels, channels, num_samples=NUM_SAMPLES,
+                           **kwargs)
+    elif name == 'MIKANConv':
+        layer = MIKANConv(in_channels, channels, num_samples=NUM_SAMPLES,
+                          num_spectral_points=points,
+                          kernel_kwargs=node_path, **kwargs)
+    else:
+        kernel = name[len('IKGATConv-'):]
+        kernel_kwargs = None
+        if _spectral(name):
+            kernel_kwargs = dict(node_path)
+            if kernel == 'implicit':
+                kernel_kwargs['num_samples'] = NUM_SAMPLES
+        layer = IKGATConv(in_channels, channels, kernel=kernel,
+                          num_spectral_points=points,
+                          kernel_kwargs=kernel_kwargs, **kwargs)
+    layer.fused_attention = 'always'
+    return layer
+
+
+def _graph(degree: int, num_src: int = NODES, num_dst: int = NODES):
+    import torch
+    dst = torch.arange(num_dst).repeat_interleave(degree)
+    return torch.stack([torch.randint(0, num_src, (dst.numel(), )), dst])
+
+
+def _step(layer, x, edge_index, training: bool, edge_attr=None,
+          attention: bool = False) -> None:
+    r"""One training step (forward and backward) or evaluation forward."""
+    import torch
+    layer.train(training)
+    if not training:
+        with torch.no_grad():
+            layer(x, edge_index, edge_attr)
+        return
+    xs = (x, ) if torch.is_tensor(x) else tuple(
+        part for part in x if part is not None)
+    for part in xs:
+        part.requires_grad_()
+    if attention:
+        out, (_, alpha) = layer(x, edge_index, edge_attr,
+                                return_attention_weights=True)
+        (out.sum() + alpha.sum()).backward()
+    else:
+        layer(x, edge_index, edge_attr).sum().backward()
+
+
+def layer_calls(layers: List[str]
+                ) -> Iterator[Tuple[str, Callable[[], None]]]:
+    r"""(label, call) of every layer call of the grid (see the module
+    docstring): the full grid of shapes x spectral points x modes at 8
+    in-edges, then each option varied alone at 8 heads x 8 channels."""
+    import torch
+
+    def call(name, heads, channels, training, dropout=0.0, points=64,
+             degree=8, edge=False, bipartite=False, shared_target=False,
+             attention=False):
+        def run():
+            torch.manual_seed(0)
+            layer = _build(name, heads, channels, dropout, points,
+                           edge_dim=3 if edge else None,
+                           in_channels=(FEATURES, FEATURES) if (
+                               bipartite or shared_target) else FEATURES)
+            num_dst = NODES // 2 if bipartite else NODES
+            edge_index = _graph(degree, NODES, num_dst)
+            x = torch.randn(NODES, FEATURES)
+            if bipartite:
+                x = (x, torch.randn(num_dst, FEATURES))
+            elif shared_target:
+                x = (x, None)
+            edge_attr = (torch.randn(edge_index.size(1), 3) if edge
+                         else None)
+            _step(layer, x, edge_index, training, edge_attr, attention)
+        label = (f'{name} {heads}x{channels} '
+                 + ('train' if training else 'eval')
+                 + f' dropout={dropout:g} R={points} degree={degree}'
+                 + ' edge' * edge + ' bipartite' * bipartite
+                 + ' x_dst=None' * shared_target + ' alpha' * attention)
+        return label, run
+
+    modes = [(True, dropout) for dropout in DROPOUTS] + [(False, 0.0)]
+    for name in layers:
+        points_grid = SPECTRAL_POINTS if _spectral(name) else (64, )
+        for heads, channels in SHAPES:
+            for points in points_grid:
+                for training, dropout in modes:
+                    yield call(name, heads, channels, training, dropout,
+                               points)
+        for training, dropout in modes:
+            for degree in DEGREES:
+                yield call(name, 8, 8, training, dropout, degree=degree)
+            for option in ('edge', 'bipartite', 'shared_target'):
+                yield call(name, 8, 8, training, dropout, **{option: True})
+            if training:
+                yield call(name, 8, 8, training, dropout, attention=True)
+                yield call(name, 8, 8, training, dropout, edge=True,
+                           attention=True)
+
+
+def one_slope_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
+    r"""The node-term estimate with one slope, through its public
+    function (the layers use two)."""
+    import torch
+
+    from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
+    for heads, channels in SHAPES:
+        def run(heads=heads, channels=channels):
+            x = torch.randn(NODES, heads, channels, requires_grad=True)
+            anchor = torch.randn(heads, 2 * channels, requires_grad=True)
+            points = [torch.randn(heads, 64, 2 * channels,
+                                  requires_grad=True)]
+            fused_fourier_log_similarity(
+                x, anchor, True, torch.ones(1), points, 1e-5,
+                node_path='triton').sum().backward()
+        yield f'fused_fourier_log_similarity {heads}x{channels} T=1', run
+
+
+def capture(layers: List[str]) -> List[dict]:
+    r"""The distinct launches of every call (run with
+    ``TRITON_INTERPRET=1``, so that the layers take their Triton path on
+    CPU tensors; nothing is launched)."""
+    import warnings
+
+    from ikgat.kernels.triton_runtime import record_launches
+    distinct: OrderedDict[str, dict] = OrderedDict()
+    calls = list(layer_calls(layers)) + list(one_slope_calls())
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        for label, run in calls:
+            with record_launches() as launches:
+                run()
+            for launch in launches:
+                entry = distinct.setdefault(launch.key, dict(
+                    launch._asdict(), aligned=list(launch.aligned),
+                    calls=0, first=label))
+                entry['calls'] += 1
+    print(f'gpu_compile: {len(calls)} layer calls, {len(distinct)} distinct '
+          f'launches', file=sys.stderr, flush=True)
+    return list(distinct.values())
+
+
+# ---------------------------------------------------------------------------
+# 2. The compiler and ptxas (a process without the interpreter).
+
+
+def _ptxas(triton, cc: int) -> str:
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+        try:
+            return get_ptxas(cc).path
+        except TypeError:
+            return get_ptxas().path
+    except ImportError:
+        return osp.join(osp.dirname(triton.__file__), 'backends', 'nvidia',
+                        'bin', 'ptxas')
+
+
+def compile_launch(launch: dict, cc: int) -> dict:
+    r"""Compile one recorded launch for ``sm_<cc>``: registers, spill
+    bytes, shared memory and warps, or the compiler's error."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from ikgat.kernels.triton_runtime import jitted_kernel
+    kernel = jitted_kernel(launch['module'], launch['name'])
+    signature = launch['signature']
+    attrs = {(index, ): [['tt.divisibility', 16]]
+             for index, name in enumerate(signature)
+             if name in launch['aligned']}
+    result = dict(cc=cc, triton=triton.__version__)
+    try:
+        compiled = triton.compile(
+            ASTSource(kernel, signature, constexprs=launch['constexprs'],
+                      attrs=attrs),
+            target=GPUTarget('cuda', cc, 32), options=dict(launch['options']))
+    except Exception as error:  # the compiler's verdict, reported
+        lines = [line.strip() for line in str(error).splitlines()
+                 if line.strip()]
+        return dict(result, error=f'{type(error).__name__}: '
+                    + (lines[-1] if lines else ''))
+    with tempfile.TemporaryDirectory() as folder:
+        ptx = osp.join(folder, 'kernel.ptx')
+        with open(ptx, 'w') as file:
+            file.write(compiled.asm['ptx'])
+        arch = f'sm_{cc}a' if cc >= 90 else f'sm_{cc}'
+        run = subprocess.run([_ptxas(triton, cc), '-v', f'--gpu-name={arch}',
+                              ptx, '-o', osp.join(folder, 'kernel.cubin')],
+                             capture_output=True, text=True)
+    if run.returncode != 0:
+        return dict(result, error=f'ptxas: {run.stderr.strip()[-300:]}')
+    registers = re.search(r'Used (\d+) registers', run.stderr)
+    spills = re.findall(r'(\d+) bytes spill stores, (\d+) bytes spill loads',
+                        run.stderr)
+    return dict(result, registers=int(registers.group(1)),
+                spill=max((int(a) + int(b) for a, b in spills), default=0),
+                shared=int(compiled.metadata.shared),
+                warps=int(compiled.metadata.num_warps))
+
+
+def _compile_one(job):
+    return compile_launch(*job)
+
+
+def compile_all(launches: List[dict], targets, jobs: int
+                ) -> List[Dict[int, dict]]:
+    r"""Every launch for every target, :obj:`jobs` processes at a time:
+    per launch, the build of each target."""
+    work = [(launch, cc) for launch in launches for cc in targets]
+    if jobs <= 1:
+        results = [_compile_one(job) for job in work]
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            results = list(pool.map(_compile_one, work))
+    return [{cc: results[index * len(targets) + offset]
+             for offset, cc in enumerate(targets)}
+            for index in range(len(launches))]
+
+
+def occupancy(registers: int, warps: int, shared: int, cc: int) -> int:
+    r"""Resident blocks per SM: registers are allocated per warp in units of
+    256, at most :math:`R_{SM}`; threads, blocks and shared memory bound
+    it too."""
+    sm_registers, sm_threads, sm_blocks, sm_shared = _SM_LIMITS[cc]
+    per_warp = -(-registers * 32 // 256) * 256
+    bounds = [sm_registers // (per_warp * warps), sm_threads // (32 * warps),
+              sm_blocks]
+    if shared:
+        bounds.append(sm_shared // shared)
+    return max(0, min(bounds))
+
+
+def verdict(build: dict, name: str) -> Optional[str]:
+    r"""Why a build fails the check (:obj:`None` if it passes)."""
+    if 'error' in build:
+        return build['error']
+    if build['spill']:
+        return f"spills {build['spill']} B"
+    if build['registers'] > MAX_REGISTERS and name not in EXCEPTIONS:
+        return f"{build['registers']} registers > {MAX_REGISTERS}"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# 3. Orchestration: capture in an interpreter process, compile in one
+# process per Triton, one table.
+
+
+def triton_folder(version: str, cache: str) -> str:
+    r"""A folder holding Triton :obj:`version` (unpacked from its wheel,
+    downloaded once into :obj:`cache`), to put first on ``PYTHONPATH``."""
+    folder = osp.join(cache, f'triton-{version}')
+    if not osp.isdir(osp.join(folder, 'triton')):
+        os.makedirs(cache, exist_ok=True)
+        wheels = osp.join(cache, f'wheel-{version}')
+        subprocess.run([sys.executable, '-m', 'pip', 'download', '-q',
+                        '--no-deps', f'triton=={version}', '-d', wheels],
+                       check=True)
+        wheel = [name for name in os.listdir(wheels)
+                 if name.endswith('.whl')][0]
+        partial = folder + '.partial'
+        subprocess.run([sys.executable, '-m', 'zipfile', '-e',
+                        osp.join(wheels, wheel), partial], check=True)
+        for root, _, files in os.walk(osp.join(partial, 'triton', 'backends')):
+            for name in files:
+                if osp.basename(root) == 'bin':
+                    os.chmod(osp.join(root, name), 0o755)
+        os.replace(partial, folder)
+    return folder
+
+
+def _run_phase(args: List[str], env: Dict[str, str]) -> None:
+    subprocess.run([sys.executable, '-m', 'benchmarks.gpu_compile', *args],
+                   env=env, check=True)
+
+
+def _version_key(version: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r'\d+', version)[:3])
+
+
+def render(launches: List[dict], builds: Dict[str, List[Dict[int, dict]]],
+           targets, command: str) -> Tuple[str, List[str]]:
+    r"""The Markdown table (one row per distinct launch, a column per
+    Triton version and target: registers / spill bytes / resident warps
+    per SM) and the failures."""
+    import torch
+
+    from benchmarks.harness.provenance import git_commit
+    versions = sorted(builds, key=_version_key)
+    columns = [(version, cc) for version in versions for cc in targets]
+    failures = []
+    lines = [
+        '# Triton kernels compiled for sm_90 and sm_80', '',
+        f'Command: `{command}`; git commit {git_commit()}; torch '
+        f'{torch.__version__}; Triton {", ".join(versions)}; no GPU (Triton\'s '
+        f'compiler and the ptxas it bundles).', '',
+        f'One row per distinct launch that the layers made over the grid of '
+        f'`benchmarks/gpu_compile.py` (first call that made it, and how many '
+        f'calls did). Each cell: registers per thread / spill bytes / '
+        f'resident warps per SM (of 64). The check: it compiles, 0 spill, '
+        f'at most {MAX_REGISTERS} registers.', '',
+        '| kernel | constants | launched by (calls) | '
+        + ' | '.join(f'{version} sm_{cc}' for version, cc in columns)
+        + ' | verdict |',
+        '|---|---|---|' + '---:|' * len(columns) + '---|']
+    for index, launch in enumerate(launches):
+        name = launch['name']
+        constants = ', '.join(f'{key}={value}' for key, value in
+                              launch['constexprs'].items())
+        cells, problems = [], []
+        for version, cc in columns:
+            build = builds[version][index][cc]
+            problem = verdict(build, name)
+            if 'error' in build:
+                cells.append('error')
+            else:
+                warps = build['warps'] * occupancy(
+                    build['registers'], build['warps'], build['shared'], cc)
+                cells.append(f"{build['registers']} / {build['spill']} / "
+                             f"{warps}")
+            if problem:
+                problems.append(f'{version} sm_{cc}: {problem}')
+        for problem in problems:
+            failures.append(f'{name}[{constants}] {problem}')
+        status = ('; '.join(problems) if problems else
+                  f'pass ({EXCEPTIONS[name]})' if name in EXCEPTIONS
+                  else 'pass')
+        lines.append(f"| `{name}` | {constants} | {launch['first']} "
+                     f"({launch['calls']}) | " + ' | '.join(cells)
+                     + f' | {status} |')
+    lines += ['', f'{len(launches)} launches x {len(columns)} builds: '
+              + (f'{len(failures)} failures.' if failures else
+                 'all compile, none spills, all within the register '
+                 'budget.')]
+    return '\n'.join(lines) + '\n', failures
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--triton', nargs='*', default=[], metavar='VERSION',
+                        help='also compile with these Triton versions '
+                        '(downloaded with pip into --cache)')
+    parser.add_argument('--targets', nargs='+', type=int,
+                        default=list(TARGETS), metavar='CC',
+                        help='compute capabilities (default: 90 80)')
+    parser.add_argument('--layers', nargs='+', default=None, metavar='LAYER',
+                        help='layers to call (default: every layer of '
+                        'benchmarks.launches but GATConv)')
+    parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                        help='compiler processes (default: one per core)')
+    parser.add_argument('--cache', default=osp.join(
+        os.environ.get('IKGAT_CACHE', '.cache'), 'gpu_compile'),
+        help='where other Triton versions are unpacked')
+    parser.add_argument('--output', default=None,
+                        help='also write the Markdown table here')
+    parser.add_argument('--capture-to', help=argparse.SUPPRESS)
+    parser.add_argument('--compile-from', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    from benchmarks.launches import layer_names
+    layers = args.layers or [name for name in layer_names()
+                             if name != 'GATConv']
+    unknown = sorted(set(layers) - set(layer_names()))
+    if unknown:
+        parser.error(f'unknown --layers {unknown}; choose from '
+                     f'{layer_names()}')
+    if args.capture_to:  # phase 1, in an interpreter process
+        with open(args.capture_to, 'w') as file:
+            json.dump(capture(layers), file)
+        return 0
+    if args.compile_from:  # phase 2, in a process of one Triton
+        with open(args.compile_from) as file:
+            launches = json.load(file)
+        with open(args.compile_from + '.out', 'w') as file:
+            json.dump(compile_all(launches, args.targets, args.jobs), file)
+        return 0
+    if args.output is not None:
+        folder = osp.dirname(osp.abspath(args.output))
+        if not osp.isdir(folder):
+            parser.error(f'cannot write --output {args.output!r}: '
+                         f'{folder!r} is not a folder')
+    env = {key: value for key, value in os.environ.items()
+           if key != 'TRITON_INTERPRET'}
+    env.setdefault('TRITON_DEFAULT_FP_FUSION', '1')  # Triton's default
+    with tempfile.TemporaryDirectory() as folder:
+        recorded = osp.join(folder, 'launches.json')
+        _run_phase(['--capture-to', recorded, '--layers', *layers],
+                   dict(env, TRITON_INTERPRET='1'))
+        with open(recorded) as file:
+            launches = json.load(file)
+        builds = {}
+        sources = [None] + [triton_folder(version, args.cache)
+                            for version in args.triton]
+        for source in sources:
+            phase_env = dict(env)
+            if source is not None:
+                phase_env['PYTHONPATH'] = os.pathsep.join(
+                    [source] + [part for part in [env.get('PYTHONPATH')]
+                                if part])
+            _run_phase(['--compile-from', recorded, '--jobs', str(args.jobs),
+                        '--targets', *map(str, args.targets)], phase_env)
+            with open(recorded + '.out') as file:
+                result = json.load(file)
+            version = result[0][str(args.targets[0])]['triton'] if (
+                result) else 'none'
+            builds[version] = [{int(cc): build for cc, build in row.items()}
+                               for row in result]
+    command = ' '.join(['python -m benchmarks.gpu_compile']
+                       + (sys.argv[1:] if argv is None else list(argv)))
+    text, failures = render(launches, builds, args.targets, command)
+    print(text)
+    if args.output is not None:
+        from benchmarks.harness.results import write_text
+        write_text(args.output, text)
+    for failure in failures:
+        print(f'gpu_compile: FAIL {failure}', file=sys.stderr)
+    return 1 if failures or not launches else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
