@@ -44,10 +44,8 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-#: Registers per thread a kernel may use at its launch's warps: two 4-warp
-#: blocks at 255 registers fill an SM's 64k registers; 128 leaves room for
-#: four.
-MAX_REGISTERS = 128
+from ikgat.kernels.triton_runtime import MAX_REGISTERS
+
 #: The targets: compute capability 9.0 (H100) and 8.0 (A100).
 TARGETS = (90, 80)
 #: Kernels allowed over the register budget, with the reason (none now).
@@ -62,7 +60,9 @@ DROPOUTS = (0.0, 0.6)
 DEGREES = (2, 8, 256)
 #: Draws averaged in evaluation by the stochastic kernels.
 NUM_SAMPLES = 4
-FEATURES, NODES = 16, 48
+# Node counts not divisible by 16 (Triton specialises on it; real graphs
+# have any count).
+FEATURES, NODES = 16, 45
 
 # H100 / A100 per SM: registers, threads, blocks, shared memory (bytes).
 _SM_LIMITS = {90: (65536, 2048, 32, 228 * 1024),
@@ -153,7 +153,7 @@ def layer_calls(layers: List[str]
                            edge_dim=3 if edge else None,
                            in_channels=(FEATURES, FEATURES) if (
                                bipartite or shared_target) else FEATURES)
-            num_dst = NODES // 2 if bipartite else NODES
+            num_dst = NODES // 2 + 1 if bipartite else NODES
             edge_index = _graph(degree, NODES, num_dst)
             x = torch.randn(NODES, FEATURES)
             if bipartite:
@@ -235,21 +235,14 @@ def capture(layers: List[str]) -> List[dict]:
 # 2. The compiler and ptxas (a process without the interpreter).
 
 
-def _ptxas(triton, cc: int) -> str:
-    try:
-        from triton.backends.nvidia.compiler import get_ptxas
-        try:
-            return get_ptxas(cc).path
-        except TypeError:
-            return get_ptxas().path
-    except ImportError:
-        return osp.join(osp.dirname(triton.__file__), 'backends', 'nvidia',
-                        'bin', 'ptxas')
-
-
 def compile_launch(launch: dict, cc: int) -> dict:
     r"""Compile one recorded launch for ``sm_<cc>``: registers, spill
-    bytes, shared memory and warps, or the compiler's error."""
+    bytes, shared memory and warps from the ``ptxas -v`` log of Triton's own
+    ptxas run (``TRITON_DUMP_PTXAS_LOG``, set by :func:`main`), or the
+    compiler's error."""
+    import contextlib
+    import io
+
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -261,29 +254,26 @@ def compile_launch(launch: dict, cc: int) -> dict:
              for index, name in enumerate(signature)
              if name in launch['aligned']}
     result = dict(cc=cc, triton=triton.__version__)
+    log = io.StringIO()
     try:
-        compiled = triton.compile(
-            ASTSource(kernel, signature, constexprs=launch['constexprs'],
-                      attrs=attrs),
-            target=GPUTarget('cuda', cc, 32), options=dict(launch['options']))
+        with contextlib.redirect_stdout(log):
+            compiled = triton.compile(
+                ASTSource(kernel, signature, constexprs=launch['constexprs'],
+                          attrs=attrs),
+                target=GPUTarget('cuda', cc, 32),
+                options=dict(launch['options']))
     except Exception as error:  # the compiler's verdict, reported
         lines = [line.strip() for line in str(error).splitlines()
                  if line.strip()]
         return dict(result, error=f'{type(error).__name__}: '
                     + (lines[-1] if lines else ''))
-    with tempfile.TemporaryDirectory() as folder:
-        ptx = osp.join(folder, 'kernel.ptx')
-        with open(ptx, 'w') as file:
-            file.write(compiled.asm['ptx'])
-        arch = f'sm_{cc}a' if cc >= 90 else f'sm_{cc}'
-        run = subprocess.run([_ptxas(triton, cc), '-v', f'--gpu-name={arch}',
-                              ptx, '-o', osp.join(folder, 'kernel.cubin')],
-                             capture_output=True, text=True)
-    if run.returncode != 0:
-        return dict(result, error=f'ptxas: {run.stderr.strip()[-300:]}')
-    registers = re.search(r'Used (\d+) registers', run.stderr)
+    text = log.getvalue()
+    registers = re.search(r'Used (\d+) registers', text)
+    if registers is None:
+        raise RuntimeError(f'gpu_compile: no ptxas log for {launch["name"]}'
+                           f' (TRITON_DUMP_PTXAS_LOG unset?)')
     spills = re.findall(r'(\d+) bytes spill stores, (\d+) bytes spill loads',
-                        run.stderr)
+                        text)
     return dict(result, registers=int(registers.group(1)),
                 spill=max((int(a) + int(b) for a, b in spills), default=0),
                 shared=int(compiled.metadata.shared),
@@ -370,57 +360,73 @@ def _version_key(version: str) -> Tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r'\d+', version)[:3])
 
 
-def render(launches: List[dict], builds: Dict[str, List[Dict[int, dict]]],
-           targets, command: str) -> Tuple[str, List[str]]:
+def table_rows(launches: List[dict],
+               builds: Dict[str, List[Dict[int, dict]]], targets
+               ) -> List[dict]:
+    r"""One row per launch: its kernel, constants, first call and the
+    build of each Triton version and target (``'3.9.0 sm_90'``), with the
+    resident warps per SM and the verdict (:obj:`None`: pass)."""
+    versions = sorted(builds, key=_version_key)
+    rows = []
+    for index, launch in enumerate(launches):
+        row = dict(kernel=launch['name'], constexprs=launch['constexprs'],
+                   first=launch['first'], calls=launch['calls'], builds={})
+        for version in versions:
+            for cc in targets:
+                build = dict(builds[version][index][cc])
+                if 'error' not in build:
+                    build['resident_warps'] = build['warps'] * occupancy(
+                        build['registers'], build['warps'], build['shared'],
+                        cc)
+                build['verdict'] = verdict(build, launch['name'])
+                row['builds'][f'{version} sm_{cc}'] = build
+        rows.append(row)
+    return rows
+
+
+def render(rows: List[dict], command: str) -> Tuple[str, List[str]]:
     r"""The Markdown table (one row per distinct launch, a column per
     Triton version and target: registers / spill bytes / resident warps
     per SM) and the failures."""
     import torch
 
     from benchmarks.harness.provenance import git_commit
-    versions = sorted(builds, key=_version_key)
-    columns = [(version, cc) for version in versions for cc in targets]
+    columns = list(rows[0]['builds']) if rows else []
+    versions = list(OrderedDict.fromkeys(column.split()[0]
+                                         for column in columns))
     failures = []
     lines = [
         '# Triton kernels compiled for sm_90 and sm_80', '',
         f'Command: `{command}`; git commit {git_commit()}; torch '
-        f'{torch.__version__}; Triton {", ".join(versions)}; no GPU (Triton\'s '
-        f'compiler and the ptxas it bundles).', '',
-        f'One row per distinct launch that the layers made over the grid of '
-        f'`benchmarks/gpu_compile.py` (first call that made it, and how many '
-        f'calls did). Each cell: registers per thread / spill bytes / '
-        f'resident warps per SM (of 64). The check: it compiles, 0 spill, '
+        f'{torch.__version__}; Triton {", ".join(versions)}; no GPU '
+        f'(Triton\'s compiler and the ptxas it bundles).', '',
+        'One row per distinct launch that the layers made over the grid of '
+        '`benchmarks/gpu_compile.py` (the first call that made it, and how '
+        'many calls did). Each cell: registers per thread / spill bytes / '
+        'resident warps per SM (of 64). The check: it compiles, 0 spill, '
         f'at most {MAX_REGISTERS} registers.', '',
         '| kernel | constants | launched by (calls) | '
-        + ' | '.join(f'{version} sm_{cc}' for version, cc in columns)
-        + ' | verdict |',
+        + ' | '.join(columns) + ' | verdict |',
         '|---|---|---|' + '---:|' * len(columns) + '---|']
-    for index, launch in enumerate(launches):
-        name = launch['name']
+    for row in rows:
+        name = row['kernel']
         constants = ', '.join(f'{key}={value}' for key, value in
-                              launch['constexprs'].items())
+                              row['constexprs'].items())
         cells, problems = [], []
-        for version, cc in columns:
-            build = builds[version][index][cc]
-            problem = verdict(build, name)
-            if 'error' in build:
-                cells.append('error')
-            else:
-                warps = build['warps'] * occupancy(
-                    build['registers'], build['warps'], build['shared'], cc)
-                cells.append(f"{build['registers']} / {build['spill']} / "
-                             f"{warps}")
-            if problem:
-                problems.append(f'{version} sm_{cc}: {problem}')
-        for problem in problems:
-            failures.append(f'{name}[{constants}] {problem}')
+        for column, build in row['builds'].items():
+            cells.append('error' if 'error' in build else
+                         f"{build['registers']} / {build['spill']} / "
+                         f"{build['resident_warps']}")
+            if build['verdict']:
+                problems.append(f"{column}: {build['verdict']}")
+        failures += [f'{name}[{constants}] {problem}' for problem in problems]
         status = ('; '.join(problems) if problems else
                   f'pass ({EXCEPTIONS[name]})' if name in EXCEPTIONS
                   else 'pass')
-        lines.append(f"| `{name}` | {constants} | {launch['first']} "
-                     f"({launch['calls']}) | " + ' | '.join(cells)
+        lines.append(f"| `{name}` | {constants} | {row['first']} "
+                     f"({row['calls']}) | " + ' | '.join(cells)
                      + f' | {status} |')
-    lines += ['', f'{len(launches)} launches x {len(columns)} builds: '
+    lines += ['', f'{len(rows)} launches x {len(columns)} builds: '
               + (f'{len(failures)} failures.' if failures else
                  'all compile, none spills, all within the register '
                  'budget.')]
@@ -444,7 +450,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.environ.get('IKGAT_CACHE', '.cache'), 'gpu_compile'),
         help='where other Triton versions are unpacked')
     parser.add_argument('--output', default=None,
-                        help='also write the Markdown table here')
+                        help='also write the Markdown table here (and its '
+                        'rows as JSON beside it, .json)')
     parser.add_argument('--capture-to', help=argparse.SUPPRESS)
     parser.add_argument('--compile-from', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -473,6 +480,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     env = {key: value for key, value in os.environ.items()
            if key != 'TRITON_INTERPRET'}
     env.setdefault('TRITON_DEFAULT_FP_FUSION', '1')  # Triton's default
+    # Triton's own ptxas log, and a compilation every time (a cached kernel
+    # has no log):
+    env.update(TRITON_DUMP_PTXAS_LOG='1', TRITON_ALWAYS_COMPILE='1')
     with tempfile.TemporaryDirectory() as folder:
         recorded = osp.join(folder, 'launches.json')
         _run_phase(['--capture-to', recorded, '--layers', *layers],
@@ -498,11 +508,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                                for row in result]
     command = ' '.join(['python -m benchmarks.gpu_compile']
                        + (sys.argv[1:] if argv is None else list(argv)))
-    text, failures = render(launches, builds, args.targets, command)
+    rows = table_rows(launches, builds, args.targets)
+    text, failures = render(rows, command)
     print(text)
     if args.output is not None:
         from benchmarks.harness.results import write_text
         write_text(args.output, text)
+        write_text(osp.splitext(args.output)[0] + '.json',
+                   json.dumps(rows, indent=1) + '\n')
     for failure in failures:
         print(f'gpu_compile: FAIL {failure}', file=sys.stderr)
     return 1 if failures or not launches else 0

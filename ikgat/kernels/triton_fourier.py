@@ -155,12 +155,14 @@ def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
 
 def _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t, h, H, T,
                    eps, scale):
-    # G = kappa dL/dl * 2f / (f^2 + eps), [B_N, B_T] (0 on masked rows):
+    # G = kappa dL/dl * 2f / (f^2 + eps), [B_N, B_T] (0 on masked rows).
+    # tl.fdiv: a division without the IEEE-rounded slow path, whose
+    # subroutine call spills under ptxas (2 ulp, as CUDA's fast division).
     offs = offs_n[:, None] * H * T + h * T + offs_t[None, :]
     mask = mask_n[:, None] & mask_t[None, :]
     f = tl.load(estimate + offs, mask=mask, other=0.)
-    return (tl.load(grad + offs, mask=mask, other=0.) * (2. * scale) * f
-            / (f * f + eps))
+    return tl.fdiv(tl.load(grad + offs, mask=mask, other=0.) * (2. * scale)
+                   * f, f * f + eps)
 
 
 def _grad_angle(sin, cos, grad_tile, cos_w, sin_w):
@@ -289,11 +291,13 @@ def _blocks(num_angles: int, channels: int, slopes: int
             ) -> Tuple[int, int, int, int]:
     r""":math:`(B_N, B_R, B_C, B_T)`: a tile of :data:`TILE_ANGLES` nodes
     x points (fewer points when there are fewer), all channels and
-    slopes."""
-    block_r = min(next_power_of_2(num_angles), 32)
+    slopes.  The backward accumulators are :math:`B_N \times B_C` and
+    :math:`B_R \times B_C`: above 32 channels, blocks of 16 points keep
+    them within the register budget (benchmarks.gpu_compile)."""
+    block_c = next_power_of_2(channels)
+    block_r = min(next_power_of_2(num_angles), 32 if block_c <= 32 else 16)
     block_n = max(1, TILE_ANGLES // block_r)
-    return (block_n, block_r, next_power_of_2(channels),
-            next_power_of_2(slopes))
+    return block_n, block_r, block_c, next_power_of_2(slopes)
 
 
 def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,

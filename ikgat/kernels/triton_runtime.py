@@ -35,6 +35,13 @@ from torch import Tensor
 
 #: The oldest Triton whose compiler builds every kernel (``major, minor``).
 MIN_TRITON = (3, 6)
+#: Registers per thread every kernel is built with (``.maxnreg``): two
+#: 4-warp blocks at 255 registers fill an SM's 64k registers, 128 leaves
+#: room for four.  With the bound given, ptxas keeps to it and does not
+#: trade spills of cold values for occupancy (which it does unbounded:
+#: 4-36 bytes in kernels of 40-128 registers); benchmarks.gpu_compile checks
+#: that nothing spills under it.
+MAX_REGISTERS = 128
 
 #: The switches that avoid each kernel family, named in
 #: :class:`KernelBuildError`.
@@ -60,14 +67,16 @@ class KernelLaunch(NamedTuple):
     #: Names of the pointer and integer arguments divisible by 16 (Triton's
     #: alignment specialisation).
     aligned: Tuple[str, ...]
-    #: Launch options (``num_warps``, ``num_stages``) given explicitly.
+    #: Launch options (``num_warps``, ``num_stages``, ``maxnreg``) given
+    #: explicitly.
     options: Dict[str, int]
 
     @property
     def key(self) -> str:
-        r"""What makes two launches the same build."""
+        r"""What makes two launches the same build, up to the alignment
+        hints (which follow the sizes of the graph at hand)."""
         return repr((self.module, self.name, sorted(self.signature.items()),
-                     sorted(self.constexprs.items()), self.aligned,
+                     sorted(self.constexprs.items()),
                      sorted(self.options.items())))
 
 
@@ -136,7 +145,8 @@ def _triton_type(value: Any) -> Tuple[str, bool]:
 def _record(kernel, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
     parameters = inspect.signature(kernel.fn).parameters
     names = list(parameters)
-    options = {name: kwargs.pop(name) for name in ('num_warps', 'num_stages')
+    options = {name: kwargs.pop(name) for name in ('num_warps', 'num_stages',
+                                                    'maxnreg')
                if name in kwargs}
     values = dict(zip(names, args), **kwargs)
     signature, constexprs, aligned = {}, {}, []
@@ -167,10 +177,12 @@ def _build_errors() -> Tuple[type, ...]:
 def launch(kernel, grid: Tuple[int, ...], *args: Any, switch: str,
            **kwargs: Any) -> None:
     r"""Run the jitted :obj:`kernel` on :obj:`grid` with :obj:`args` and the
-    keyword constants :obj:`kwargs` (or record it, inside
+    keyword constants and options :obj:`kwargs`, at most
+    :data:`MAX_REGISTERS` registers per thread (or record it, inside
     :func:`record_launches`).  A kernel that Triton cannot build raises
     :class:`KernelBuildError` naming :obj:`switch`, the option that avoids
     the kernel."""
+    kwargs.setdefault('maxnreg', MAX_REGISTERS)
     if _RECORDING is not None:
         _record(kernel, args, dict(kwargs))
         return

@@ -134,8 +134,12 @@ _edge_logit = None
 _keep = None
 _KERNELS = None
 
-#: Upper bound on the elements of one edges x heads x channels tile.
-TILE_ELEMENTS = 2048
+#: Upper bound on the elements of one edges x heads x channels tile at 4
+#: warps (kernels with such tiles keep three alive; the tiles of edges x
+#: heads, twice as many).  A single row of heads x channels above it takes
+#: 8 warps.  Both keep every launch within the register budget without
+#: spilling (benchmarks.gpu_compile).
+TILE_ELEMENTS = 1024
 
 
 class AttentionCSR(NamedTuple):
@@ -307,7 +311,7 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
         running_max = new_max
     den = running_sum + 1e-16  # PyG's softmax denominator
     tl.store(out + i * H * C + offs_h[:, None] * C + offs_c[None, :],
-             acc / den[:, None], mask=mask_hc)
+             tl.fdiv(acc, den[:, None]), mask=mask_hc)
     tl.store(group_max + i * H + offs_h, running_max, mask=mask_h)
     tl.store(group_den + i * H + offs_h, den, mask=mask_h)
 
@@ -346,7 +350,7 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
         logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
-        weight = tl.exp(logit - m[None, :]) / den[None, :]
+        weight = tl.fdiv(tl.exp(logit - m[None, :]), den[None, :])
         if HAS_DROPOUT:
             weight = weight * _keep(seed, e, offs_h, H, dropout, keep_scale)
         tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
@@ -406,7 +410,7 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
         m = tl.load(group_max + node_eh, mask=mask_eh, other=0.)
         den = tl.load(group_den + node_eh, mask=mask_eh, other=1.)
         d = tl.load(delta + node_eh, mask=mask_eh, other=0.)
-        alpha = tl.where(mask_eh, tl.exp(logit - m) / den, 0.)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m), den), 0.)
         g_out = tl.load(grad_out + i[:, None, None] * stride_n
                         + offs_h[None, :, None] * stride_h
                         + offs_c[None, None, :] * stride_c,
@@ -505,11 +509,16 @@ def kernels():
     return _KERNELS
 
 
-def _block_edges(num_edges: int, num_nodes: int, tile: int) -> int:
-    # About one tile per node on average, at most TILE_ELEMENTS per tile;
-    # E and N are shapes, so choosing the block needs no host sync.
+def _tiling(num_edges: int, num_nodes: int, row: int,
+            budget: int = TILE_ELEMENTS) -> dict:
+    r"""``BLOCK_E`` and ``num_warps`` of a kernel whose tiles are
+    :math:`B_E` edges of :obj:`row` elements: about one tile per node on
+    average (:math:`E` and :math:`N` are shapes, so choosing needs no host
+    synchronisation), at most :obj:`budget` elements at 4 warps."""
     degree = next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
-    return max(2, min(degree, 128, max(2, TILE_ELEMENTS // tile)))
+    block_e = max(2, min(degree, 128, budget // row))
+    return dict(BLOCK_E=block_e,
+                num_warps=4 if block_e * row <= budget else 8)
 
 
 # ---------------------------------------------------------------------------
@@ -568,14 +577,15 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
         score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
         group_den, seed, negative_slope, dropout, _keep_scale(dropout),
         heads, channels,
-        BLOCK_E=_block_edges(num_edges, num_dst, block_h * block_c),
-        BLOCK_C=block_c, **common)
+        BLOCK_C=block_c, **_tiling(num_edges, num_dst, block_h * block_c),
+        **common)
     if need_alpha:
         launch(jitted['alpha'], (num_dst, ),
             score_src, score_dst, gate_arg, rowptr, src, group_max,
             group_den, alpha, seed, negative_slope, dropout,
             _keep_scale(dropout), heads,
-            BLOCK_E=_block_edges(num_edges, num_dst, block_h), **common)
+            **_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
+            **common)
     return out, alpha, group_max, group_den
 
 
@@ -635,8 +645,8 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
             dropout, _keep_scale(dropout), heads, channels,
             *grad_out.stride(), HAS_DROPOUT=dropout > 0.0,
             HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
-            BLOCK_E=_block_edges(num_edges, num_src, block_h * block_c),
-            BLOCK_C=block_c, **common)
+            BLOCK_C=block_c, **_tiling(num_edges, num_src, block_h * block_c),
+            **common)
     # Per target and slope t in {0, 1}; the gate slot gets zero:
     partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
     grad_gate = (torch.empty_like(edge_gate) if has_gate
@@ -646,7 +656,8 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
             score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
             grad_gate if has_gate else dummy, negative_slope, heads,
             NEED_GATE_GRAD=need_gate and has_gate,
-            BLOCK_E=_block_edges(num_edges, num_dst, block_h), **common)
+            **_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
+            **common)
     if broadcast:
         partial = partial.sum(0, keepdim=True)
     grad_dst = torch.cat([partial, partial.new_zeros(partial.size(0), heads,
