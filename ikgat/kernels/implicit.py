@@ -271,12 +271,16 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         self._mean, self._log_std = mean, log_std  # [G, H, D]
         latent = mean
         if sample:
-            # Drawn head-major, (H, [S,] G, D), so that the copula's (L eps)
-            # over the heads is one matrix product:
+            # Drawn graph by graph, (G, H, [S,] D), so that a graph gets the
+            # same numbers from the same seed whatever graphs follow it (the
+            # first graph of a mini-batch gets the draws it gets alone), then
+            # laid out head-major, (H, [S,] G, D), so that the copula's
+            # (L eps) over the heads is one matrix product:
             draws = () if num_draws == 1 else (num_draws, )
-            noise = torch.randn(self.heads, *draws, num_graphs,
+            noise = torch.randn(num_graphs, self.heads, *draws,
                                 self.latent_dim, generator=generator,
                                 device=mean.device, dtype=mean.dtype)
+            noise = noise.movedim(0, -2)
             if self.raw_correlation is not None:
                 noise = correlated_noise(self.raw_correlation.to(mean.dtype),
                                          noise)

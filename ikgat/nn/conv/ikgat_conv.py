@@ -366,13 +366,18 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
             batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
                 The sorted graph index of every node (of the source and the
                 target nodes if bipartite) for a mini-batch of graphs: the
-                implicit kernels draw spectral points per graph; the other
-                kernels ignore it. (default: :obj:`None`)
+                implicit kernels summarise each graph and draw its spectral
+                points apart, so that no graph's output depends on the
+                others; the other kernels ignore it.  Without it, the
+                batch is one graph to them (:func:`ikgat.nn.graph_batch`
+                supplies it where a container does not pass it).
+                (default: :obj:`None`)
             batch_size (int, optional): The number of graphs in
                 :obj:`batch` (PyG's ``Batch.num_graphs``), as PyG's
                 normalisation layers take it; read from :obj:`batch` if not
                 given, a host synchronisation on CUDA. (default: :obj:`None`)
         """
+        batch, batch_size = self._given_batch(batch, batch_size)
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res, projection_dtype = self._project(x)
         key = (x_src.size(0), _num_targets(x_src, x_dst, size))
