@@ -18,7 +18,7 @@ explained at its posterior mean (``num_samples=0``): with draws, each
 forward pass of an explainer would see other noise.
 
 A cell gives the edges with a non-zero mask inside the receptive field /
-its size, and outside it, summed over the graphs.
+its size, and outside it / the edges outside it, summed over the graphs.
 
 Writes ``benchmarks/results/explainers.md``.
 """
@@ -118,10 +118,10 @@ def explain(model: torch.nn.Module, algorithm, task: str, x: Tensor,
 
 
 def support(name: str, explainer: str, task: str,
-            seed: int) -> Tuple[int, int, int]:
+            seed: int) -> Tuple[int, int, int, int]:
     r"""Edges with a non-zero mask inside the receptive field, its size,
-    and edges with a non-zero mask outside it, on the graph(s) of
-    :obj:`seed`."""
+    edges with a non-zero mask outside it, and the edges outside it (input
+    self-loops left out), on the graph(s) of :obj:`seed`."""
     conv, kwargs = layers()[name]
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -141,8 +141,9 @@ def support(name: str, explainer: str, task: str,
         mask = explain(model, explainers()[explainer](), 'graph', data.x,
                        data.edge_index, 0, batch=data.batch)
     found = mask != 0
+    rest = ~field & (data.edge_index[0] != data.edge_index[1])
     return (int((found & field).sum()), int(field.sum()),
-            int((found & ~field).sum()))
+            int((found & rest).sum()), int(rest.sum()))
 
 
 def measure(seeds=(0, 1, 2)) -> List[Dict[str, str]]:
@@ -153,8 +154,8 @@ def measure(seeds=(0, 1, 2)) -> List[Dict[str, str]]:
             for explainer in explainers():
                 counts = [support(name, explainer, task, seed)
                           for seed in seeds]
-                inside, size, outside = map(sum, zip(*counts))
-                row[explainer] = f'{inside}/{size}, {outside} outside'
+                inside, size, outside, rest = map(sum, zip(*counts))
+                row[explainer] = f'{inside}/{size}; {outside}/{rest}'
             rows.append(row)
     return rows
 
@@ -167,7 +168,9 @@ def report(rows: List[Dict[str, str]], command: str) -> str:
         f'Measured at ikgat commit {git_commit()} with torch '
         f'{torch.__version__}:', '', '```', command, '```', '',
         'Each cell: edges with a non-zero mask inside the receptive field / '
-        'its size, and edges with a non-zero mask outside it, over 3 '
+        'its size; edges with a non-zero mask outside it / the edges outside '
+        'it (self-loops of the input left out: the layers replace them), '
+        'over 3 '
         'random graphs (node task: 40 nodes and 160 edges, node 0 '
         'explained; graph task: batches of two graphs of 20 nodes and 80 '
         'edges, graph 0 explained).', '',

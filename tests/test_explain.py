@@ -16,7 +16,7 @@ NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv'}
 
 
 def check(name: str, explainer: str, task: str) -> None:
-    inside, size, outside = support(name, explainer, task, seed=0)
+    inside, size, outside, _ = support(name, explainer, task, seed=0)
     assert size > 0 and inside == size
     gat_outside = support('GATConv', explainer, task, seed=0)[2]
     if explainer == 'AttentionExplainer' or task == 'graph':

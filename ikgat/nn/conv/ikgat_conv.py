@@ -417,10 +417,15 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         # weights and the output then take the dtypes GATConv gives them.
         alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
         with without_autocast(x_src.device):
+            # The draws are taken at once, graph by graph (a graph's draws do
+            # not depend on the other graphs of a batch), then used one at a
+            # time:
+            self._prepare_kernel(x_src, x_dst, batch,
+                                 sample=self.training or passes > 1,
+                                 batch_size=batch_size, num_draws=passes)
             for draw in range(passes):
-                self._prepare_kernel(x_src, x_dst, batch,
-                                     sample=self.training or passes > 1,
-                                     batch_size=batch_size)
+                if passes > 1:
+                    self.kernel.select_draw(draw)
                 weights = self._attention(edge_index, x_src, x_dst,
                                           edge_attr, size)
                 alpha = weights if draw == 0 else alpha + weights

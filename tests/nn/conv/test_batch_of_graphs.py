@@ -12,13 +12,15 @@ LAYERS = layers()
 LOCAL = ['GATConv', 'IKGATConv direct', 'KEPGATConv']
 
 
-@pytest.mark.parametrize('training', [False, True],
-                         ids=['evaluation', 'training-draws'])
+@pytest.mark.parametrize('training, draws', [(False, 1), (False, 4),
+                                             (True, 1)],
+                         ids=['evaluation', 'evaluation-4-draws',
+                              'training-draws'])
 @pytest.mark.parametrize('name', list(LAYERS))
-def test_a_graph_alone_and_in_a_batch(name, training):
+def test_a_graph_alone_and_in_a_batch(name, training, draws):
     a, ab = two_graphs()
     torch.manual_seed(0)
-    layer = LAYERS[name](1)
+    layer = LAYERS[name](draws)
     if name != 'GATConv':
         assert change(layer, a, ab, training, ab.batch) <= 1e-5
     if name in LOCAL:
