@@ -220,7 +220,10 @@ class KEPGATConv(GATStyleConv):
     posterior mean, deterministic).  Pass ``generator=`` to :meth:`forward`
     for reproducible draws: with a generator seeded the same way (or the
     same ``torch.manual_seed``), evaluation with :obj:`num_samples=1` gives
-    the same output.
+    the same output.  The noise is drawn node by node, so a node's draw does
+    not depend on the nodes after it: in a mini-batch of graphs no graph's
+    output depends on the others (every sum runs over a node's own edges),
+    and with the same seed the first graph gets the output it gets alone.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
