@@ -358,11 +358,11 @@ PLOT_NEEDS = {
     'tsne': ('spectral points', 'MIKANConv, or IKGATConv with the kernel '
              'rff, rff_ns, direct or implicit', '--layer mikan'),
     'copula': ('a copula correlation', 'MIKANConv', '--layer mikan'),
-    'heads': ('kernel attention terms', 'IKGATConv and MIKANConv',
+    'heads': ('attention weights', 'GATConv and every ikgat layer',
               '--layer ikgat'),
-    'sparsity': ('kernel attention terms', 'IKGATConv and MIKANConv',
+    'sparsity': ('attention weights', 'GATConv and every ikgat layer',
                  '--layer ikgat'),
-    'terms': ('kernel attention terms', 'IKGATConv and MIKANConv',
+    'terms': ('similarity and magnitude terms', 'IKGATConv and MIKANConv',
               '--layer ikgat'),
 }
 
@@ -371,7 +371,10 @@ def _has_what_it_draws(kind: str, model: torch.nn.Module) -> bool:
     r"""Whether :obj:`model` has a layer with what ``ikgat plot``
     :obj:`kind` draws (:data:`PLOT_NEEDS`), read from the kernels'
     declared capabilities."""
+    from ikgat.inspection import weighting_layers
     from ikgat.nn import IKGATConv, MIKANConv
+    if kind in ('heads', 'sparsity'):
+        return bool(weighting_layers(model))
     wanted = MIKANConv if kind == 'copula' else IKGATConv
     return any(isinstance(module, wanted) and (
         kind != 'tsne' or module.kernel.has_spectral_points)
@@ -416,6 +419,7 @@ def _plot(args: argparse.Namespace) -> None:
 
     from ikgat import visualization as viz
     from ikgat.checkpoints import load_checkpoint
+    from ikgat.inspection import attention_weights
 
     kind, paths = args.kind, args.checkpoint
     if kind not in ('sparsity', 'heads') and len(paths) != 1:
@@ -468,11 +472,10 @@ def _plot(args: argparse.Namespace) -> None:
                 attention = {}
                 for label, checkpoint in zip(labels, checkpoints):
                     data = graph_of(checkpoint)
-                    name = viz.attention_layers(checkpoint.model,
-                                                args.layer)[0][0]
-                    attention[label] = viz.layer_decompositions(
+                    _, alpha, edges = attention_weights(
                         checkpoint.model, data.x, data.edge_index,
-                        name)[name]
+                        args.layer)
+                    attention[label] = (alpha, edges[1])
                 viz.plot_sparsity(attention, path=args.out)
     print(f'wrote {osp.abspath(args.out)}')
 

@@ -268,8 +268,8 @@ def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
     pytest.importorskip('matplotlib')
     from ikgat.cli import PLOT_NEEDS
     _, layers, options = PLOT_NEEDS[kind]
-    drawn = {'tsne': {'ikgat', 'mikan'}, 'copula': {'mikan'}}.get(
-        kind, {'ikgat', 'mikan'})
+    drawn = {'tsne': {'ikgat', 'mikan'}, 'copula': {'mikan'},
+             'terms': {'ikgat', 'mikan'}}.get(kind, set(layer_checkpoints))
     for layer, (path, _) in layer_checkpoints.items():
         out = str(tmp_path / f'{kind}-{layer}.png')
         argv = ['plot', kind, '--checkpoint', path, '--out', out]

@@ -26,7 +26,7 @@ def expanded(path: str) -> str:
         text = file.read()
 
     def include(match) -> str:
-        options = dict(re.findall(r':([\w-]+):\s*(.*)', match.group(2)))
+        options = dict(re.findall(r':([\w-]+):[ \t]*(.*)', match.group(2)))
         target = osp.join(osp.dirname(path), match.group(1))
         with open(target) as file:
             lines = file.read().splitlines()
