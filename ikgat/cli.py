@@ -270,9 +270,7 @@ def run_train(args: argparse.Namespace) -> None:
         f'{args.patience}), {torch.get_num_threads()} thread(s), seed '
         f'{args.seed}', flush=True)
     recorder = None
-    # The similarity and magnitude terms exist in IKGATConv and MIKANConv:
-    records_terms = layer.class_name in ('IKGATConv', 'MIKANConv')
-    if args.save_checkpoint and rank == 0 and records_terms:
+    if args.save_checkpoint and rank == 0 and layer.kernel_terms:
         from ikgat.inspection import AttentionTermsRecorder
         recorder = AttentionTermsRecorder(model, data.x, data.edge_index)
     batches = inference = None

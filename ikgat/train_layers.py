@@ -45,6 +45,9 @@ class TrainLayer:
         mean_draws: The value of :obj:`set_draws` that makes the
             evaluation deterministic (the epoch selection's), and the
             least ``num_samples`` the layer takes.
+        kernel_terms: Whether the layer's attention has similarity and
+            magnitude terms (logged into checkpoints for ``ikgat plot
+            terms``).
     """
     class_name: str
     help: str
@@ -52,6 +55,7 @@ class TrainLayer:
     conv_kwargs: Callable[[Dict[str, Any]], Dict[str, Any]]
     set_draws: Optional[Callable[[torch.nn.Module, int], None]] = None
     mean_draws: int = 1
+    kernel_terms: bool = False
 
     @property
     def stochastic(self) -> bool:
@@ -157,12 +161,13 @@ TRAIN_LAYERS: Dict[str, TrainLayer] = {
         'IKGATConv', 'IKGATConv with a kernel of ikgat.kernels',
         dict(kernel='direct', p=2.0, num_spectral_points=64),
         lambda settings: _pick(settings,
-                               ('kernel', 'p', 'num_spectral_points'))),
+                               ('kernel', 'p', 'num_spectral_points')),
+        kernel_terms=True),
     'mikan': TrainLayer(
         'MIKANConv', 'MIKANConv, implicit kernels tied by a copula',
         dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1),
         lambda settings: _pick(settings, ('p', 'num_spectral_points')),
-        set_draws=_set_mikan_draws, mean_draws=1),
+        set_draws=_set_mikan_draws, mean_draws=1, kernel_terms=True),
     'kep': TrainLayer(
         'KEPGATConv', 'KEPGATConv, a sparse variational GP pair',
         dict(num_samples=10, kl_weight=0.01, ksvd_weight=0.1),
