@@ -20,6 +20,7 @@ import torch
 import torch_geometric.transforms as T
 from torch_geometric.nn import GATConv
 
+from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR
 from ikgat import IKGATConv
 from ikgat.datasets import load_planetoid
@@ -87,7 +88,8 @@ def main(argv=None):
     lines = [
         '# Exactness report', '',
         'Command: `IKGAT_DATA=../shared/data python -m benchmarks.exactness`',
-        f'Machine: {platform.machine()}, torch {torch.__version__}', '',
+        f'Machine: {platform.machine()}, torch {torch.__version__}; ikgat '
+        f'commit {git_commit()}', '',
         '## `kernel="rbf", p=2` against GATConv (tied weights, Cora, 8 heads × 8)',
         '', '| dtype | max abs diff of attention | max abs diff of output |',
         '|---|---|---|'

@@ -255,6 +255,9 @@ Uniform attention over the same edges (self-loops included) has entropy
 The models are saved in `{args.checkpoints}/` (not committed); each figure can
 be redrawn from them with `ikgat plot`, e.g.
 `ikgat plot tsne --checkpoint {checkpoint_path(args, 'mikan', 2.0)} --out tsne.png`.
+Without this script, `ikgat train --layer mikan --save-checkpoint mikan.pt`
+makes such a model, and `ikgat plot copula --checkpoint mikan.pt --out
+copula.png` (or `tsne`, `heads`, `sparsity`, `terms`) draws its figures.
 
 ## `spectral_tsne.png` — spectral points (IKA paper, Fig. 5a/b)
 

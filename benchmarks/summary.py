@@ -7,6 +7,7 @@ import os.path as osp
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
+from benchmarks.harness.provenance import row_commits
 from benchmarks.harness.registry import (
     MODELS,
     PAPER_RESULTS,
@@ -91,7 +92,9 @@ def render_search_summary(rows: List[Dict[str, str]], results: str =
         'smaller beta).  Search runs do not record test accuracy, so the '
         'test split selects nothing.', '',
         'Final runs use these choices with `python -m benchmarks.planetoid '
-        f'--from-search {results} ...`.', '']
+        f'--from-search {results} ...`.', '',
+        row_commits([row for row in rows if tag is None
+                     or row.get('tag') == tag]), '']
     datasets = _ordered_datasets(s.dataset for s in table)
     for dataset in datasets:
         lines += [f'## {dataset}', '',

@@ -76,7 +76,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from benchmarks.harness.data import BenchData, load_planetoid_data
-from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.provenance import git_commit, row_commits
 from benchmarks.harness.registry import protocol_for
 from benchmarks.harness.results import (
     RESULTS_DIR,
@@ -565,7 +565,7 @@ def render_summary(rows: Iterable[Dict[str, str]], command: str = '') -> str:
         'predictions as positives, AUPR-E with errors as positives, ECE 15 '
         'bins). OOD: the last classes (column "held out") are removed from '
         'the train/validation masks; MSP ranks in- (positive) versus '
-        'out-of-distribution test nodes.', '']
+        'out-of-distribution test nodes.', '', row_commits(rows), '']
     for setting, columns in (('misclassification', MIS_COLUMNS),
                              ('ood', OOD_COLUMNS)):
         keys = sorted({(d, m) for s, d, m in cells if s == setting},

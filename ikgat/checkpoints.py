@@ -6,8 +6,8 @@ A checkpoint is a :func:`torch.save` file holding one dict of plain values
 and tensors (so it loads with ``weights_only=True``):
 
 * ``format``/``version``: ``'ikgat-checkpoint'``, :obj:`1`;
-* ``layer``: the layer class name, ``'IKGATConv'``, ``'MIKANConv'`` or
-  ``'GATConv'``;
+* ``layer``: the layer class name, ``'IKGATConv'``, ``'MIKANConv'``,
+  ``'KEPGATConv'`` or ``'GATConv'``;
 * ``model_kwargs``: the :class:`~ikgat.models.TwoLayerGAT` sizes
   (``in_channels``, ``hidden_channels``, ``out_channels``, ``heads``,
   ``out_heads``, ``dropout``);
@@ -38,9 +38,9 @@ def layer_classes() -> Dict[str, type]:
     r"""The layer classes a checkpoint can name."""
     from torch_geometric.nn import GATConv
 
-    from ikgat.nn import IKGATConv, MIKANConv
+    from ikgat.nn import IKGATConv, KEPGATConv, MIKANConv
     return {'IKGATConv': IKGATConv, 'MIKANConv': MIKANConv,
-            'GATConv': GATConv}
+            'KEPGATConv': KEPGATConv, 'GATConv': GATConv}
 
 
 @dataclass

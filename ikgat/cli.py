@@ -16,9 +16,14 @@ from ikgat.distributed import init_from_environment, world
 from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
-from ikgat.nn import IKGATConv
 from ikgat.sampling import minibatch_training, require_sampler
-from ikgat.training import train_node_classifier
+from ikgat.train_layers import (
+    LAYER_OPTIONS,
+    TRAIN_LAYERS,
+    evaluate_draws,
+    resolve_settings,
+)
+from ikgat.training import train_node_classifier, variational_adam
 
 
 def positive_int(text: str) -> int:
@@ -37,6 +42,24 @@ def _number(text: str) -> float:
         return float(text)
     except ValueError:
         return float('nan')
+
+
+def non_negative_int(text: str) -> int:
+    r"""An argparse type: an integer of at least 0."""
+    value = int(text) if text.isdigit() else None
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f'must be a non-negative integer (got {text!r})')
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    r"""An argparse type: a finite number of at least 0."""
+    value = _number(text)
+    if not 0 <= value < float('inf'):
+        raise argparse.ArgumentTypeError(
+            f'must be a non-negative number (got {text!r})')
+    return value
 
 
 def positive_float(text: str) -> float:
@@ -104,20 +127,46 @@ def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
     r"""Add ``ikgat train`` and its options to :obj:`subparsers`."""
     parser = subparsers.add_parser(
         'train', parents=[common],
-        help='train a 2-layer IKGAT on a Planetoid dataset and print its '
-        'test accuracy')
+        help='train a 2-layer GAT-style model (IKGATConv by default) on a '
+        'Planetoid dataset and print its test accuracy')
     parser.add_argument('--dataset', default='Cora', type=dataset_name,
                         help='Cora, CiteSeer or PubMed (default: Cora)')
     parser.add_argument('--root', default=None,
                         help='folder holding Planetoid/<Name>/raw/ '
                         '(default: $IKGAT_DATA)')
-    parser.add_argument('--kernel', default='direct', choices=sorted(KERNELS))
-    parser.add_argument('--p', type=positive_float, default=2.0)
-    parser.add_argument('--num-spectral-points', '--num-features',
+    layers = parser.add_argument_group(
+        'layer', 'the layer trained, and its options (each layer takes '
+        'those that mean something for it; the others are refused)')
+    layers.add_argument('--layer', default='ikgat',
+                        choices=list(TRAIN_LAYERS),
+                        help='; '.join(f'{name}: {layer.help}' for name,
+                                       layer in TRAIN_LAYERS.items())
+                        + ' (default: ikgat)')
+    # The layer options default to None: resolve_settings tells an option
+    # given from one left out, and fills in the layer's own default.
+    layers.add_argument('--kernel', default=None, choices=sorted(KERNELS),
+                        help='ikgat: the similarity kernel (default: '
+                        'direct)')
+    layers.add_argument('--p', type=positive_float, default=None,
+                        help='ikgat, mikan: the p of the L^p magnitude '
+                        '(default: 2)')
+    layers.add_argument('--num-spectral-points', '--num-features',
                         dest='num_spectral_points', type=positive_int,
-                        default=64, help='R, spectral points per head of the '
-                        'random-feature kernels (default: 64; --num-features '
-                        'is its old name)')
+                        default=None, help='ikgat, mikan: R, spectral points '
+                        'per head of the random-feature kernels (default: '
+                        '64; --num-features is its old name)')
+    layers.add_argument('--num-samples', type=non_negative_int, default=None,
+                        help='mikan, kep: draws averaged in the final '
+                        'evaluation, after the epoch is selected without '
+                        'draws (default: 10; mikan at least 1, which is its '
+                        'mean; kep 0 for its posterior mean)')
+    layers.add_argument('--kl-weight', type=non_negative_float, default=None,
+                        help='mikan, kep: beta of the loss term beta * KL / '
+                        'training nodes (default: 0.1 for mikan, 0.01 for '
+                        'kep)')
+    layers.add_argument('--ksvd-weight', type=non_negative_float,
+                        default=None, help='kep: eta of the loss term eta * '
+                        'KSVD loss (default: 0.1)')
     parser.add_argument('--hidden', type=positive_int, default=8)
     parser.add_argument('--heads', type=positive_int, default=8)
     parser.add_argument('--dropout', type=probability, default=0.6)
@@ -166,6 +215,11 @@ def run_train(args: argparse.Namespace) -> None:
     with the parsed options, print the accuracies and, with
     ``--save-checkpoint``, write the checkpoint."""
     start = time.perf_counter()
+    layer = TRAIN_LAYERS[args.layer]
+    with user_input():
+        settings = resolve_settings(args.layer, {
+            option: getattr(args, option) for option in LAYER_OPTIONS
+            if getattr(args, option) is not None})
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     with user_input('--device: '):
@@ -186,12 +240,12 @@ def run_train(args: argparse.Namespace) -> None:
         dataset = load_planetoid(args.dataset, args.root,
                                  transform=T.NormalizeFeatures())
     data = dataset[0].to(device)
-    conv_kwargs = dict(kernel=args.kernel, p=args.p,
-                       num_spectral_points=args.num_spectral_points)
+    conv_kwargs = layer.conv_kwargs(settings)
     with user_input():
         model = TwoLayerGAT(dataset.num_features, args.hidden,
-                            dataset.num_classes, IKGATConv, heads=args.heads,
-                            dropout=args.dropout, conv_kwargs=conv_kwargs)
+                            dataset.num_classes, layer.conv(),
+                            heads=args.heads, dropout=args.dropout,
+                            conv_kwargs=conv_kwargs)
     model = model.to(device)
     trained = model
     if args.compile:
@@ -201,8 +255,8 @@ def run_train(args: argparse.Namespace) -> None:
                                 or None)
     if world_size > 1:
         trained = DistributedDataParallel(trained)
-    described = (f'IKGATConv(kernel={args.kernel}, p={args.p:g}) on '
-                 f'{dataset.name}' + (', compiled' if args.compile else ''))
+    described = (f'{layer.describe(settings)} on {dataset.name}'
+                 + (', compiled' if args.compile else ''))
     regime = 'full batch'
     if args.batch_size is not None:
         regime = (f'mini-batches of {args.batch_size} seeds, fan-out '
@@ -216,7 +270,7 @@ def run_train(args: argparse.Namespace) -> None:
         f'{args.patience}), {torch.get_num_threads()} thread(s), seed '
         f'{args.seed}', flush=True)
     recorder = None
-    if args.save_checkpoint and rank == 0:
+    if args.save_checkpoint and rank == 0 and layer.kernel_terms:
         from ikgat.inspection import AttentionTermsRecorder
         recorder = AttentionTermsRecorder(model, data.x, data.edge_index)
     batches = inference = None
@@ -224,23 +278,47 @@ def run_train(args: argparse.Namespace) -> None:
         batches, inference = minibatch_training(
             model, data, args.batch_size, args.fan_out, args.eval_batch_size,
             args.seed)
-    result = train_node_classifier(trained, data, lr=args.lr,
-                                   weight_decay=args.weight_decay,
-                                   epochs=args.epochs, patience=args.patience,
-                                   keep_best_state=recorder is not None,
-                                   on_epoch=recorder, progress=args.progress,
-                                   batches=batches, inference=inference)
-    say(f'{described}: test accuracy {result.test_acc:.4f} at the best '
-        f'validation epoch {result.best_epoch} (validation accuracy '
-        f'{result.val_acc:.4f}); {result.epochs} epochs in '
+    num_train = int(data.train_mask.sum())
+    result = train_node_classifier(
+        trained, data, epochs=args.epochs, patience=args.patience,
+        keep_best_state=args.save_checkpoint is not None,
+        restore_best_state=layer.stochastic, on_epoch=recorder,
+        progress=args.progress,
+        extra_loss=layer.extra_loss(model, settings, num_train),
+        optimizer=variational_adam(model, args.lr, args.weight_decay),
+        batches=batches, inference=inference)
+    test_acc = result.test_acc
+    scores = f'test accuracy {test_acc:.4f}'
+    validation = f'validation accuracy {result.val_acc:.4f}'
+    test_ece = None
+    if layer.stochastic and rank == 0:
+        from ikgat.metrics import ece
+        draws = settings['num_samples']
+        torch.manual_seed(args.seed)  # the same draws in every run
+        logits = evaluate_draws(
+            model, layer, draws, inference if inference is not None else
+            lambda: model(data.x, data.edge_index))
+        mask = data.test_mask
+        test_acc = float((logits[mask].argmax(-1) == data.y[mask]).float()
+                         .mean())
+        test_ece = ece(logits[mask].softmax(-1), data.y[mask])
+        averaged = ('at the mean' if draws == layer.mean_draws else
+                    f'the mean of {draws} draws')
+        scores = (f'test accuracy {test_acc:.4f} and test ECE '
+                  f'{test_ece:.4f} ({averaged})')
+        validation += ' without draws'
+    say(f'{described}: {scores} at the best validation epoch '
+        f'{result.best_epoch} ({validation}); {result.epochs} epochs in '
         f'{result.seconds:.1f} s ({result.seconds / result.epochs:.3f} '
         f's per epoch), {time.perf_counter() - start:.1f} s in all')
-    if recorder is not None:
+    if args.save_checkpoint and rank == 0:
         from ikgat.checkpoints import save_checkpoint
         save_checkpoint(
             args.save_checkpoint, model, dataset.name,
-            conv_kwargs=conv_kwargs, log=recorder.log,
-            info=dict(val_acc=result.val_acc, test_acc=result.test_acc,
+            conv_kwargs=conv_kwargs,
+            log=recorder.log if recorder is not None else None,
+            info=dict(val_acc=result.val_acc, test_acc=test_acc,
+                      test_ece=test_ece, layer_settings=settings,
                       best_epoch=result.best_epoch, epochs=result.epochs,
                       seed=args.seed, lr=args.lr,
                       weight_decay=args.weight_decay,
@@ -270,6 +348,35 @@ PLOT_KINDS = {
                 'weights (one panel per checkpoint, keyed by its p)',
     'terms': 'similarity and magnitude terms over the training epochs',
 }
+
+
+#: What each plot kind draws from a model, the layers that have it and
+#: the ``ikgat train`` options that make such a checkpoint.
+PLOT_NEEDS = {
+    'tsne': ('spectral points', 'MIKANConv, or IKGATConv with the kernel '
+             'rff, rff_ns, direct or implicit', '--layer mikan'),
+    'copula': ('a copula correlation', 'MIKANConv', '--layer mikan'),
+    'heads': ('attention weights', 'GATConv and every ikgat layer',
+              '--layer ikgat'),
+    'sparsity': ('attention weights', 'GATConv and every ikgat layer',
+                 '--layer ikgat'),
+    'terms': ('similarity and magnitude terms', 'IKGATConv and MIKANConv',
+              '--layer ikgat'),
+}
+
+
+def _has_what_it_draws(kind: str, model: torch.nn.Module) -> bool:
+    r"""Whether :obj:`model` has a layer with what ``ikgat plot``
+    :obj:`kind` draws (:data:`PLOT_NEEDS`), read from the kernels'
+    declared capabilities."""
+    from ikgat.inspection import weighting_layers
+    from ikgat.nn import IKGATConv, MIKANConv
+    if kind in ('heads', 'sparsity'):
+        return bool(weighting_layers(model))
+    wanted = MIKANConv if kind == 'copula' else IKGATConv
+    return any(isinstance(module, wanted) and (
+        kind != 'tsne' or module.kernel.has_spectral_points)
+        for module in model.modules())
 
 
 def add_plot_parser(subparsers, common: argparse.ArgumentParser) -> None:
@@ -310,12 +417,23 @@ def _plot(args: argparse.Namespace) -> None:
 
     from ikgat import visualization as viz
     from ikgat.checkpoints import load_checkpoint
+    from ikgat.inspection import attention_weights
 
     kind, paths = args.kind, args.checkpoint
     if kind not in ('sparsity', 'heads') and len(paths) != 1:
         raise CommandError(f'ikgat plot {kind} takes one --checkpoint '
                            f'(got {len(paths)})')
     checkpoints = [load_checkpoint(path) for path in paths]
+    for path, checkpoint in zip(paths, checkpoints):
+        if not _has_what_it_draws(kind, checkpoint.model):
+            what, layers, options = PLOT_NEEDS[kind]
+            held = checkpoint.layer + (
+                f'(kernel={checkpoint.conv_kwargs["kernel"]})'
+                if 'kernel' in checkpoint.conv_kwargs else '')
+            raise CommandError(
+                f'ikgat plot {kind} draws {what}, found in {layers}; the '
+                f'{held} model of {path} has none; make a checkpoint with '
+                f'`ikgat train {options} --save-checkpoint PATH`')
     first = checkpoints[0]
     if kind == 'terms':
         if not first.log:
@@ -324,9 +442,6 @@ def _plot(args: argparse.Namespace) -> None:
         viz.plot_terms(first.log, path=args.out,
                        layers=None if args.layer is None else [args.layer])
     elif kind == 'copula':
-        if first.layer != 'MIKANConv':
-            raise CommandError(f'{paths[0]} holds a {first.layer} model; '
-                               f'only MIKANConv learns a copula correlation')
         viz.plot_copula_correlation(first.model, layer=args.layer,
                                     path=args.out)
     else:
@@ -355,11 +470,10 @@ def _plot(args: argparse.Namespace) -> None:
                 attention = {}
                 for label, checkpoint in zip(labels, checkpoints):
                     data = graph_of(checkpoint)
-                    name = viz.attention_layers(checkpoint.model,
-                                                args.layer)[0][0]
-                    attention[label] = viz.layer_decompositions(
+                    _, alpha, edges = attention_weights(
                         checkpoint.model, data.x, data.edge_index,
-                        name)[name]
+                        args.layer)
+                    attention[label] = (alpha, edges[1])
                 viz.plot_sparsity(attention, path=args.out)
     print(f'wrote {osp.abspath(args.out)}')
 

@@ -5,6 +5,8 @@ r"""What kernel attention computed and learned, as tensors and numbers
 * :func:`attention_layers` and :func:`layer_decompositions` — a model's
   kernel-attention layers and the per-edge terms of their attention on the
   inputs they see (:meth:`ikgat.IKGATConv.attention_decomposition`).
+* :func:`weighting_layers` and :func:`attention_weights` — the attention
+  weights of any layer that returns them as GATConv does.
 * :func:`spectral_tsne_inputs` — a layer's spectral points and reference
   samples of GAT's implicit spectral density (IKA, Fig. 5a/b).
 * :func:`head_attention_std` — the attention weights' standard deviation
@@ -40,6 +42,8 @@ __all__ = [
     'AttentionTermsRecorder',
     'attention_layers',
     'layer_decompositions',
+    'weighting_layers',
+    'attention_weights',
     'spectral_tsne_inputs',
     'sparsity_statistics',
     'head_attention_std',
@@ -168,12 +172,51 @@ def layer_decompositions(model: torch.nn.Module, x: Any, edge_index: Any,
     return out
 
 
-def _single_decomposition(model: torch.nn.Module, x: Any, edge_index: Any,
-                          layer: LayerSelector) -> Tuple[
-                              str, Any, AttentionDecomposition]:
-    name, module = attention_layers(model, layer)[0]
-    decomposition = layer_decompositions(model, x, edge_index, module)[name]
-    return name, module, decomposition
+def weighting_layers(model: torch.nn.Module) -> List[Tuple[str, Any]]:
+    r"""The layers of :obj:`model` that return attention weights as
+    GATConv does (``return_attention_weights=True``): PyG's GATConv and
+    every ikgat layer, as ``(name, layer)`` pairs in module order."""
+    from torch_geometric.nn import GATConv
+
+    from ikgat.nn.conv.gat_base import GATStyleConv
+    return [(name, module) for name, module in model.named_modules()
+            if isinstance(module, (GATStyleConv, GATConv))]
+
+
+@torch.no_grad()
+def attention_weights(model: torch.nn.Module, x: Any, edge_index: Any,
+                      layer: LayerSelector = None, **forward_kwargs: Any
+                      ) -> Tuple[str, Tensor, Tensor]:
+    r"""The attention weights :math:`(E, H)` of one layer of :obj:`model`
+    (a submodule name or the module; the first of :func:`weighting_layers`
+    by default)
+    on the inputs it receives when the model runs on ``(x, edge_index)`` in
+    evaluation mode, with the layer's name and the edges they weigh
+    (self-loops included).  Any layer that returns attention weights as
+    GATConv does: GATConv, :class:`~ikgat.IKGATConv`,
+    :class:`~ikgat.MIKANConv`, KEPGATConv."""
+    layers = dict(weighting_layers(model))
+    if not layers:
+        raise ValueError(f'{type(model).__name__} has no layer that returns '
+                         f'attention weights (GATConv or an ikgat layer)')
+    if isinstance(layer, torch.nn.Module):
+        layer = next((name for name, module in layers.items()
+                      if module is layer), repr(layer))
+    name = next(iter(layers)) if layer is None else layer
+    if name not in layers:
+        raise ValueError(f"{type(model).__name__} has no attention layer "
+                         f"{name!r}; its attention layers are "
+                         f"{list(layers)}")
+    module = layers[name]
+    inputs = _capture_inputs(model, [(name, module)], x, edge_index,
+                             **forward_kwargs)[name]
+    was_training = module.training
+    module.eval()
+    try:
+        _, (edges, alpha) = module(**inputs, return_attention_weights=True)
+    finally:
+        module.train(was_training)
+    return name, alpha, edges
 
 
 # --------------------------------------------------------------------------

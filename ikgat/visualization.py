@@ -44,9 +44,9 @@ from ikgat.inspection import (
     _check_terms_log,
     _copula_layer,
     _layer_label,
-    _single_decomposition,
     _spectral_layer,
     attention_layers,
+    attention_weights,
     head_attention_std,
     layer_decompositions,
     sparsity_statistics,
@@ -170,7 +170,9 @@ def plot_head_attention_std(models: Union[torch.nn.Module,
         models: A model or layer, or a mapping ``label -> model``.
         x, edge_index: The graph the models attend over (evaluation mode).
         layer: Which layer of each model (name, or :obj:`None` for the
-            first attention layer).
+            first attention layer): any layer that returns attention
+            weights as GATConv does (:func:`attention_weights`), GATConv
+            and KEPGATConv included.
         bins: Histogram bins.
     """
     import numpy as np
@@ -178,9 +180,8 @@ def plot_head_attention_std(models: Union[torch.nn.Module,
     runs = _as_mapping(models)
     stds = {}
     for label, model in runs.items():
-        _, _, decomposition = _single_decomposition(model, x, edge_index,
-                                                    layer)
-        stds[label] = head_attention_std(decomposition.alpha).cpu().double()
+        _, alpha, _ = attention_weights(model, x, edge_index, layer)
+        stds[label] = head_attention_std(alpha).cpu().double()
     fig, ax = _figure_and_axes(ax, figsize=(6.0, 4.2))
     high = max(float(std.max()) for std in stds.values()) if stds else 1.0
     edges = np.linspace(0.0, max(high, 1e-6), bins + 1)

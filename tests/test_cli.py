@@ -29,8 +29,8 @@ def test_train_talks_and_ends_with_a_summary(cora, capsys):
     out = capsys.readouterr()
     lines = out.out.splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith('ikgat train: IKGATConv(kernel=direct, p=2) '
-                               'on Cora: 2708 nodes')
+    assert lines[0].startswith('ikgat train: IKGATConv(kernel=direct, p=2, '
+                               'num_spectral_points=2) on Cora: 2708 nodes')
     assert '1 thread(s)' in lines[0]
     assert 'test accuracy' in lines[1] and '3 epochs in' in lines[1]
     assert out.err == ''  # no progress bar when not on a terminal
@@ -162,6 +162,140 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(tmp_path,
     assert load_checkpoint(path).layer == 'IKGATConv'
 
 
+
+
+#: Per layer of ``ikgat train --layer``: what its summary line names.
+LAYER_SUMMARIES = {
+    'gat': ('GATConv on Cora', None),
+    'ikgat': ('IKGATConv(kernel=direct, p=2, num_spectral_points=64) on Cora',
+              None),
+    'mikan': ('MIKANConv(p=2, num_spectral_points=64) on Cora',
+              'the mean of 3 draws'),
+    'kep': ('KEPGATConv on Cora', 'the mean of 3 draws'),
+}
+
+
+@pytest.fixture(scope='module')
+def layer_checkpoints(cora, tmp_path_factory):
+    r"""For each layer: a checkpoint of ``ikgat train --layer X
+    --epochs 2`` and the summary line printed."""
+    folder = tmp_path_factory.mktemp('layers')
+    made = {}
+    for layer, (_, draws) in LAYER_SUMMARIES.items():
+        path = str(folder / f'{layer}.pt')
+        argv = ['train', '--layer', layer, '--epochs', '2', '--hidden', '2',
+                '--heads', '2', '--threads', '1', '--save-checkpoint', path]
+        if draws is not None:
+            argv += ['--num-samples', '3']
+        with pytest.MonkeyPatch.context() as patch:
+            import io
+            stream = io.StringIO()
+            patch.setattr('sys.stdout', stream)
+            main(argv)
+        made[layer] = (path, stream.getvalue().splitlines())
+    return made
+
+
+@pytest.mark.parametrize('layer', list(LAYER_SUMMARIES))
+def test_train_each_layer(layer, layer_checkpoints):
+    from ikgat.checkpoints import load_checkpoint
+    path, lines = layer_checkpoints[layer]
+    described, draws = LAYER_SUMMARIES[layer]
+    assert lines[0].startswith(f'ikgat train: {described}: 2708 nodes')
+    summary = lines[1]
+    assert summary.startswith(f'{described}: test accuracy ')
+    assert '2 epochs in' in summary
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.layer == described.split('(')[0].split(' ')[0]
+    if draws is None:
+        assert 'ECE' not in summary and 'draws' not in summary
+        assert checkpoint.info['test_ece'] is None
+    else:
+        # The test ECE of the project's metric, from the averaged draws:
+        ece = float(summary.split('test ECE ')[1].split(' ')[0])
+        assert f'({draws})' in summary and 'without draws' in summary
+        assert ece == pytest.approx(checkpoint.info['test_ece'], abs=1e-4)
+        assert 0.0 <= ece <= 1.0
+
+
+def test_stochastic_layers_report_the_same_draws_in_every_run(
+        cora, layer_checkpoints, capsys):
+    main(['train', '--layer', 'kep', '--epochs', '2', '--hidden', '2',
+          '--heads', '2', '--threads', '1', '--num-samples', '3'])
+    summary = capsys.readouterr().out.splitlines()[1]
+    before = layer_checkpoints['kep'][1][1]
+    assert summary.split(' at the best')[0] == before.split(' at the best')[0]
+
+
+@pytest.mark.parametrize('argv, expected', [
+    (['--layer', 'gat', '--kernel', 'rbf'],
+     '--kernel does not apply to --layer gat (it is an option of --layer '
+     'ikgat); --layer gat takes none of the layer options'),
+    (['--layer', 'gat', '--num-samples', '3'],
+     '--num-samples does not apply to --layer gat'),
+    (['--layer', 'ikgat', '--kl-weight', '0.1'],
+     '--kl-weight does not apply to --layer ikgat (it is an option of '
+     '--layer mikan or kep)'),
+    (['--kernel', 'rbf', '--ksvd-weight', '1'],
+     '--ksvd-weight does not apply to --layer ikgat'),
+    (['--layer', 'mikan', '--kernel', 'rbf'],
+     '--kernel does not apply to --layer mikan (it is an option of --layer '
+     'ikgat); --layer mikan takes --p, --num-spectral-points, '
+     '--num-samples, --kl-weight'),
+    (['--layer', 'kep', '--p', '3'],
+     '--p does not apply to --layer kep (it is an option of --layer ikgat '
+     'or mikan); --layer kep takes --num-samples, --kl-weight, '
+     '--ksvd-weight'),
+    (['--layer', 'kep', '--num-spectral-points', '8'],
+     '--num-spectral-points does not apply to --layer kep'),
+    (['--layer', 'mikan', '--num-samples', '0'],
+     '--num-samples 0 is too few for --layer mikan: give at least 1'),
+    (['--layer', 'kep', '--kl-weight', '-1'],
+     '--kl-weight: must be a non-negative number'),
+    (['--layer', 'transformer'], "invalid choice: 'transformer'"),
+])
+def test_options_that_do_not_apply_are_refused_before_training(
+        argv, expected, monkeypatch, capsys):
+    monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.load_planetoid', _must_not_train)
+    assert expected in run_failing(['train'] + argv, capsys)
+
+
+@pytest.mark.parametrize('kind', ['tsne', 'copula', 'heads', 'sparsity',
+                                  'terms'])
+def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
+        kind, layer_checkpoints, tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    from ikgat.cli import PLOT_NEEDS
+    _, layers, options = PLOT_NEEDS[kind]
+    drawn = {'tsne': {'ikgat', 'mikan'}, 'copula': {'mikan'},
+             'terms': {'ikgat', 'mikan'}}.get(kind, set(layer_checkpoints))
+    for layer, (path, _) in layer_checkpoints.items():
+        out = str(tmp_path / f'{kind}-{layer}.png')
+        argv = ['plot', kind, '--checkpoint', path, '--out', out]
+        if layer in drawn:
+            main(argv)
+            assert capsys.readouterr().out.startswith('wrote ')
+            with open(out, 'rb') as file:
+                assert file.read(8) == b'\x89PNG\r\n\x1a\n'
+        else:
+            err = run_failing(argv, capsys)
+            assert f'found in {layers}' in err and path in err
+            assert f'`ikgat train {options} --save-checkpoint PATH`' in err
+
+
+def test_plot_tsne_names_the_kernels_with_spectral_points(tmp_path, capsys):
+    from ikgat.checkpoints import save_checkpoint
+    from ikgat.models import TwoLayerGAT
+    from ikgat.nn import IKGATConv
+    model = TwoLayerGAT(4, 2, 3, IKGATConv, heads=2,
+                        conv_kwargs=dict(kernel='rbf'))
+    path = str(tmp_path / 'rbf.pt')
+    save_checkpoint(path, model, 'Cora', dict(kernel='rbf'))
+    err = run_failing(['plot', 'tsne', '--checkpoint', path, '--out',
+                       str(tmp_path / 'x.png')], capsys)
+    assert 'the IKGATConv(kernel=rbf) model of' in err
+    assert 'rff, rff_ns, direct or implicit' in err
 
 
 @needs_sampler

@@ -151,3 +151,35 @@ def test_inspection_imports_no_plotting_library():
     code = ("import sys; sys.modules['matplotlib'] = None; "
             "sys.modules['sklearn'] = None; import ikgat.inspection")
     subprocess.run([sys.executable, '-c', code], check=True)
+
+
+# --------------------------------------------------------------------------
+# Attention weights of any layer
+# --------------------------------------------------------------------------
+
+
+def test_attention_weights_of_every_layer():
+    from torch_geometric.nn import GATConv
+
+    from ikgat.models import TwoLayerGAT
+    from ikgat.nn import KEPGATConv
+    data = tiny_graph()
+    model = tiny_model(kernel='direct')
+    name, alpha, edges = inspection.attention_weights(model, data.x,
+                                                      data.edge_index)
+    decomposition = inspection.layer_decompositions(
+        model, data.x, data.edge_index, 'conv1')['conv1']
+    assert name == 'conv1' and alpha.shape == (edges.size(1), HEADS)
+    torch.testing.assert_close(alpha, decomposition.alpha)
+    assert torch.equal(edges, decomposition.edge_index)
+    for conv, kwargs in ((GATConv, {}), (KEPGATConv, dict(num_samples=0))):
+        other = TwoLayerGAT(data.num_features, CHANNELS, 3, conv,
+                            heads=HEADS, conv_kwargs=kwargs)
+        name, alpha, edges = inspection.attention_weights(
+            other, data.x, data.edge_index, 'conv2')
+        assert name == 'conv2' and alpha.shape == (edges.size(1), 1)
+        sums = torch.zeros(data.num_nodes).index_add_(0, edges[1],
+                                                      alpha[:, 0])
+        torch.testing.assert_close(sums, torch.ones(data.num_nodes))
+    with pytest.raises(ValueError, match="no attention layer 'conv3'"):
+        inspection.attention_weights(model, data.x, data.edge_index, 'conv3')

@@ -37,3 +37,12 @@ def git_commit() -> str:
         except (OSError, subprocess.SubprocessError):
             _GIT_COMMIT = 'unknown'
     return _GIT_COMMIT
+
+
+def row_commits(rows) -> str:
+    r"""A sentence naming the commits that wrote :obj:`rows` (their
+    ``git_commit`` column), for a summary rendered from a results CSV."""
+    commits = sorted({row.get('git_commit') or 'not recorded'
+                      for row in rows})
+    return (f'Rows written at ikgat commit{"s" if len(commits) > 1 else ""} '
+            f'{", ".join(commits)} (column `git_commit`).')

@@ -36,7 +36,9 @@ class Kernel(torch.nn.Module):
     #: Whether the layer multiplies the similarity by the magnitude term.
     uses_magnitude: bool = True
     #: Whether :meth:`prepare` draws random spectral points per graph
-    #: (variational kernels); such kernels also define ``num_samples``.
+    #: (variational kernels); such kernels also define ``num_samples`` and
+    #: ``select_draw`` (one of the draws of a :meth:`prepare` with
+    #: ``num_draws`` > 1).
     stochastic: bool = False
     #: Whether the kernel is a random-feature estimate with spectral points,
     #: returned by :meth:`spectral_points_per_graph`; such kernels take the

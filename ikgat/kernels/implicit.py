@@ -172,6 +172,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         self._log_std: Optional[Tensor] = None
         #: The last forward pass's spectral points, (G, H, sets, R, 2C).
         self._points: Optional[Tensor] = None
+        # Every draw of the last prepare(), S H heads:
+        self._drawn: Optional[Tensor] = None
         self._batches: List[Optional[Tensor]] = [None, None]
         #: :math:`h_s` of shape :math:`(1, H, 2C)` to use instead of the
         #: summary of the nodes a forward pass gets (evaluation on sampled
@@ -203,7 +205,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # The last forward's sample is part of an autograd graph: copies and
         # pickles of the module start without it.
         state = super().__getstate__()
-        state.update(_mean=None, _log_std=None, _points=None,
+        state.update(_mean=None, _log_std=None, _points=None, _drawn=None,
                      _batches=[None, None], fixed_summary=None)
         return state
 
@@ -271,12 +273,18 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         self._mean, self._log_std = mean, log_std  # [G, H, D]
         latent = mean
         if sample:
-            # Drawn head-major, (H, [S,] G, D), so that the copula's (L eps)
-            # over the heads is one matrix product:
+            # Drawn graph by graph and draw by draw, (G, [S,] H, D), so that a
+            # graph gets the same numbers from the same seed whatever graphs
+            # follow it (the first graph of a mini-batch gets the draws it
+            # gets alone), and S draws at once the numbers of S draws one
+            # after another; then laid out head-major, (H, [S,] G, D), so
+            # that the copula's (L eps) over the heads is one matrix product:
             draws = () if num_draws == 1 else (num_draws, )
-            noise = torch.randn(self.heads, *draws, num_graphs,
+            noise = torch.randn(num_graphs, *draws, self.heads,
                                 self.latent_dim, generator=generator,
                                 device=mean.device, dtype=mean.dtype)
+            noise = (noise.permute(2, 1, 0, 3) if draws else
+                     noise.transpose(0, 1))
             if self.raw_correlation is not None:
                 noise = correlated_noise(self.raw_correlation.to(mean.dtype),
                                          noise)
@@ -301,8 +309,18 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             self.transform_out.weight.view(-1).to(dtype),
             self.transform_out.bias.to(dtype),
             self.raw_transform_scale.to(dtype))
-        self._points = points
+        self._points = self._drawn = points
         self._batches = [batch_dst, batch_src]
+
+    def select_draw(self, index: int) -> None:
+        r"""Use draw :obj:`index` alone (:math:`H` heads) of the
+        :obj:`num_draws` taken by the last :meth:`prepare`, for a layer that
+        evaluates the draws one after another: the same draws as :math:`S`
+        calls of :meth:`prepare`, taken per graph at once."""
+        if self._drawn is None:
+            raise RuntimeError('No spectral points yet: run a forward pass')
+        self._points = self._drawn[:, index * self.heads:
+                                   (index + 1) * self.heads]
 
     def spectral_points(self) -> List[Tensor]:
         r"""The spectral point sets of the last forward pass, each of shape

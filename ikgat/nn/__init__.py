@@ -6,11 +6,12 @@ from ikgat.nn.conv import (
     MIKANConv,
 )
 from ikgat.nn.edge_softmax import kernel_edge_softmax
+from ikgat.nn.graph_batch import graph_batch
 from ikgat.nn.layerwise import layer_over_full_graph
 from ikgat.nn.losses import kl_divergence, ksvd_loss
 
 __all__ = [
     'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition',
     'kl_divergence', 'ksvd_loss', 'attention_aggregate',
-    'kernel_edge_softmax', 'layer_over_full_graph'
+    'kernel_edge_softmax', 'layer_over_full_graph', 'graph_batch'
 ]

@@ -108,6 +108,26 @@ class GATStyleConv(MessagePassing):
     #: Whether a target's output depends only on the target, its in-edges
     #: and their sources (and on :meth:`full_graph_summary`).
     local_to_in_neighbourhood: bool = True
+    #: The ``(batch, batch_size)`` that :func:`ikgat.nn.graph_batch`
+    #: supplies to a forward pass called without :obj:`batch`, or
+    #: :obj:`None`.
+    graph_batch: Optional[Tuple[Tensor, Optional[int]]] = None
+
+    def __init_subclass__(cls, **kwargs: Any):
+        # PyG compiles `propagate` and `edge_updater` from templates when a
+        # class is first instantiated, stores them on the class, and keeps
+        # the methods they replace as the class's originals, which explain
+        # mode runs (they apply the edge mask in `explain_message`; the
+        # compiled ones do not).  A subclass instantiated after its parent
+        # found the parent's compiled methods as its own and kept them as its
+        # originals: MIKANConv created after an IKGATConv ignored the edge
+        # mask of PyG's explainers (no gradient reached it).  Each subclass
+        # therefore starts from MessagePassing's own methods, unless it
+        # defines them.
+        super().__init_subclass__(**kwargs)
+        for name in ('propagate', 'edge_updater'):
+            if name not in cls.__dict__:
+                setattr(cls, name, getattr(MessagePassing, name))
 
     @property
     def sampling_caveat(self) -> Optional[str]:
@@ -206,6 +226,14 @@ class GATStyleConv(MessagePassing):
 
     def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
         return alpha.unsqueeze(-1) * x_j
+
+    def _given_batch(self, batch: Any, batch_size: Optional[int]
+                     ) -> Tuple[Any, Optional[int]]:
+        r""":obj:`batch` and :obj:`batch_size` as given to
+        :meth:`forward`, else those of :func:`ikgat.nn.graph_batch`."""
+        if batch is None and self.graph_batch is not None:
+            return self.graph_batch
+        return batch, batch_size
 
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
                       edge_attr: OptTensor, size: Size) -> None:

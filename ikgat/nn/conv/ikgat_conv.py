@@ -366,13 +366,18 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
             batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
                 The sorted graph index of every node (of the source and the
                 target nodes if bipartite) for a mini-batch of graphs: the
-                implicit kernels draw spectral points per graph; the other
-                kernels ignore it. (default: :obj:`None`)
+                implicit kernels summarise each graph and draw its spectral
+                points apart, so that no graph's output depends on the
+                others; the other kernels ignore it.  Without it, the
+                batch is one graph to them (:func:`ikgat.nn.graph_batch`
+                supplies it where a container does not pass it).
+                (default: :obj:`None`)
             batch_size (int, optional): The number of graphs in
                 :obj:`batch` (PyG's ``Batch.num_graphs``), as PyG's
                 normalisation layers take it; read from :obj:`batch` if not
                 given, a host synchronisation on CUDA. (default: :obj:`None`)
         """
+        batch, batch_size = self._given_batch(batch, batch_size)
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res, projection_dtype = self._project(x)
         key = (x_src.size(0), _num_targets(x_src, x_dst, size))
@@ -412,10 +417,15 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         # weights and the output then take the dtypes GATConv gives them.
         alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
         with without_autocast(x_src.device):
+            # The draws are taken at once, graph by graph (a graph's draws do
+            # not depend on the other graphs of a batch), then used one at a
+            # time:
+            self._prepare_kernel(x_src, x_dst, batch,
+                                 sample=self.training or passes > 1,
+                                 batch_size=batch_size, num_draws=passes)
             for draw in range(passes):
-                self._prepare_kernel(x_src, x_dst, batch,
-                                     sample=self.training or passes > 1,
-                                     batch_size=batch_size)
+                if passes > 1:
+                    self.kernel.select_draw(draw)
                 weights = self._attention(edge_index, x_src, x_dst,
                                           edge_attr, size)
                 alpha = weights if draw == 0 else alpha + weights

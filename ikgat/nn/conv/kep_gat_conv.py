@@ -21,6 +21,7 @@ from torch_geometric.utils import (
 )
 from torch_geometric.utils.sparse import set_sparse_value
 
+from ikgat.nn.conv.checks import check_batch, node_counts
 from ikgat.nn.conv.gat_base import (
     GATStyleConv,
     accumulation_dtype,
@@ -219,7 +220,10 @@ class KEPGATConv(GATStyleConv):
     posterior mean, deterministic).  Pass ``generator=`` to :meth:`forward`
     for reproducible draws: with a generator seeded the same way (or the
     same ``torch.manual_seed``), evaluation with :obj:`num_samples=1` gives
-    the same output.
+    the same output.  The noise is drawn node by node, so a node's draw does
+    not depend on the nodes after it: in a mini-batch of graphs no graph's
+    output depends on the others (every sum runs over a node's own edges),
+    and with the same seed the first graph gets the output it gets alone.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -413,6 +417,8 @@ class KEPGATConv(GATStyleConv):
         edge_attr: OptTensor = None,
         size: Size = None,
         return_attention_weights: Optional[bool] = None,
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
+        batch_size: Optional[int] = None,
         *,
         generator: Optional[torch.Generator] = None,
     ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]], Tuple[
@@ -434,11 +440,23 @@ class KEPGATConv(GATStyleConv):
                 return the tuple :obj:`(edge_index, attention_weights)`
                 whenever it is set to a value, as in GATConv.
                 (default: :obj:`None`)
+            batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
+                The sorted graph index of every node (of the source and the
+                target nodes if bipartite) for a mini-batch of graphs, as
+                :class:`~ikgat.IKGATConv` takes it; checked, and not needed:
+                every sum of this layer runs over a node's own edges and
+                the noise is drawn per node, so no graph's output depends
+                on the other graphs of the batch, with or without it.
+                (default: :obj:`None`)
+            batch_size (int, optional): The number of graphs in
+                :obj:`batch`. (default: :obj:`None`)
             generator (torch.Generator, optional): The source of the
                 Gaussian noise of the samples; the global generator if
                 :obj:`None`. (default: :obj:`None`)
         """
+        batch, batch_size = self._given_batch(batch, batch_size)
         self._check_inputs(x, edge_index, edge_attr, size)
+        self._check_batch(x, size, batch, batch_size)
         x_src, x_dst, res, projection_dtype = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
@@ -542,16 +560,27 @@ class KEPGATConv(GATStyleConv):
         the average of :math:`S` draws (one in training; :obj:`None` for the
         posterior mean): one standard normal per node, head and channel.
         The average of :math:`S` draws of the output, which is linear in
-        the noise, has exactly that distribution."""
+        the noise, has exactly that distribution.
+
+        The noise is drawn node by node, both branches of node :math:`n`
+        side by side (:math:`(N, 2, H, C)`), so that node :math:`n` gets
+        the same numbers from the same seed whatever follows it: the first
+        graph of a mini-batch gets the draws it gets alone."""
         draws = 1 if self.training else self.num_samples
         if draws == 0:
             return None
-        noise = torch.randn(num_dst + num_src, self.heads, self.out_channels,
+        num_nodes = max(num_dst, num_src)
+        noise = torch.randn(num_nodes, 2, self.heads, self.out_channels,
                             generator=generator, dtype=like.dtype,
                             device=like.device)
         if draws > 1:
             noise = noise.mul_(1.0 / math.sqrt(draws))
-        return noise.split([num_dst, num_src])
+        noise_e, noise_r = noise.unbind(1)
+        if num_dst < num_nodes:  # bipartite: fewer targets than sources
+            noise_e = noise_e[:num_dst]
+        if num_src < num_nodes:
+            noise_r = noise_r[:num_src]
+        return noise_e, noise_r
 
     def edge_update(self, gate_j: Tensor, gate_i: OptTensor,
                     edge_attr: OptTensor, index: Tensor, ptr: OptTensor,
@@ -567,6 +596,26 @@ class KEPGATConv(GATStyleConv):
         return F.dropout(alpha, p=self.dropout, training=self.training)
 
     # --------------------------------------------------------------- helpers
+
+    def _check_batch(self, x: Union[Tensor, OptPairTensor], size: Size,
+                     batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                     batch_size: Optional[int]) -> None:
+        r"""Check :obj:`batch` as :class:`~ikgat.IKGATConv` checks it."""
+        if torch.compiler.is_compiling() or batch is None:
+            return
+        name = type(self).__name__
+        num_src, num_dst = node_counts(x, size)
+        pairs = (zip(('batch[0]', 'batch[1]'), batch, (num_src, num_dst))
+                 if isinstance(batch, (tuple, list)) else
+                 [('batch', batch, num_src)])
+        for label, vector, count in pairs:
+            check_batch(name, label, vector, count)
+        if batch_size is not None and (isinstance(batch_size, bool) or
+                                       not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise ValueError(f"{name}: 'batch_size' must be a positive "
+                             f"integer, the number of graphs (got "
+                             f"{batch_size!r})")
 
     def _coo(self, edge_index: Adj, x_src: Tensor, x_dst: OptTensor,
              size: Size) -> Tuple[Tensor, int, int]:

@@ -39,6 +39,13 @@ class MIKANConv(IKGATConv):
     (:math:`\tilde z = \mu`) unless :obj:`num_samples > 1`, which averages
     the attention weights (and so the output) over that many draws.
 
+    **Batches of graphs.**  The summary :math:`h_s` is taken over the
+    whole input: pass ``batch=data.batch, batch_size=data.num_graphs``
+    (or supply them with :func:`ikgat.nn.graph_batch` to a container that
+    does not pass them, such as PyG's ``GPSConv``), else a graph's outputs
+    depend on the other graphs of its mini-batch (measured in the guide's
+    "Batches of graphs" section).
+
     Args:
         in_channels (int or tuple): As in GATConv.
         out_channels (int): Size of each output sample per head :math:`C`.

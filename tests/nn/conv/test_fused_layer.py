@@ -155,11 +155,11 @@ def test_evaluation_draws_in_one_pass_average_the_single_draws(layer,
                          kernel_kwargs=dict(num_samples=draws))
     conv = conv.to(DEVICE)
     conv.fused_attention = 'always'
-    noise = torch.randn(heads, draws, 1, conv.kernel.latent_dim,
+    noise = torch.randn(1, draws, heads, conv.kernel.latent_dim,
                         device=DEVICE)
     chosen = []
 
-    def given_noise(*shape, **kwargs):  # (H, S, G, D) at once, or (H, G, D)
+    def given_noise(*shape, **kwargs):  # (G, S, H, D) at once, or (G, H, D)
         return noise if len(shape) == 4 else noise[:, chosen[-1]]
 
     monkeypatch.setattr(torch, 'randn', given_noise)

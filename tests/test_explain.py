@@ -1,0 +1,55 @@
+"""PyG's explainers on every layer, with edge masks, for node and graph
+tasks: the masks' support against the receptive field (the numbers of
+docs/guides/explainability.md come from benchmarks.explainers)."""
+import pytest
+import torch
+from torch_geometric.explain.algorithm.utils import clear_masks, set_masks
+from torch_geometric.testing import withPackage
+
+from benchmarks.explainers import layers, support
+from ikgat.nn import IKGATConv, MIKANConv
+
+LAYERS = list(layers())
+#: Layers whose graph-level quantities reach outside the receptive field
+#: (the summary h_s of the implicit kernels, KEPGATConv's adjoint sums).
+NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv'}
+
+
+def check(name: str, explainer: str, task: str) -> None:
+    inside, size, outside, _ = support(name, explainer, task, seed=0)
+    assert size > 0 and inside == size
+    gat_outside = support('GATConv', explainer, task, seed=0)[2]
+    if explainer == 'AttentionExplainer' or task == 'graph':
+        # AttentionExplainer masks the k-hop subgraph (every edge for a
+        # graph task) as for GATConv; the batch keeps graph tasks local.
+        assert outside == gat_outside
+    elif name in NOT_LOCAL:
+        assert outside > 0  # documented, with numbers
+    else:
+        assert outside == 0
+
+
+@pytest.mark.parametrize('task', ['node', 'graph'])
+@pytest.mark.parametrize('explainer', ['GNNExplainer', 'AttentionExplainer'])
+@pytest.mark.parametrize('name', LAYERS)
+def test_explainer_masks_the_receptive_field(name, explainer, task):
+    check(name, explainer, task)
+
+
+@withPackage('captum')
+@pytest.mark.parametrize('task', ['node', 'graph'])
+@pytest.mark.parametrize('name', LAYERS)
+def test_captum_explainer_masks_the_receptive_field(name, task):
+    check(name, 'CaptumExplainer', task)
+
+
+def test_mikanconv_made_after_an_ikgatconv_passes_through_the_edge_mask():
+    # PyG's compiled propagate of IKGATConv, inherited by MIKANConv made
+    # after it, ignored the mask (no gradient reached it).
+    x, edge_index = torch.randn(10, 4), torch.randint(10, (2, 30))
+    for conv in (IKGATConv(4, 3, heads=2), MIKANConv(4, 3, heads=2)):
+        mask = torch.nn.Parameter(torch.zeros(30))
+        set_masks(conv, mask, edge_index)
+        conv.eval()(x, edge_index).sum().backward()
+        clear_masks(conv)
+        assert mask.grad is not None and bool(mask.grad.ne(0).any())
