@@ -1,0 +1,146 @@
+import json
+import math
+
+import pytest
+
+from benchmarks import gpu_model
+from benchmarks.gpu_model import (
+    ARXIV,
+    H100,
+    Graph,
+    KernelCost,
+    attention_kernels,
+    find_build,
+    ikgat_layer,
+    mean_tiles,
+    node_term_kernels,
+    occupancy,
+    predict,
+)
+
+TINY = Graph('tiny', nodes=4, edges=8, features=16)
+
+
+def _row(kernel, constexprs, registers, warps=4, shared=0):
+    return dict(kernel=kernel, constexprs=constexprs, first='test', calls=1,
+                builds={'3.6.0 sm_90': dict(registers=255, spill=0, shared=0,
+                                            warps=4, resident_warps=8,
+                                            verdict=None, cc=90,
+                                            triton='3.6.0'),
+                        '3.9.0 sm_90': dict(registers=registers, spill=0,
+                                            shared=shared, warps=warps,
+                                            resident_warps=None, verdict=None,
+                                            cc=90, triton='3.9.0'),
+                        '3.9.0 sm_80': dict(registers=1, spill=0, shared=0,
+                                            warps=4, resident_warps=64,
+                                            verdict=None, cc=80,
+                                            triton='3.9.0')})
+
+
+def test_mean_tiles_by_hand():
+    # One edge per tile: E[1 + K] = 1 + lambda; no other edge: one tile.
+    assert mean_tiles(3.0, 1) == pytest.approx(4.0)
+    assert mean_tiles(0.0, 8) == 1.0
+    # lambda = 1, B = 2: ceil((1 + k)/2) = 1 for k <= 1, 2 for k = 2, 3...
+    p0 = p1 = math.exp(-1)
+    assert mean_tiles(1.0, 2) == pytest.approx(
+        (p0 + p1) + 2 * (1 - p0 - p1) + sum(
+            math.exp(-1) / math.factorial(k) * (math.ceil((1 + k) / 2) - 2)
+            for k in range(4, 30)))
+
+
+def test_forward_bytes_on_a_tiny_graph():
+    # 4 nodes, 8 edges + 4 self-loops = 12; 1 head x 8 channels, int32.
+    forward = attention_kernels(TINY, heads=1, channels=8)[0]
+    assert forward.kernel == '_forward_body' and forward.grid == (4, )
+    # Per target: rowptr 4, its scores 12, out 32, max and den 8 = 56;
+    # per edge: index 4, the source's scores (12 -> one 32-byte sector)
+    # and features (32) = 68.
+    assert forward.bytes == 4 * 56 + 12 * 68
+    # BLOCK_E from the wrapper's rule: degree ceil(12/4) = 3 -> 4.
+    assert forward.constexprs['BLOCK_E'] == 4
+    assert forward.constexprs['BLOCK_C'] == 8
+
+
+def test_node_term_counts_by_hand():
+    # 16 nodes, 1 head, C = 8, R = 16, one set: mR = 16 -> B_R = 16,
+    # B_N = 512/16 = 32 (one block, half padding), T = 2.
+    estimate = node_term_kernels(16, heads=1, channels=8, points=16,
+                                 sets=1)[0]
+    assert estimate.grid == (1, 1)
+    assert estimate.bytes == 16 * 8 * 4 + 2 * 16 * 2 * 4
+    issued = 32 * 16
+    assert estimate.flops == issued * (2 * 8 + 25 + 4 * 2) + 3 * 16 * 2
+    assert estimate.transcendentals == 16 * 2
+
+
+def test_occupancy_from_registers():
+    assert occupancy(64, 4, 0) == 8  # 64 x 128 threads: 8 blocks, 32 warps
+    assert occupancy(255, 4, 0) == 2  # the node-term backward before #28
+    assert occupancy(16, 4, 0) == 16  # bounded by 2,048 threads
+    assert occupancy(64, 4, 100 * 1024) == 2  # bounded by shared memory
+
+
+def test_find_build_newest_triton_sm90_and_nearest_block():
+    forward = attention_kernels(ARXIV)[0]
+    assert forward.constexprs['BLOCK_E'] == 8
+    exact = dict(forward.constexprs)
+    rows = [_row('_forward_body', dict(exact, BLOCK_E=16), 40),
+            _row('_forward_body', exact, 96),
+            _row('_forward_body', dict(exact, HAS_DROPOUT=True), 120)]
+    build, how = find_build(rows, forward)
+    assert (build['registers'], how) == (96, 'exact')
+    build, how = find_build(rows[:1], forward)
+    assert (build['registers'], how) == (40, 'BLOCK_E=16')
+    assert find_build(rows[2:], forward) == (None, 'none')
+    cost = predict(forward, rows)
+    assert cost.registers == 96 and cost.resident_blocks == 5
+    assert cost.resident_warps == 20
+
+
+def test_prediction_formula():
+    cost = KernelCost('k', 'k', (132 * 4, ), {}, bytes=2.8e9, flops=0,
+                      transcendentals=0, round_trips=132 * 4 * 10,
+                      registers=None)
+    predict(cost)  # 64 registers assumed: 8 blocks per SM
+    assert cost.times['memory'] == pytest.approx(1e-3)
+    # 528 programs all resident, 10 round trips each:
+    assert cost.times['latency'] == pytest.approx(10 * H100.latency)
+    assert cost.predicted == pytest.approx(1e-3 + H100.launch)
+    assert cost.bound == 'memory'
+
+
+def test_more_edges_never_predict_less_time_at_the_same_launch():
+    # With the wrapper's block constants fixed, time grows with the edges;
+    # the block rule itself may lower it where B_E doubles (fewer tiles).
+    previous = {}
+    for edges in range(100_000, 3_000_000, 100_000):
+        graph = Graph('g', 169_343, edges, 128)
+        for cost in attention_kernels(graph):
+            predict(cost)
+            key = (cost.kernel, tuple(sorted(cost.constexprs.items())))
+            if key in previous:
+                assert cost.predicted >= previous[key][0]
+                assert cost.bytes > previous[key][1]
+            previous[key] = (cost.predicted, cost.bytes)
+    steps = [ikgat_layer(Graph('g', 1000, edges, 16), 'direct').total
+             for edges in (4000, 5000, 6000, 7000)]  # B_E stays 8
+    assert steps == sorted(steps)
+
+
+def test_main_writes_the_report(tmp_path):
+    rows = [_row('_backward_dst_body', dict(
+        BROADCAST=0, HAS_GATE=False, NEED_GATE_GRAD=False, BLOCK_E=8,
+        BLOCK_H=8), 31)]
+    fixture = tmp_path / 'gpu_compile.json'
+    fixture.write_text(json.dumps(rows))
+    output = tmp_path / 'gpu_model.md'
+    text = gpu_model.main(['--compile-json', str(fixture), '--output',
+                           str(output)])
+    assert output.read_text() == text
+    assert text.startswith('# Predicted H100 time of every Triton kernel')
+    assert 'python -m benchmarks.gpu_model --compile-json' in text
+    for part in ('## Check against the H100 study', '| `_forward_body` |',
+                 '| `_grad_points_body` |', 'products, IKGATConv-direct',
+                 '| 31 | 64 |'):
+        assert part in text
