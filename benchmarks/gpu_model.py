@@ -8,7 +8,7 @@ For each Triton kernel (the fused attention's ``_forward_body``,
 terms' ``_estimate_body``, ``_grad_x_body``, ``_grad_points_body``) at a
 graph size, it counts the bytes moved, the FLOPs and the transcendental
 operations of one launch, takes the launch's grid and block constants from
-the wrappers' own functions (:func:`~ikgat.nn.triton_attention._block_edges`,
+the wrappers' own functions (:func:`~ikgat.nn.triton_attention._tiling`,
 :func:`~ikgat.kernels.triton_fourier._blocks`, :data:`MAX_PARTIALS`, ...),
 its registers from the compile check (``benchmarks/results/gpu_compile.json``
 of :mod:`benchmarks.gpu_compile`), and predicts its time on an H100.
@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ikgat.kernels.triton_fourier import MAX_PARTIALS, _blocks, next_power_of_2
-from ikgat.nn.triton_attention import _block_edges
+from ikgat.nn.triton_attention import TILE_ELEMENTS, _tiling
 
 
 @dataclass(frozen=True)
@@ -256,13 +256,25 @@ def mean_tiles(mean_degree: float, block: int) -> float:
     return total
 
 
+def tiling_6257efe(num_edges: int, num_nodes: int, row: int,
+                   budget: int = 0) -> dict:
+    r"""The edge blocks of commit 6257efe (the H100 study): about one tile
+    per node, at most 2048 elements, always 4 warps."""
+    degree = next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
+    return dict(BLOCK_E=max(2, min(degree, 128, max(2, 2048 // row))),
+                num_warps=4)
+
+
 def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                       index_bytes: int = 4, need_alpha: bool = False,
-                      hw: Hardware = H100) -> List[KernelCost]:
+                      hw: Hardware = H100, tiling=_tiling
+                      ) -> List[KernelCost]:
     r"""The fused attention's launches of one layer step (forward and
     backward, every target and source a node of :obj:`graph`), with the
     block constants of :func:`~ikgat.nn.triton_attention._attention_forward`
-    and ``_attention_backward``."""
+    and ``_attention_backward`` (:obj:`tiling`: today's
+    :func:`~ikgat.nn.triton_attention._tiling`, or
+    :func:`tiling_6257efe`)."""
     n, e = graph.nodes, graph.edges_with_loops
     lam = graph.edges / max(1, graph.nodes)
     block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
@@ -293,7 +305,8 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # Forward: per target, rowptr, its scores; per edge the source index,
     # the source's scores and features (gathered); out, max, den stored.
     name = '_forward_body'
-    block_e = _block_edges(e, n, block_h * block_c)
+    tile = tiling(e, n, block_h * block_c)
+    block_e = tile['BLOCK_E']
     tiles = n * mean_tiles(lam, block_e)
     out.append(KernelCost(
         name, 'attention forward', (n, ),
@@ -304,10 +317,11 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
         + e * (index_bytes + scores_row + features_row),
         flops=flops(OPS[name], tiles, block_e),
         transcendentals=transcendentals(OPS[name], tiles, block_e),
-        round_trips=n + 2 * tiles))
+        round_trips=n + 2 * tiles, warps=tile['num_warps']))
     if need_alpha:
         name = '_alpha_body'
-        block_e = _block_edges(e, n, block_h)
+        tile = tiling(e, n, block_h, 2 * TILE_ELEMENTS)
+        block_e = tile['BLOCK_E']
         tiles = n * mean_tiles(lam, block_e)
         out.append(KernelCost(
             name, 'attention weights', (n, ),
@@ -317,13 +331,14 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
             + e * (index_bytes + scores_row + heads * f32),
             flops=flops(OPS[name], tiles, block_e),
             transcendentals=transcendentals(OPS[name], tiles, block_e),
-            round_trips=n + 2 * tiles))
+            round_trips=n + 2 * tiles, warps=tile['num_warps']))
     # Backward per source: colptr, its scores and features; per out-edge
     # the CSR position and target (streamed), the target's scores, max,
     # den, D and grad_out (gathered), dL/dlogit stored (scattered);
     # grad_x and grad_score_src stored.
     name = '_backward_src_body'
-    block_e = _block_edges(e, n, block_h * block_c)
+    tile = tiling(e, n, block_h * block_c)
+    block_e = tile['BLOCK_E']
     tiles = n * mean_tiles(lam, block_e)
     out.append(KernelCost(
         name, 'attention backward, per source', (n, ),
@@ -335,12 +350,13 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                + head_row),
         flops=flops(OPS[name], tiles, block_e),
         transcendentals=transcendentals(OPS[name], tiles, block_e),
-        round_trips=n + 2 * tiles))
+        round_trips=n + 2 * tiles, warps=tile['num_warps']))
     # Backward per target: rowptr, its gate; per edge the source index,
     # the source's gate (its whole scores row of sectors), dL/dlogit
     # (streamed); the per-slope sums stored.
     name = '_backward_dst_body'
-    block_e = _block_edges(e, n, block_h)
+    tile = tiling(e, n, block_h, 2 * TILE_ELEMENTS)
+    block_e = tile['BLOCK_E']
     tiles = n * mean_tiles(lam, block_e)
     out.append(KernelCost(
         name, 'attention backward, per target', (n, ),
@@ -350,7 +366,7 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
         + e * (index_bytes + scores_row + heads * f32),
         flops=flops(OPS[name], tiles, block_e),
         transcendentals=transcendentals(OPS[name], tiles, block_e),
-        round_trips=n + 2 * tiles))
+        round_trips=n + 2 * tiles, warps=tile['num_warps']))
     return out
 
 
@@ -483,14 +499,9 @@ def occupancy(registers: int, warps: int, shared: int, cc: int = 90) -> int:
     return blocks_per_sm(registers, warps, shared, cc)
 
 
-#: The compile check's rows (``benchmarks.gpu_compile``), and the subset
-#: used until they are committed: the nine launches of an 8 x 8, R = 64
-#: training step, compiled for sm_90 with ``benchmarks.gpu_compile``'s
-#: ``compile_launch`` (Triton 3.9.0), the attention kernels also with the
-#: arxiv-size edge block B_E = 8 (constants edited in the recorded launch).
+#: The compile check's rows (``python -m benchmarks.gpu_compile --output
+#: benchmarks/results/gpu_compile.md`` writes them beside the table).
 COMPILE_JSON = osp.join('benchmarks', 'results', 'gpu_compile.json')
-COMPILE_SUBSET = osp.join('benchmarks', 'results',
-                          'gpu_compile_arxiv_subset.json')
 #: Registers assumed when the compile check has no row for a launch.
 DEFAULT_REGISTERS = 64
 
@@ -560,13 +571,13 @@ def ikgat_layer(graph: Graph, family: str, heads: int = 8,
                 channels: int = 8, in_features: Optional[int] = None,
                 points: int = 64, input_grad: bool = False,
                 rows: Sequence[dict] = (), ops_key: Optional[str] = None,
-                hw: Hardware = H100) -> Step:
+                hw: Hardware = H100, tiling=_tiling) -> Step:
     r"""One IKGATConv layer's forward + backward of kernel family
     :obj:`family` (``'rbf'``, ``'direct'``, ``'implicit'``, ``'rff'``) on
     :obj:`graph`."""
     in_features = graph.features if in_features is None else in_features
     kernels = [(predict(cost, rows, hw), 1) for cost in attention_kernels(
-        graph, heads, channels, hw=hw)]
+        graph, heads, channels, hw=hw, tiling=tiling)]
     kernels += [(predict(cost, rows, hw), 2) for cost in node_term_kernels(
         graph.nodes, heads, channels, points, NUM_SETS[family], hw=hw)]
     other = (_projection_bytes(graph.nodes, in_features, heads * channels,
@@ -622,9 +633,9 @@ def products_two_layer(family: str, rows: Sequence[dict] = (),
 #: What the study measured (ms): the kernels' CUDA times from
 #: ``profile.txt`` (total over 5 calls / 5), the steps from ``anchors.txt``
 #: and ``speed_cuda.txt`` (DESIGN §8: rbf 5.0 ms, GATConv 10.2 ms).  At
-#: 6257efe, ``_block_edges`` and the three kernels' tiles were those of
-#: today's code (``git show 6257efe:ikgat/nn/triton_attention.py``), so
-#: the launches modelled are the same; their registers are today's builds'.
+#: 6257efe the edge blocks followed :func:`tiling_6257efe` (``git show
+#: 6257efe:ikgat/nn/triton_attention.py``); their registers are those of
+#: today's builds of the nearest launch.
 H100_6257EFE = {
     '_forward_body': (6.311 / 5, 'profile.txt: 6.311 ms / 5 calls'),
     '_backward_src_body': (2.528 / 5, 'profile.txt: 2.528 ms / 5 calls'),
@@ -717,9 +728,10 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             out += kernel_table(costs) + ['']
     # The check.
     attention = {cost.kernel: predict(cost, rows, hw)
-                 for cost in attention_kernels(ARXIV, hw=hw)}
+                 for cost in attention_kernels(ARXIV, hw=hw,
+                                               tiling=tiling_6257efe)}
     rbf_old = ikgat_layer(ARXIV, 'rbf', rows=rows, ops_key='rbf@6257efe',
-                          hw=hw)
+                          hw=hw, tiling=tiling_6257efe)
     gat = gatconv_step(ARXIV, hw=hw)
     out += ['## Check against the H100 study (commit 6257efe, arxiv size)',
             '', '| what | measured ms | predicted ms | predicted / measured '
@@ -746,8 +758,9 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             'it. The plain roofline (memory term alone) gives 0.19 ms for '
             'the forward kernel, 6.7x under the measured 1.26 ms; the '
             'latency term (per-target programs waiting twice per edge '
-            'tile) brings it to a third of it, and explains the two '
-            'backward kernels to within 30%. What the model leaves out, '
+            'tile) brings it to a third of it; the two backward kernels '
+            'come out 1.2x and 1.4x over their measured times. What the '
+            'model leaves out, '
             'most likely: instruction issue. A program of 4 warps spends '
             'hundreds of instructions per tile on int64 addresses, masks '
             'and cross-warp reductions (max, sum, the rescale) for 8 edges '
@@ -782,8 +795,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--compile-json', default=None,
         help='the rows of benchmarks.gpu_compile (registers per launch; '
-        'default: benchmarks/results/gpu_compile.json, else '
-        'gpu_compile_arxiv_subset.json beside it)')
+        'default: benchmarks/results/gpu_compile.json)')
     parser.add_argument('--output', default=None,
                         help='write the Markdown report here')
     args = parser.parse_args(argv)
@@ -792,9 +804,7 @@ def main(argv: Optional[List[str]] = None) -> str:
         if not osp.isdir(folder):
             parser.error(f'cannot write --output {args.output!r}: '
                          f'{folder!r} is not a folder')
-    path = args.compile_json
-    if path is None:
-        path = COMPILE_JSON if osp.isfile(COMPILE_JSON) else COMPILE_SUBSET
+    path = args.compile_json or COMPILE_JSON
     rows = load_builds(path)
     source = (f'`{path}`' if rows else f'nowhere (`{path}` missing or '
               f'empty: {DEFAULT_REGISTERS} registers assumed)')
