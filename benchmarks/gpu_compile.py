@@ -247,7 +247,7 @@ def compile_launch(launch: dict, cc: int) -> dict:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from ikgat.kernels.triton_runtime import jitted_kernel
+    from ikgat.kernels.triton_runtime import build_error_reason, jitted_kernel
     kernel = jitted_kernel(launch['module'], launch['name'])
     signature = launch['signature']
     attrs = {(index, ): [['tt.divisibility', 16]]
@@ -263,10 +263,7 @@ def compile_launch(launch: dict, cc: int) -> dict:
                 target=GPUTarget('cuda', cc, 32),
                 options=dict(launch['options']))
     except Exception as error:  # the compiler's verdict, reported
-        lines = [line.strip() for line in str(error).splitlines()
-                 if line.strip()]
-        return dict(result, error=f'{type(error).__name__}: '
-                    + (lines[-1] if lines else ''))
+        return dict(result, error=build_error_reason(error))
     text = log.getvalue()
     registers = re.search(r'Used (\d+) registers', text)
     if registers is None:

@@ -15,6 +15,7 @@ from ikgat.datasets import load_planetoid, planetoid_name
 from ikgat.distributed import init_from_environment, world
 from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS
+from ikgat.kernels.triton_runtime import KernelBuildError
 from ikgat.models import TwoLayerGAT
 from ikgat.sampling import minibatch_training, require_sampler
 from ikgat.train_layers import (
@@ -502,7 +503,8 @@ def _checkpoint_labels(paths, checkpoints, numeric: bool) -> list:
 def main(argv: Optional[List[str]] = None) -> None:
     r"""The ``ikgat`` command: parse :obj:`argv` (the command line by
     default) and run the sub-command; a user error is one line on stderr
-    and exit status 2 (``--debug`` shows the traceback)."""
+    and exit status 2, a Triton kernel that does not build on this machine
+    one line and exit status 1 (``--debug`` shows the traceback)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument('--debug', action='store_true',
                         default=argparse.SUPPRESS,
@@ -521,6 +523,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         message = ' '.join(str(error).split())
         print(f'ikgat {args.command}: error: {message}', file=sys.stderr)
         raise SystemExit(2) from None
+    except KernelBuildError as error:
+        # Not the user's mistake: this GPU or Triton, status 1; Triton's
+        # own report with --debug.
+        if getattr(args, 'debug', False):
+            print(error.details, file=sys.stderr)
+            raise
+        print(f'ikgat {args.command}: error: {error}', file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 if __name__ == '__main__':

@@ -50,7 +50,12 @@ ATTENTION_SWITCH = "fused_attention=False"
 
 
 class KernelBuildError(RuntimeError):
-    r"""Triton could not build one of ikgat's kernels on this machine."""
+    r"""Triton could not build one of ikgat's kernels on this machine.  The
+    message is one line; Triton's own report is kept in :attr:`details`
+    (``ikgat --debug`` prints it)."""
+    def __init__(self, message: str, details: str = ''):
+        super().__init__(message)
+        self.details = details
 
 
 class KernelLaunch(NamedTuple):
@@ -189,13 +194,26 @@ def launch(kernel, grid: Tuple[int, ...], *args: Any, switch: str,
     try:
         kernel[grid](*args, **kwargs)
     except _build_errors() as error:
+        import traceback
+
         import triton
-        first = next((line.strip() for line in str(error).splitlines()
-                      if line.strip()), type(error).__name__)
         raise KernelBuildError(
             f"ikgat: Triton {triton.__version__} could not build the kernel "
-            f"{kernel.fn.__name__} ({type(error).__name__}: {first[:200]}); "
-            f"pass {switch} to avoid it") from error
+            f"{kernel.fn.__name__} ({build_error_reason(error)}); pass {switch} "
+            f"to avoid it", ''.join(traceback.format_exception(error))
+        ) from None
+
+
+def build_error_reason(error: BaseException) -> str:
+    r"""The most specific line of a Triton error: the innermost cause's
+    message (a compilation error's first lines are source excerpts)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    message = getattr(error, 'error_message', None) or str(error)
+    lines = [line.strip() for line in str(message).splitlines()
+             if line.strip() and set(line.strip()) != {'^'}]
+    reason = lines[-1] if lines else ''
+    return f'{type(error).__name__}: {reason[:200]}'
 
 
 def jitted_kernel(module: str, name: str):
