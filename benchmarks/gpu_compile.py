@@ -515,6 +515,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    json.dumps(rows, indent=1) + '\n')
     for failure in failures:
         print(f'gpu_compile: FAIL {failure}', file=sys.stderr)
+    print(f'gpu_compile: {text.splitlines()[-1]}', file=sys.stderr)
     return 1 if failures or not launches else 0
 
 

@@ -51,7 +51,7 @@ ATTENTION_SWITCH = "fused_attention=False"
 
 class KernelBuildError(RuntimeError):
     r"""Triton could not build one of ikgat's kernels on this machine.  The
-    message is one line; Triton's own report is kept in :attr:`details`
+    message is one line; Triton's own report is kept in ``details``
     (``ikgat --debug`` prints it)."""
     def __init__(self, message: str, details: str = ''):
         super().__init__(message)
