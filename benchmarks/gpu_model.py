@@ -8,8 +8,8 @@ For each Triton kernel (the fused attention's ``_forward_body``,
 terms' ``_estimate_body``, ``_grad_x_body``, ``_grad_points_body``) at a
 graph size, it counts the bytes moved, the FLOPs and the transcendental
 operations of one launch, takes the launch's grid and block constants from
-the wrappers' own functions (:func:`~ikgat.nn.triton_attention._tiling`,
-:func:`~ikgat.kernels.triton_fourier._blocks`, :data:`MAX_PARTIALS`, ...),
+the wrappers' own functions (:func:`~ikgat.nn.triton_attention.edge_tiling`,
+:func:`~ikgat.kernels.triton_fourier.block_sizes`, :data:`MAX_PARTIALS`, ...),
 its registers from the compile check (``benchmarks/results/gpu_compile.json``
 of :mod:`benchmarks.gpu_compile`), and predicts its time on an H100.
 
@@ -94,8 +94,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ikgat.kernels.triton_fourier import MAX_PARTIALS, _blocks, next_power_of_2
-from ikgat.nn.triton_attention import TILE_ELEMENTS, _tiling
+from ikgat.kernels.triton_fourier import (
+    MAX_PARTIALS,
+    block_sizes,
+    next_power_of_2,
+)
+from ikgat.nn.triton_attention import TILE_ELEMENTS, edge_tiling
 
 
 @dataclass(frozen=True)
@@ -267,13 +271,13 @@ def tiling_6257efe(num_edges: int, num_nodes: int, row: int,
 
 def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                       index_bytes: int = 4, need_alpha: bool = False,
-                      hw: Hardware = H100, tiling=_tiling
+                      hw: Hardware = H100, tiling=edge_tiling
                       ) -> List[KernelCost]:
     r"""The fused attention's launches of one layer step (forward and
     backward, every target and source a node of :obj:`graph`), with the
     block constants of :func:`~ikgat.nn.triton_attention._attention_forward`
     and ``_attention_backward`` (:obj:`tiling`: today's
-    :func:`~ikgat.nn.triton_attention._tiling`, or
+    :func:`~ikgat.nn.triton_attention.edge_tiling`, or
     :func:`tiling_6257efe`)."""
     n, e = graph.nodes, graph.edges_with_loops
     lam = graph.edges / max(1, graph.nodes)
@@ -382,7 +386,7 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
     f32 = 4
     n, h, c, t = nodes, heads, channels, slopes
     mr = sets * points
-    block_n, block_r, block_c, block_t = _blocks(mr, c, t)
+    block_n, block_r, block_c, block_t = block_sizes(mr, c, t)
     node_blocks = -(-n // block_n)
     point_blocks = -(-mr // block_r)
     issued_angles = node_blocks * block_n * h * point_blocks * block_r
@@ -571,7 +575,7 @@ def ikgat_layer(graph: Graph, family: str, heads: int = 8,
                 channels: int = 8, in_features: Optional[int] = None,
                 points: int = 64, input_grad: bool = False,
                 rows: Sequence[dict] = (), ops_key: Optional[str] = None,
-                hw: Hardware = H100, tiling=_tiling) -> Step:
+                hw: Hardware = H100, tiling=edge_tiling) -> Step:
     r"""One IKGATConv layer's forward + backward of kernel family
     :obj:`family` (``'rbf'``, ``'direct'``, ``'implicit'``, ``'rff'``) on
     :obj:`graph`."""
@@ -772,7 +776,8 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             'TB/s, small operations at more than 5 us each): read the step '
             'predictions as lower bounds, about 2.5x optimistic.', '']
     # The targets.
-    out += ['## Targets of issue 28 (predicted)', '',
+    out += ['## Targets: the arxiv-size layer, the products-size step '
+            '(predicted)', '',
             '| step | Triton kernels ms | other ms | host ms | predicted ms '
             '| target ms | predicted / target |', '|---|---:|---:|---:|---:|'
             '---:|---:|']

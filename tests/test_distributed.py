@@ -150,7 +150,9 @@ def test_seed_nodes_for_rank_split_the_batch():
         seed_nodes_for_rank(seeds, 3, 3)
 
 
-@pytest.mark.parametrize('name', list(LAYERS))
+@pytest.mark.parametrize('name', [
+    name if name == 'ikgat_direct' else pytest.param(
+        name, marks=pytest.mark.slow) for name in LAYERS])
 def test_two_processes_equal_one(name, tmp_path):
     if name in SAMPLED and not has_sampler():
         pytest.skip('needs pyg-lib or torch-sparse')

@@ -26,16 +26,20 @@ is loaded) and
 
 **Kernels** (one head per program along the second grid axis):
 
-* :func:`estimate`: one program per block of :math:`B_N` nodes loads their
-  :math:`C`-vectors once, walks the :math:`mR` spectral points in blocks of
-  :math:`B_R`, forms the angles (:math:`C` is small, so a broadcast product
-  rather than a matrix product), and accumulates :math:`f` for every slope
-  in registers: :math:`N H T` floats are written, nothing else.
+* :func:`estimate`: one program per block of :math:`B_N` nodes walks the
+  :math:`mR` spectral points in blocks of :math:`B_R`, forms the
+  :math:`B_N \times B_R` angles one channel at a time (an outer product
+  per channel: no nodes x points x channels tile, which at 8 channels
+  filled the register file), takes their sine and cosine from one range
+  reduction and two polynomials (:func:`_sincos`), and accumulates
+  :math:`f` for every slope in registers: :math:`N H T` floats are
+  written, nothing else.
 * backward, two launches that both recompute the angles and store nothing
   of size :math:`N \times H \times R`:
 
   1. per block of nodes, :math:`\partial L/\partial x` summed over all
-     spectral points in registers and written once;
+     spectral points in registers (the contraction with :math:`u` one
+     channel at a time, too) and written once;
   2. per group of node blocks and block of spectral points, the sums over
      nodes of :math:`\partial L/\partial u` and
      :math:`\partial L/\partial A^{c,s}` kept in registers; each program
@@ -43,8 +47,11 @@ is loaded) and
      :data:`MAX_PARTIALS` programs finishes them (deterministic, no
      atomics).
 
-All arithmetic is float32.  Triton is imported on first use; on CPU tensors
-the kernels run in Triton's interpreter (``TRITON_INTERPRET=1``, for tests).
+The tiles are :data:`TILE_ANGLES` angles (16 points above 32 channels):
+every launch stays within 128 registers without spilling, for sm_80 and
+sm_90 (``python -m benchmarks.gpu_compile``).  All arithmetic is float32.
+Triton is imported on first use; on CPU tensors the kernels run in Triton's
+interpreter (``TRITON_INTERPRET=1``, for tests).
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
@@ -287,7 +294,7 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def _blocks(num_angles: int, channels: int, slopes: int
+def block_sizes(num_angles: int, channels: int, slopes: int
             ) -> Tuple[int, int, int, int]:
     r""":math:`(B_N, B_R, B_C, B_T)`: a tile of :data:`TILE_ANGLES` nodes
     x points (fewer points when there are fewer), all channels and
@@ -316,14 +323,15 @@ def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     out = x.new_empty(num_nodes, heads, num_slopes)
     estimate = torch.empty_like(out)
     if num_nodes > 0:
-        block_n, block_r, _, block_t = _blocks(num_angles, channels,
-                                               num_slopes)
-        launch(kernels()['estimate'], (triton.cdiv(num_nodes, block_n), heads),
-            x, points, cos_weight, sin_weight, out, estimate, float(eps),
-            float(scale), num_nodes, heads,
-            channels, num_points, num_angles, num_slopes,
-            channels if is_source else 0, BLOCK_N=block_n, BLOCK_R=block_r,
-            BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
+        block_n, block_r, _, block_t = block_sizes(num_angles, channels,
+                                                   num_slopes)
+        launch(kernels()['estimate'], (triton.cdiv(num_nodes, block_n),
+                                        heads),
+               x, points, cos_weight, sin_weight, out, estimate, float(eps),
+               float(scale), num_nodes, heads, channels, num_points,
+               num_angles, num_slopes, channels if is_source else 0,
+               BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_T=block_t,
+               switch=NODE_TERMS_SWITCH)
     return out, estimate
 
 
@@ -341,8 +349,8 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
     num_sets, num_points = points.size(0), points.size(2)
     num_slopes = cos_weight.size(1)
     num_angles = num_sets * num_points
-    block_n, block_r, block_c, block_t = _blocks(num_angles, channels,
-                                                 num_slopes)
+    block_n, block_r, block_c, block_t = block_sizes(num_angles,
+                                                     channels, num_slopes)
     grad_x = torch.empty_like(x)
     node_blocks = -(-num_nodes // block_n)
     # Node blocks per program: at most MAX_PARTIALS programs per head and
@@ -356,19 +364,19 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
         jitted = kernels()
         offset = channels if is_source else 0
         launch(jitted['grad_x'], (node_blocks, heads),
-            x, points, cos_weight, sin_weight, grad, estimate, float(eps),
-            float(scale), grad_x, num_nodes,
-            heads, channels, num_points, num_angles, num_slopes, offset,
-            BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
-            BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
+               x, points, cos_weight, sin_weight, grad, estimate, float(eps),
+               float(scale), grad_x, num_nodes, heads, channels, num_points,
+               num_angles, num_slopes, offset, BLOCK_N=block_n,
+               BLOCK_R=block_r, BLOCK_C=block_c, BLOCK_T=block_t,
+               switch=NODE_TERMS_SWITCH)
         launch(jitted['grad_points'], (num_programs, heads,
-                                        triton.cdiv(num_angles, block_r)),
-            x, points, cos_weight, sin_weight, grad, estimate, float(eps),
-            float(scale), partial_points, partial_cos, partial_sin, num_nodes, heads,
-            channels,
-            num_points, num_angles, num_slopes, offset,
-            blocks_per_program * block_n, BLOCK_N=block_n, BLOCK_R=block_r,
-            BLOCK_C=block_c, BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
+                                       triton.cdiv(num_angles, block_r)),
+               x, points, cos_weight, sin_weight, grad, estimate, float(eps),
+               float(scale), partial_points, partial_cos, partial_sin,
+               num_nodes, heads, channels, num_points, num_angles,
+               num_slopes, offset, blocks_per_program * block_n,
+               BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
+               BLOCK_T=block_t, switch=NODE_TERMS_SWITCH)
     else:
         for partial in (partial_points, partial_cos, partial_sin):
             partial.zero_()

@@ -509,7 +509,7 @@ def kernels():
     return _KERNELS
 
 
-def _tiling(num_edges: int, num_nodes: int, row: int,
+def edge_tiling(num_edges: int, num_nodes: int, row: int,
             budget: int = TILE_ELEMENTS) -> dict:
     r"""``BLOCK_E`` and ``num_warps`` of a kernel whose tiles are
     :math:`B_E` edges of :obj:`row` elements: about one tile per node on
@@ -574,18 +574,18 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
                   HAS_DROPOUT=dropout > 0.0, BLOCK_H=block_h,
                   switch=ATTENTION_SWITCH)
     launch(jitted['forward'], (num_dst, ),
-        score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
-        group_den, seed, negative_slope, dropout, _keep_scale(dropout),
-        heads, channels,
-        BLOCK_C=block_c, **_tiling(num_edges, num_dst, block_h * block_c),
-        **common)
+           score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
+           group_den, seed, negative_slope, dropout, _keep_scale(dropout),
+           heads, channels,
+           BLOCK_C=block_c, **edge_tiling(num_edges, num_dst, block_h * block_c),
+           **common)
     if need_alpha:
         launch(jitted['alpha'], (num_dst, ),
-            score_src, score_dst, gate_arg, rowptr, src, group_max,
-            group_den, alpha, seed, negative_slope, dropout,
-            _keep_scale(dropout), heads,
-            **_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
-            **common)
+               score_src, score_dst, gate_arg, rowptr, src, group_max,
+               group_den, alpha, seed, negative_slope, dropout,
+               _keep_scale(dropout), heads,
+               **edge_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
+               **common)
     return out, alpha, group_max, group_den
 
 
@@ -638,26 +638,26 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
                   BLOCK_H=block_h, switch=ATTENTION_SWITCH)
     if num_src > 0:
         launch(jitted['backward_src'], (num_src, ),
-            score_src, score_dst, x_src, gate_arg, colptr, csc_edge, csc_dst,
-            group_max, group_den, delta, grad_out,
-            grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
-            grad_logit if need_logit else dummy, seed, negative_slope,
-            dropout, _keep_scale(dropout), heads, channels,
-            *grad_out.stride(), HAS_DROPOUT=dropout > 0.0,
-            HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
-            BLOCK_C=block_c, **_tiling(num_edges, num_src, block_h * block_c),
-            **common)
+               score_src, score_dst, x_src, gate_arg, colptr, csc_edge, csc_dst,
+               group_max, group_den, delta, grad_out,
+               grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
+               grad_logit if need_logit else dummy, seed, negative_slope,
+               dropout, _keep_scale(dropout), heads, channels,
+               *grad_out.stride(), HAS_DROPOUT=dropout > 0.0,
+               HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
+               BLOCK_C=block_c, **edge_tiling(num_edges, num_src, block_h * block_c),
+               **common)
     # Per target and slope t in {0, 1}; the gate slot gets zero:
     partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
     grad_gate = (torch.empty_like(edge_gate) if has_gate
                  else x_src.new_empty(0))
     if need_logit and num_dst > 0:
         launch(jitted['backward_dst'], (num_dst, ),
-            score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
-            grad_gate if has_gate else dummy, negative_slope, heads,
-            NEED_GATE_GRAD=need_gate and has_gate,
-            **_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
-            **common)
+               score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
+               grad_gate if has_gate else dummy, negative_slope, heads,
+               NEED_GATE_GRAD=need_gate and has_gate,
+               **edge_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
+               **common)
     if broadcast:
         partial = partial.sum(0, keepdim=True)
     grad_dst = torch.cat([partial, partial.new_zeros(partial.size(0), heads,

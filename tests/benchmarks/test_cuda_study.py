@@ -5,6 +5,7 @@ import pytest
 from benchmarks import cuda_study
 
 
+@pytest.mark.slow
 def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
     statuses = cuda_study.main(['--output-dir', str(tmp_path), '--quick'])
     assert [name for name, _ in statuses] == [

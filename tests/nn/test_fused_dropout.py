@@ -98,7 +98,8 @@ def test_forward_and_backward_use_one_mask(gate, use_triton):
         torch.testing.assert_close(grad, grad_ref, atol=2e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize('use_triton', IMPLEMENTATIONS)
+@pytest.mark.parametrize('use_triton', [
+    pytest.param(True, marks=pytest.mark.slow), False])
 def test_expected_output_over_draws_is_the_output_without_dropout(
         use_triton):
     num_src, num_dst, dropout, draws = 12, 8, 0.5, 200

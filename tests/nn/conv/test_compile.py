@@ -85,7 +85,10 @@ def assert_same(compiled, eager):
 #: Every layer in training with attention dropout (the GAT recipe, and the
 #: stochastic kernels' draws), and in evaluation and in training without
 #: dropout where those take other code (each case runs the interpreter).
-CASES = ([(name, True, 0.5) for name in LAYERS]
+#: (The kernels without their own code paths are compiled in the slow tier.)
+FAST = ('rbf', 'direct', 'implicit', 'mikan')
+CASES = ([(name, True, 0.5) if name in FAST else pytest.param(
+    name, True, 0.5, marks=pytest.mark.slow) for name in LAYERS]
          + [(name, False, 0.5) for name in ('rbf', 'direct', 'implicit',
                                             'mikan')]
          + [(name, True, 0.0) for name in ('rbf', 'mikan')])
@@ -129,15 +132,18 @@ def test_fused_operators_are_in_the_compiled_graph(name, switch,
     assert any('ikgat.fourier_estimate' in target for target in seen)
 
 
-@pytest.mark.parametrize('name', ['rbf', 'direct', 'implicit', 'mikan'])
-def test_no_recompile_over_steps_and_graph_sizes(name):
+@pytest.mark.parametrize('name, steps, sizes', [
+    ('direct', 2, (9, 17)),  # the fast tier's smoke test
+] + [pytest.param(name, 20, (9, 17, 30), marks=pytest.mark.slow)
+     for name in ('rbf', 'direct', 'implicit', 'mikan')])
+def test_no_recompile_over_steps_and_graph_sizes(name, steps, sizes):
     torch.manual_seed(0)
     conv = cuda_path_layer(name, dropout=0.5)
     optimizer = torch.optim.Adam(conv.parameters(), lr=0.01)
     compiled_conv = torch.compile(conv, dynamic=True, backend=BACKEND)
-    graphs = [graph(12, 40, seed=3)] * 20 + [
+    graphs = [graph(12, 40, seed=3)] * steps + [
         graph(num_nodes, 4 * num_nodes, seed=num_nodes)
-        for num_nodes in (9, 17, 30)
+        for num_nodes in sizes
     ]
     with torch._dynamo.config.patch(error_on_recompile=True):
         for x, edge_index in graphs:
@@ -146,6 +152,7 @@ def test_no_recompile_over_steps_and_graph_sizes(name):
             optimizer.step()
 
 
+@pytest.mark.slow
 def test_inductor_compiles_the_fused_layer():
     # Inductor's own code generation around the opaque operators, once.
     torch.manual_seed(0)
