@@ -255,6 +255,7 @@ def test_self_loops_in_the_sort_on_bipartite_graphs(shared_target):
     assert_same(*results)
 
 
+@pytest.mark.slow  # 25 random graphs through the interpreter (12 s)
 @settings(max_examples=25, deadline=None)
 @given(num_nodes=st.integers(0, 8), data=st.data(),
        kernel=st.sampled_from(['rbf', 'direct', 'implicit']),
