@@ -261,8 +261,9 @@ def test_options_that_do_not_apply_are_refused_before_training(
     assert expected in run_failing(['train'] + argv, capsys)
 
 
-@pytest.mark.parametrize('kind', ['tsne', 'copula', 'heads', 'sparsity',
-                                  'terms'])
+@pytest.mark.parametrize('kind', [
+    pytest.param('tsne', marks=pytest.mark.slow),  # scikit-learn's t-SNE
+    'copula', 'heads', 'sparsity', 'terms'])
 def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         kind, layer_checkpoints, tmp_path, capsys):
     pytest.importorskip('matplotlib')
@@ -359,6 +360,7 @@ def test_train_under_torchrun_with_two_processes(cora, tmp_path, regime):
     assert osp.exists(path)
 
 
+@pytest.mark.slow
 def test_train_compiles_the_model(cora, capsys, monkeypatch):
     # --compile trains the model through torch.compile (here with the
     # eager backend, so that the test does not wait for Inductor), with

@@ -151,8 +151,7 @@ def test_seed_nodes_for_rank_split_the_batch():
 
 
 @pytest.mark.parametrize('name', [
-    name if name == 'ikgat_direct' else pytest.param(
-        name, marks=pytest.mark.slow) for name in LAYERS])
+    pytest.param(name, marks=pytest.mark.slow) for name in LAYERS])
 def test_two_processes_equal_one(name, tmp_path):
     if name in SAMPLED and not has_sampler():
         pytest.skip('needs pyg-lib or torch-sparse')

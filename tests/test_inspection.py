@@ -145,6 +145,7 @@ def test_group_spread_by_hand():
     assert inspection._group_spread(values, index, 2) == pytest.approx(0.5)
 
 
+@pytest.mark.slow  # a fresh interpreter (4 s)
 def test_inspection_imports_no_plotting_library():
     import subprocess
     import sys

@@ -72,6 +72,7 @@ def compile_in_a_process(launches, tmp_path, targets=('90', )):
     return json.loads((tmp_path / 'launches.json.out').read_text())
 
 
+@pytest.mark.slow  # compiles three kernels in a process (9 s)
 @pytest.mark.skipif(os.environ.get('TRITON_INTERPRET') != '1',
                     reason='records the CPU path of the interpreter')
 def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(

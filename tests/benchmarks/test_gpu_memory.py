@@ -62,9 +62,9 @@ def test_block_must_be_positive():
 
 
 @pytest.mark.parametrize('training', [False, True])
-@pytest.mark.parametrize('name', ['GATConv', 'IKGATConv-direct',
-                                  'IKGATConv-direct-unfused',
-                                  'MIKANConv-unfused'])
+@pytest.mark.parametrize('name', [
+    'GATConv', pytest.param('IKGATConv-direct', marks=pytest.mark.slow),
+    'IKGATConv-direct-unfused', 'MIKANConv-unfused'])
 def test_meta_prediction_equals_the_same_step_on_cpu(name, training):
     # The meta device allocates what the step allocates on real tensors:
     # the same code path (the fused kernel interpreted on CPU), counted on

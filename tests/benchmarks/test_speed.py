@@ -13,6 +13,7 @@ from benchmarks.speed_steps import (
 )
 
 
+@pytest.mark.slow
 def test_smoke_mode_writes_the_tables(tmp_path):
     out = tmp_path / 'speed.md'
     text = speed.main(['--smoke', '--out', str(out)])

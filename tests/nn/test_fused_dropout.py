@@ -40,8 +40,9 @@ def fused(score_src, score_dst, x_src, edge_index, num_dst, edge_gate,
                            dropout=dropout, use_triton=use_triton)
 
 
-@pytest.mark.parametrize('use_triton', IMPLEMENTATIONS)
-@pytest.mark.parametrize('dropout', [0.3, 0.6])
+@pytest.mark.parametrize('use_triton, dropout', [
+    (True, 0.6), pytest.param(True, 0.3, marks=pytest.mark.slow),
+    (False, 0.6), (False, 0.3)])
 def test_keep_rate_lies_in_a_binomial_interval(dropout, use_triton):
     edge_index = graph(60, 40, 500, seed=1)
     score_src, score_dst, x_src, _ = inputs(60, 40, 0, 4, 3, seed=2,
@@ -122,7 +123,8 @@ def test_expected_output_over_draws_is_the_output_without_dropout(
     assert (std > 0).any()
 
 
-@pytest.mark.parametrize('use_triton', IMPLEMENTATIONS)
+@pytest.mark.parametrize('use_triton', [
+    pytest.param(True, marks=pytest.mark.slow), False])
 def test_seed_repeats_and_extremes(use_triton):
     edge_index = graph(15, 10, 50, seed=8)
     tensors = inputs(15, 10, 0, 2, 3, seed=9, gate=False, broadcast=False)

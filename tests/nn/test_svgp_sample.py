@@ -89,8 +89,9 @@ def test_zero_scores_give_finite_gradients():
 
 
 @pytest.mark.parametrize('with_noise', [True, False])
-@pytest.mark.parametrize('check', [torch.autograd.gradcheck,
-                                   torch.autograd.gradgradcheck])
+@pytest.mark.parametrize('check', [
+    torch.autograd.gradcheck,
+    pytest.param(torch.autograd.gradgradcheck, marks=pytest.mark.slow)])
 def test_gradcheck(check, with_noise):
     params = parameters(seed=2)
     scores, noise = scores_and_noise(3, 4, seed=3)
