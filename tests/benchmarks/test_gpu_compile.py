@@ -96,20 +96,20 @@ def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
     ]
     mismatched, wide, forward = [row['90'] for row in
                                  compile_in_a_process(launches, tmp_path)]
-    assert 'Return type mismatch' in verdict(mismatched, '_mismatched_body')
+    assert 'Return type mismatch' in verdict(mismatched)
     assert wide['spill'] > 0
-    assert verdict(wide, '_wide_tile_body').startswith('spills')
-    assert verdict(forward, '_forward_body') is None
+    assert verdict(wide).startswith('spills')
+    assert verdict(forward) is None
     assert forward['spill'] == 0
     assert forward['registers'] <= triton_runtime.MAX_REGISTERS
 
 
 def test_verdict_and_occupancy():
     build = dict(registers=64, spill=0, shared=0, warps=4)
-    assert verdict(build, 'k') is None
-    assert verdict(dict(build, spill=8), 'k') == 'spills 8 B'
-    assert '200 registers' in verdict(dict(build, registers=200), 'k')
-    assert verdict(dict(error='CompilationError: x'), 'k').startswith(
+    assert verdict(build) is None
+    assert verdict(dict(build, spill=8)) == 'spills 8 B'
+    assert '200 registers' in verdict(dict(build, registers=200))
+    assert verdict(dict(error='CompilationError: x')).startswith(
         'CompilationError')
     # 64 registers x 128 threads: 8 blocks of 64k registers; 255: 2;
     # shared memory and the thread limit bound it too.
