@@ -49,6 +49,7 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
+from ikgat.durable import check_writable
 from ikgat.kernels.triton_runtime import MAX_REGISTERS
 
 #: The targets: compute capability 9.0 (H100) and 8.0 (A100).
@@ -471,10 +472,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             json.dump(compile_all(launches, args.targets, args.jobs), file)
         return 0
     if args.output is not None:
-        folder = osp.dirname(osp.abspath(args.output))
-        if not osp.isdir(folder):
-            parser.error(f'cannot write --output {args.output!r}: '
-                         f'{folder!r} is not a folder')
+        try:
+            check_writable(args.output)
+        except OSError as error:
+            parser.error(f'--output: {error}')
     env = {key: value for key, value in os.environ.items()
            if key != 'TRITON_INTERPRET'}
     env.setdefault('TRITON_DEFAULT_FP_FUSION', '1')  # Triton's default

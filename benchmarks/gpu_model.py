@@ -94,6 +94,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ikgat.durable import check_writable
 from ikgat.kernels.triton_fourier import (
     MAX_PARTIALS,
     block_sizes,
@@ -805,10 +806,10 @@ def main(argv: Optional[List[str]] = None) -> str:
                         help='write the Markdown report here')
     args = parser.parse_args(argv)
     if args.output is not None:
-        folder = osp.dirname(osp.abspath(args.output))
-        if not osp.isdir(folder):
-            parser.error(f'cannot write --output {args.output!r}: '
-                         f'{folder!r} is not a folder')
+        try:
+            check_writable(args.output)
+        except OSError as error:
+            parser.error(f'--output: {error}')
     path = args.compile_json or COMPILE_JSON
     rows = load_builds(path)
     source = (f'`{path}`' if rows else f'nowhere (`{path}` missing or '
