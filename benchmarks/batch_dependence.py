@@ -16,10 +16,7 @@ the layers see one graph; with it (passed to ``forward``, or supplied by
 
 Writes ``benchmarks/results/batch_dependence.md``.
 """
-import argparse
 import os.path as osp
-import shlex
-import sys
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -27,7 +24,7 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data
 
 from benchmarks.harness.provenance import git_commit
-from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.results import RESULTS_DIR, table_study_main
 
 DEFAULT_OUTPUT = osp.join(RESULTS_DIR, 'batch_dependence.md')
 
@@ -131,16 +128,8 @@ def report(rows: List[Dict[str, str]], command: str) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--threads', type=int, default=1)
-    parser.add_argument('--out', default=DEFAULT_OUTPUT)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    command = 'python -m benchmarks.batch_dependence ' + shlex.join(
-        sys.argv[1:] if argv is None else argv)
-    text = report(measure(), command.strip())
-    write_text(args.out, text)
-    print(text)
+    table_study_main(argv, 'batch_dependence', __doc__.split('\n\n')[0],
+                     DEFAULT_OUTPUT, measure, report)
 
 
 if __name__ == '__main__':

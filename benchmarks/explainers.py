@@ -22,10 +22,7 @@ its size, and outside it / the edges outside it, summed over the graphs.
 
 Writes ``benchmarks/results/explainers.md``.
 """
-import argparse
 import os.path as osp
-import shlex
-import sys
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -34,7 +31,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.nn import global_mean_pool
 
 from benchmarks.harness.provenance import git_commit
-from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.results import RESULTS_DIR, table_study_main
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import graph_batch
 
@@ -183,16 +180,8 @@ def report(rows: List[Dict[str, str]], command: str) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--threads', type=int, default=1)
-    parser.add_argument('--out', default=DEFAULT_OUTPUT)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    command = 'python -m benchmarks.explainers ' + shlex.join(
-        sys.argv[1:] if argv is None else argv)
-    text = report(measure(), command.strip())
-    write_text(args.out, text)
-    print(text)
+    table_study_main(argv, 'explainers', __doc__.split('\n\n')[0],
+                     DEFAULT_OUTPUT, measure, report)
 
 
 if __name__ == '__main__':

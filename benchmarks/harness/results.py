@@ -5,7 +5,7 @@ import csv
 import os
 import os.path as osp
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ikgat.durable import write_text_atomic
 
@@ -156,3 +156,34 @@ def write_text(path: str, text: str) -> None:
     if folder:
         os.makedirs(folder, exist_ok=True)
     write_text_atomic(path, text)
+
+
+def table_study_main(argv: Optional[Sequence[str]], module: str,
+                     description: str, default_output: str,
+                     measure: Callable[[], Any],
+                     report: Callable[[Any, str], str]) -> None:
+    r"""The command line of a one-table study ``python -m
+    benchmarks.<module>``: ``--threads`` and ``--out`` (checked before the
+    work starts), then :obj:`report` of :obj:`measure`'s rows with the
+    command, written durably and printed."""
+    import argparse
+    import shlex
+    import sys
+
+    import torch
+
+    from ikgat.durable import check_writable
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--out', default=default_output)
+    args = parser.parse_args(argv)
+    try:
+        check_writable(args.out)
+    except OSError as error:
+        parser.error(f'--out: {error}')
+    torch.set_num_threads(args.threads)
+    command = f'python -m benchmarks.{module} ' + shlex.join(
+        sys.argv[1:] if argv is None else list(argv))
+    text = report(measure(), command.strip())
+    write_text(args.out, text)
+    print(text)
