@@ -4,11 +4,19 @@ GAT's attention factorises into similarity kernels times an exponential of
 norms; :class:`IKGATConv` generalises both parts (Implicit Kernel Attention).
 """
 from ikgat import kernels
-from ikgat.nn import AttentionDecomposition, IKGATConv, KEPGATConv, MIKANConv
+from ikgat.nn import (
+    AttentionDecomposition,
+    IKGATConv,
+    IKTransformerConv,
+    KEPGATConv,
+    MIKANConv,
+    MIKANTransformerConv,
+)
 
 __version__ = '0.2.0.dev0'
 
 __all__ = [
-    'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition', 'kernels',
+    'IKGATConv', 'MIKANConv', 'KEPGATConv', 'IKTransformerConv',
+    'MIKANTransformerConv', 'AttentionDecomposition', 'kernels',
     '__version__'
 ]

@@ -1,7 +1,7 @@
 r"""Similarity kernels for kernel attention, selectable by name."""
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
-from ikgat.kernels.base import Kernel
+from ikgat.kernels.base import PAIRINGS, Kernel
 from ikgat.kernels.direct import DirectSpectralKernel
 from ikgat.kernels.exp import ExpKernel
 from ikgat.kernels.expsin import ExpSinKernel
@@ -31,12 +31,15 @@ KERNELS = {
 
 def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
                    num_spectral_points: int,
-                   kernel_kwargs: Optional[Dict[str, Any]] = None) -> Kernel:
+                   kernel_kwargs: Optional[Dict[str, Any]] = None,
+                   pairing: str = 'anchor') -> Kernel:
     r"""Return the kernel named :obj:`kernel` built for :obj:`heads` heads of
-    :obj:`channels` channels (kernels that declare
+    :obj:`channels` channels and the :obj:`pairing` (one of
+    :data:`~ikgat.kernels.base.PAIRINGS`; kernels that declare
     :attr:`~Kernel.has_spectral_points` also get :obj:`num_spectral_points`
     unless :obj:`kernel_kwargs` sets it), or check and return a given
-    :class:`Kernel`.
+    :class:`Kernel`.  For ``pairing='vectors'`` only the kernels that
+    declare :attr:`~Kernel.pairs_vectors` (:func:`vector_kernels`) apply.
 
     Example:
         >>> from ikgat.kernels import resolve_kernel
@@ -55,6 +58,12 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
             raise ValueError("'kernel_kwargs' only applies to a kernel given "
                              "by name; configure the kernel instance instead "
                              f"(got kernel_kwargs={kernel_kwargs!r})")
+        if kernel.pairing != pairing:
+            raise ValueError(
+                f"The kernel instance was built for pairing="
+                f"{kernel.pairing!r}, but the layer needs pairing="
+                f"{pairing!r}; build it with "
+                f"{type(kernel).__name__}(..., pairing={pairing!r})")
         if (kernel.heads, kernel.channels) != (heads, channels):
             raise ValueError(
                 f"The kernel instance was built for heads={kernel.heads}, "
@@ -69,7 +78,15 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of "
                          f"{sorted(KERNELS)} or pass a Kernel instance")
     kernel_class = KERNELS[kernel]
+    if pairing not in PAIRINGS:
+        raise ValueError(f"Unknown pairing {pairing!r}; choose one of "
+                         f"{list(PAIRINGS)}")
     kwargs = dict(kernel_kwargs or {})
+    if pairing != 'anchor':
+        if not kernel_class.pairs_vectors:
+            raise ValueError(f"The kernel {kernel!r} does not pair two "
+                             f"vectors; choose one of {vector_kernels()}")
+        kwargs['pairing'] = pairing
     if kernel_class.has_spectral_points and 'num_features' not in kwargs:
         kwargs.setdefault('num_spectral_points', num_spectral_points)
     try:
@@ -77,6 +94,13 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
     except TypeError as error:
         raise TypeError(f"Invalid kernel_kwargs {kernel_kwargs!r} for kernel "
                         f"{kernel!r}: {error}") from None
+
+
+def vector_kernels() -> List[str]:
+    r"""The names of the kernels that pair two vectors (query against key,
+    :class:`ikgat.IKTransformerConv`), sorted."""
+    return sorted(name for name, kernel_class in KERNELS.items()
+                  if kernel_class.pairs_vectors)
 
 
 __all__ = [
@@ -93,4 +117,5 @@ __all__ = [
     'ExpKernel',
     'KERNELS',
     'resolve_kernel',
+    'vector_kernels',
 ]

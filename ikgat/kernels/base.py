@@ -1,4 +1,6 @@
-r"""The interface every similarity kernel of :class:`ikgat.IKGATConv` follows.
+r"""The interface every similarity kernel follows, in its two pairings.
+
+**Node against anchor** (:class:`ikgat.IKGATConv`, ``pairing='anchor'``).
 
 Kernel attention pairs every node vector with the *anchor* :math:`c\,a`: the
 attention vector :math:`a = [a_{dst} \,\|\, a_{src}] \in \mathbb{R}^{2C}` of a
@@ -9,12 +11,27 @@ kernel therefore only
 needs to evaluate :math:`\log \mathrm{sim}(\text{node vector}, c_t a)` once per
 node, head and slope: this is the node-wise factorisation that keeps the edge
 work at :math:`O(|\mathcal{E}| H)`.
+
+**Node against node** (:class:`ikgat.IKTransformerConv`,
+``pairing='vectors'``).  Scaled dot-product attention pairs a query
+:math:`q_i \in \mathbb{R}^C` with a key :math:`k_j` (or :math:`k_j +
+e_{ij}` with edge features), so the kernel is evaluated once per edge and
+head: :meth:`Kernel.edge_log_similarity`, built on
+:meth:`Kernel.pair_log_similarity`.  The vectors have :math:`C`
+coordinates, not :math:`2C`, so a kernel is built for one pairing
+(:attr:`Kernel.dimension`); spectral points, their density and the copula
+are the same code in both.
 """
 import warnings
 from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
+
+#: The two ways a kernel pairs vectors: a node with the scaled attention
+#: vector (``'anchor'``, GAT; vectors of :math:`2C` coordinates) or a query
+#: with a key (``'vectors'``, dot-product attention; :math:`C` coordinates).
+PAIRINGS = ('anchor', 'vectors')
 
 
 class Kernel(torch.nn.Module):
@@ -24,10 +41,17 @@ class Kernel(torch.nn.Module):
     reference definition) and :meth:`log_similarity` (node-wise against the
     scaled anchors, the fast path used by the layers).
 
+    Kernels that declare :attr:`pairs_vectors` also implement
+    :meth:`pair_log_similarity` (query against key) and may override
+    :meth:`edge_log_similarity` to evaluate it over a graph's edges without
+    per-edge feature tensors.
+
     Args:
         heads (int): Number of attention heads :math:`H`.
-        channels (int): Channels per head :math:`C`; vectors have :math:`2C`
-            coordinates.
+        channels (int): Channels per head :math:`C`.
+        pairing (str, optional): One of :data:`PAIRINGS`; vectors have
+            :math:`2C` coordinates for ``'anchor'`` and :math:`C` for
+            ``'vectors'`` (:attr:`dimension`). (default: :obj:`'anchor'`)
     """
     # Capabilities, declared by each kernel class (the layers, the
     # inspection tools and the tests read these flags; nothing probes for
@@ -53,15 +77,34 @@ class Kernel(torch.nn.Module):
     #: The :math:`\epsilon` inside :math:`\log(\mathrm{sim} + \epsilon)`
     #: of :meth:`log_similarity` (kernels that can reach zero set it).
     eps: float = 0.0
+    #: Whether the kernel pairs two vectors (:meth:`pair_log_similarity`),
+    #: so that :class:`ikgat.IKTransformerConv` can use it.
+    pairs_vectors: bool = False
 
-    def __init__(self, heads: int, channels: int):
+    def __init__(self, heads: int, channels: int, *,
+                 pairing: str = 'anchor'):
         super().__init__()
         for name, value in (('heads', heads), ('channels', channels)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{type(self).__name__}: '{name}' must be a "
                                  f"positive integer (got {value!r})")
+        if pairing not in PAIRINGS:
+            raise ValueError(f"{type(self).__name__}: unknown 'pairing' "
+                             f"{pairing!r}; choose one of {list(PAIRINGS)}")
+        if pairing == 'vectors' and not self.pairs_vectors:
+            raise ValueError(f"{type(self).__name__} does not pair two "
+                             f"vectors (pairs_vectors is False); implement "
+                             f"pair_log_similarity or use a kernel that "
+                             f"does")
         self.heads = heads
         self.channels = channels
+        self.pairing = pairing
+
+    @property
+    def dimension(self) -> int:
+        r"""The number of coordinates of the vectors the kernel pairs:
+        :math:`2C` against the anchor, :math:`C` query against key."""
+        return 2 * self.channels if self.pairing == 'anchor' else self.channels
 
     def reset_parameters(self):
         r"""Re-initialise learnable parameters or random spectral points."""
@@ -169,8 +212,58 @@ class Kernel(torch.nn.Module):
         return (self.reduced_log_similarity(x_dst, anchor, False, slopes),
                 source(x_src, anchor, True, slopes))
 
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        r"""Evaluate :math:`\log\mathrm{sim}(q, k)` row by row, query
+        against key (``pairing='vectors'``).
+
+        Args:
+            query (torch.Tensor): Vectors of shape :math:`(*, H, C)`.
+            key (torch.Tensor): Vectors of the same shape.
+
+        Returns:
+            torch.Tensor of shape :math:`(*, H)`.
+        """
+        raise TypeError(f"The kernel {type(self).__name__} does not pair two "
+                        f"vectors (pairs_vectors is False)")
+
+    def reduced_pair_log_similarity(self, query: Tensor,
+                                    key: Tensor) -> Tensor:
+        r""":math:`\log\mathrm{sim}(q, k) - \gamma(\|q\|_2^2 +
+        \|k\|_2^2)`, :math:`\gamma` = :attr:`node_norm_coefficient`: the
+        pairwise counterpart of :meth:`reduced_log_similarity` (for the RBF
+        kernel :math:`q^\top k / l^2`, so that the layer never adds and
+        subtracts huge squared norms)."""
+        return self.pair_log_similarity(query, key)
+
+    def edge_log_similarity(self, query: Tensor, key: Tensor, src: Tensor,
+                            dst: Tensor,
+                            edge_key: Optional[Tensor] = None) -> Tensor:
+        r"""Return :meth:`reduced_pair_log_similarity` of every edge
+        :math:`j \to i`, between :math:`q_i` and :math:`k_j` (plus
+        :math:`e_{ij}`), of shape :math:`(E, H)`.
+
+        Args:
+            query (torch.Tensor): Target vectors :math:`(N_t, H, C)`.
+            key (torch.Tensor): Source vectors :math:`(N_s, H, C)`.
+            src (torch.Tensor): The source :math:`j` of each edge, :math:`(E,)`.
+            dst (torch.Tensor): The target :math:`i` of each edge, :math:`(E,)`.
+            edge_key (torch.Tensor, optional): Per-edge terms
+                :math:`e_{ij}` added to the keys, :math:`(E, H, C)`.
+
+        By default the vectors are gathered per edge (:math:`E \times H
+        \times C`, as dot-product attention itself); the random-feature
+        kernels override it so that no :math:`E \times H \times 2R`
+        features are formed.
+        """
+        key_j = key.index_select(0, src)
+        if edge_key is not None:
+            key_j = key_j + edge_key
+        return self.reduced_pair_log_similarity(query.index_select(0, dst),
+                                                key_j)
+
     def extra_repr(self) -> str:
-        return f'heads={self.heads}, channels={self.channels}'
+        pairing = '' if self.pairing == 'anchor' else ", pairing='vectors'"
+        return f'heads={self.heads}, channels={self.channels}{pairing}'
 
 
 def check_positive(owner: str, name: str, value: float) -> float:

@@ -15,12 +15,18 @@ class ExpKernel(Kernel):
         channels (int): Channels per head :math:`C`.
         scale (float, optional): :math:`s`. (default: :obj:`1.0`)
     """
-    def __init__(self, heads: int, channels: int, scale: float = 1.0):
-        super().__init__(heads, channels)
+    pairs_vectors = True
+
+    def __init__(self, heads: int, channels: int, scale: float = 1.0, *,
+                 pairing: str = 'anchor'):
+        super().__init__(heads, channels, pairing=pairing)
         self.scale = check_positive(type(self).__name__, 'scale', scale)
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return (self.scale * (x * y).sum(-1)).exp()
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        return self.scale * (query * key).sum(-1)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

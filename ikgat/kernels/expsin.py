@@ -24,9 +24,11 @@ class ExpSinKernel(Kernel):
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
         period (float, optional): :math:`P`. (default: :obj:`1.0`)
     """
+    pairs_vectors = True
+
     def __init__(self, heads: int, channels: int, lengthscale: float = 1.0,
-                 period: float = 1.0):
-        super().__init__(heads, channels)
+                 period: float = 1.0, *, pairing: str = 'anchor'):
+        super().__init__(heads, channels, pairing=pairing)
         owner = type(self).__name__
         self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
         self.period = check_positive(owner, 'period', period)
@@ -40,6 +42,10 @@ class ExpSinKernel(Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         diff = x - y
         return self._log_from_distance_sq((diff * diff).sum(-1)).exp()
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        diff = query - key
+        return self._log_from_distance_sq((diff * diff).sum(-1))
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

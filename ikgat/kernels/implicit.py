@@ -15,6 +15,7 @@ from ikgat.kernels.base import (
     renamed_argument,
 )
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
+from ikgat.kernels.pairwise_fourier import edge_fourier_log_similarity
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -121,6 +122,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     has_spectral_points = True
     has_kl = True
     num_sets = 2
+    pairs_vectors = True
 
     def __init__(self, heads: int, channels: int,
                  num_spectral_points: int = 64,
@@ -128,8 +130,9 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                  lengthscale: float = 1.0, num_samples: int = 1,
                  eps: float = 1e-5, copula: bool = False,
                  node_path: str = 'eager', *,
-                 num_features: Optional[int] = None):
-        super().__init__(heads, channels)
+                 num_features: Optional[int] = None,
+                 pairing: str = 'anchor'):
+        super().__init__(heads, channels, pairing=pairing)
         owner = type(self).__name__
         num_spectral_points = renamed_argument(
             owner, 'num_features', 'num_spectral_points', num_features,
@@ -151,9 +154,9 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         self.num_samples = num_samples
         self.eps = check_positive(owner, 'eps', eps)
         self.node_path = check_node_path(owner, node_path)
-        # Latent coordinates per head: two sets of R/2 points in R^{2C}.
-        self.latent_dim = (self.num_sets * (num_spectral_points // 2) * 2 *
-                           channels)
+        # Latent coordinates per head: two sets of R/2 points in R^D.
+        self.latent_dim = (self.num_sets * (num_spectral_points // 2) *
+                           self.dimension)
 
         self.encoder_hidden = torch.nn.Linear(2 * channels, hidden_channels)
         self.encoder_out = torch.nn.Linear(hidden_channels,
@@ -170,7 +173,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
         self._mean: Optional[Tensor] = None
         self._log_std: Optional[Tensor] = None
-        #: The last forward pass's spectral points, (G, H, sets, R, 2C).
+        #: The last forward pass's spectral points, (G, H, sets, R, D).
         self._points: Optional[Tensor] = None
         # Every draw of the last prepare(), S H heads:
         self._drawn: Optional[Tensor] = None
@@ -300,8 +303,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                              f'needs sample=True (the mean is one draw)')
         half = self.num_spectral_points // 2
         latent = latent.reshape(num_graphs, num_draws * self.heads,
-                                self.num_sets, half, 2 * self.channels)
-        # w = sign(z) g(|z|) for z = [z~, -z~], [G, H, sets, R, 2C]:
+                                self.num_sets, half, self.dimension)
+        # w = sign(z) g(|z|) for z = [z~, -z~], [G, H, sets, R, D]:
         dtype = latent.dtype
         points = symmetric_spectral_points(
             latent, 3, self.transform_hidden.weight.view(-1).to(dtype),
@@ -324,7 +327,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
     def spectral_points(self) -> List[Tensor]:
         r"""The spectral point sets of the last forward pass, each of shape
-        :math:`(G, H, R, 2C)`."""
+        :math:`(G, H, R, D)`."""
         if self._points is None:
             raise RuntimeError('No spectral points yet: run a forward pass')
         return list(self._points[:, :self.heads].unbind(dim=2))
@@ -335,6 +338,19 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         points = [w[0] for w in self.spectral_points()]
         return fourier_estimate(x, y, points)**2
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        return (self.similarity(query, key) + self.eps).log()
+
+    def edge_log_similarity(self, query: Tensor, key: Tensor, src: Tensor,
+                            dst: Tensor,
+                            edge_key: Optional[Tensor] = None) -> Tensor:
+        if self._points is None:
+            raise RuntimeError('No spectral points yet: run a forward pass')
+        dst_batch, src_batch = self._batches
+        return edge_fourier_log_similarity(
+            query, key, self._points.transpose(1, 2), src, dst, self.eps,
+            edge_key, dst_batch, src_batch)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
@@ -353,7 +369,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         if self._points is None:
             raise RuntimeError('No spectral points yet: run a forward pass')
         # Every draw's points (S H heads); one sample for all nodes goes
-        # stacked, (m, H, R, 2C):
+        # stacked, (m, H, R, D):
         sets: Union[Tensor, List[Tensor]] = (
             self._points.squeeze(0).transpose(0, 1)
             if self._points.size(0) == 1 else list(self._points.unbind(dim=2)))

@@ -23,8 +23,13 @@ class LinearKernel(Kernel):
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
     """
+    pairs_vectors = True
+
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return (_positive_features(x) * _positive_features(y)).sum(-1)
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        return self.similarity(query, key).log()
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

@@ -20,9 +20,12 @@ class PolynomialKernel(Kernel):
         offset (float, optional): :math:`b \ge 0`. (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon`. (default: :obj:`1e-5`)
     """
+    pairs_vectors = True
+
     def __init__(self, heads: int, channels: int, degree: int = 2,
-                 offset: float = 1.0, eps: float = 1e-5):
-        super().__init__(heads, channels)
+                 offset: float = 1.0, eps: float = 1e-5, *,
+                 pairing: str = 'anchor'):
+        super().__init__(heads, channels, pairing=pairing)
         owner = type(self).__name__
         if (not isinstance(degree, int) or isinstance(degree, bool)
                 or degree < 2 or degree % 2):
@@ -38,6 +41,9 @@ class PolynomialKernel(Kernel):
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return ((x * y).sum(-1) + self.offset).pow(self.degree)
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        return (self.similarity(query, key) + self.eps).log()
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

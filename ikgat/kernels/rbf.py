@@ -40,14 +40,27 @@ class RBFKernel(Kernel):
         >>> kernel.similarity(x, y)
         tensor([0.3679, 0.3679, 0.3679])
     """
-    def __init__(self, heads: int, channels: int, lengthscale: float = 1.0):
-        super().__init__(heads, channels)
+    pairs_vectors = True
+
+    def __init__(self, heads: int, channels: int, lengthscale: float = 1.0,
+                 *, pairing: str = 'anchor'):
+        super().__init__(heads, channels, pairing=pairing)
         self.lengthscale = check_positive(type(self).__name__, 'lengthscale',
                                            lengthscale)
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         diff = x - y
         return (-(diff * diff).sum(-1) / (2 * self.lengthscale**2)).exp()
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        diff = query - key
+        return -(diff * diff).sum(-1) / (2 * self.lengthscale**2)
+
+    def reduced_pair_log_similarity(self, query: Tensor,
+                                    key: Tensor) -> Tensor:
+        # -|q - k|^2 / 2l^2 = q^T k / l^2 - (|q|^2 + |k|^2) / 2l^2: the
+        # dot-product logit itself.
+        return (query * key).sum(-1) / self.lengthscale**2
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

@@ -11,6 +11,7 @@ from ikgat.kernels.base import (
     check_positive,
     renamed_argument,
 )
+from ikgat.kernels.pairwise_fourier import edge_fourier_log_similarity
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -51,12 +52,14 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     learnable = False
     has_spectral_points = True
     can_redraw = True
+    pairs_vectors = True
 
     def __init__(self, heads: int, channels: int,
                  num_spectral_points: int = 64, lengthscale: float = 1.0,
                  eps: float = 1e-5, node_path: str = 'eager', *,
-                 num_features: Optional[int] = None):
-        super().__init__(heads, channels)
+                 num_features: Optional[int] = None,
+                 pairing: str = 'anchor'):
+        super().__init__(heads, channels, pairing=pairing)
         owner = type(self).__name__
         num_spectral_points = renamed_argument(
             owner, 'num_features', 'num_spectral_points', num_features,
@@ -70,7 +73,7 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
             f'spectral_points_{index + 1}' for index in range(self.num_sets)
         ]
         for name in self.set_names:
-            points = torch.empty(heads, num_spectral_points, 2 * channels)
+            points = torch.empty(heads, num_spectral_points, self.dimension)
             if self.learnable:
                 self.register_parameter(name, torch.nn.Parameter(points))
             else:
@@ -79,11 +82,12 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
 
     @property
     def spectral_point_sets(self) -> List[Tensor]:
-        r"""The spectral point sets, each of shape :math:`(H, R, 2C)`."""
+        r"""The spectral point sets, each of shape :math:`(H, R, D)`
+        (:math:`D` = :attr:`dimension`)."""
         return [getattr(self, name) for name in self.set_names]
 
     def spectral_points_per_graph(self) -> List[Tensor]:
-        r"""The spectral point sets, each of shape :math:`(1, H, R, 2C)`."""
+        r"""The spectral point sets, each of shape :math:`(1, H, R, D)`."""
         return [points.unsqueeze(0) for points in self.spectral_point_sets]
 
     def reset_parameters(self):
@@ -100,6 +104,17 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
 
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return fourier_estimate(x, y, self.spectral_point_sets)**2
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+        return (self.similarity(query, key) + self.eps).log()
+
+    def edge_log_similarity(self, query: Tensor, key: Tensor, src: Tensor,
+                            dst: Tensor,
+                            edge_key: Optional[Tensor] = None) -> Tensor:
+        points = torch.stack([points.to(query.dtype)
+                              for points in self.spectral_point_sets])
+        return edge_fourier_log_similarity(query, key, points.unsqueeze(0),
+                                           src, dst, self.eps, edge_key)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

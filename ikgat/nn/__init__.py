@@ -2,8 +2,10 @@ from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv import (
     AttentionDecomposition,
     IKGATConv,
+    IKTransformerConv,
     KEPGATConv,
     MIKANConv,
+    MIKANTransformerConv,
 )
 from ikgat.nn.edge_softmax import kernel_edge_softmax
 from ikgat.nn.graph_batch import graph_batch
@@ -11,7 +13,8 @@ from ikgat.nn.layerwise import layer_over_full_graph
 from ikgat.nn.losses import kl_divergence, ksvd_loss
 
 __all__ = [
-    'IKGATConv', 'MIKANConv', 'KEPGATConv', 'AttentionDecomposition',
+    'IKGATConv', 'MIKANConv', 'KEPGATConv', 'IKTransformerConv',
+    'MIKANTransformerConv', 'AttentionDecomposition',
     'kl_divergence', 'ksvd_loss', 'attention_aggregate',
     'kernel_edge_softmax', 'layer_over_full_graph', 'graph_batch'
 ]

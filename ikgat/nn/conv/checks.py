@@ -188,3 +188,32 @@ def check_batch(layer: str, name: str, batch: Optional[Tensor],
     if batch.numel() and int(batch.min()) < 0:
         raise ValueError(f"{layer}: '{name}' holds the negative graph index "
                          f"{int(batch.min())}")
+
+
+def count_graphs(layer: str, batch_src: Optional[Tensor],
+                 batch_dst: Optional[Tensor],
+                 batch_size: Optional[int]) -> int:
+    r"""The number of graphs of a mini-batch: :obj:`batch_size` if given
+    (checked against the vectors where :func:`reads_values` allows it),
+    else one more than the largest graph index (a host synchronisation on
+    CUDA), and 1 without batch vectors."""
+    vectors = [vector for vector in (batch_src, batch_dst)
+               if vector is not None and vector.numel() > 0]
+    if batch_size is not None:
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                or batch_size < 1):
+            raise ValueError(f"{layer}: 'batch_size' must be a positive "
+                             f"integer, the number of graphs (got "
+                             f"{batch_size!r})")
+        for vector in vectors:
+            if reads_values(vector.device) and int(
+                    vector.max()) >= batch_size:
+                raise ValueError(f"{layer}: 'batch' holds the graph index "
+                                 f"{int(vector.max())} but batch_size="
+                                 f"{batch_size}; pass the number of graphs "
+                                 f"(data.num_graphs)")
+        return batch_size
+    num_graphs = 1
+    for vector in vectors:
+        num_graphs = max(num_graphs, int(vector.max()) + 1)
+    return num_graphs

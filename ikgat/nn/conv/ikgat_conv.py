@@ -40,8 +40,8 @@ from ikgat.kernels.triton_runtime import triton_usable
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
+    count_graphs,
     node_counts,
-    reads_values,
 )
 from ikgat.nn.conv.decomposition import (
     AttentionDecomposition,
@@ -542,7 +542,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
             batch_src, batch_dst = batch
         else:
             batch_src = batch_dst = batch
-        num_graphs = _num_graphs(type(self).__name__, batch_src, batch_dst,
+        num_graphs = count_graphs(type(self).__name__, batch_src, batch_dst,
                                  batch_size)
         if x_dst is None and num_graphs > 1:
             raise ValueError(
@@ -795,31 +795,3 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
-
-
-def _num_graphs(layer: str, batch_src: OptTensor, batch_dst: OptTensor,
-                batch_size: Optional[int]) -> int:
-    r"""The number of graphs of a mini-batch: :obj:`batch_size` if given
-    (checked against the vectors where :func:`reads_values` allows it),
-    else one more than the largest graph index (a host synchronisation on
-    CUDA), and 1 without batch vectors."""
-    vectors = [vector for vector in (batch_src, batch_dst)
-               if vector is not None and vector.numel() > 0]
-    if batch_size is not None:
-        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                or batch_size < 1):
-            raise ValueError(f"{layer}: 'batch_size' must be a positive "
-                             f"integer, the number of graphs (got "
-                             f"{batch_size!r})")
-        for vector in vectors:
-            if reads_values(vector.device) and int(
-                    vector.max()) >= batch_size:
-                raise ValueError(f"{layer}: 'batch' holds the graph index "
-                                 f"{int(vector.max())} but batch_size="
-                                 f"{batch_size}; pass the number of graphs "
-                                 f"(data.num_graphs)")
-        return batch_size
-    num_graphs = 1
-    for vector in vectors:
-        num_graphs = max(num_graphs, int(vector.max()) + 1)
-    return num_graphs

@@ -1,0 +1,404 @@
+r"""Kernel attention for graph transformers: the IKA decomposition of scaled
+dot-product attention, a drop-in for PyG's ``TransformerConv``."""
+from typing import Any, Dict, Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn.conv import TransformerConv
+from torch_geometric.typing import Adj, OptTensor, PairTensor, SparseTensor
+from torch_geometric.utils import (
+    is_torch_sparse_tensor,
+    scatter,
+    softmax,
+    to_edge_index,
+)
+
+from ikgat.kernels import Kernel, resolve_kernel
+from ikgat.kernels.base import check_num_spectral_points, check_positive
+from ikgat.nn.aggregation import attention_aggregate
+from ikgat.nn.conv.checks import (
+    check_batch,
+    check_edge_attr,
+    check_edge_index,
+    check_node_features,
+    count_graphs,
+)
+from ikgat.nn.conv.gat_base import check_sizes
+from ikgat.nn.dtypes import accumulation_dtype
+from ikgat.nn.norms import lp_norm_squared
+
+
+class IKTransformerConv(TransformerConv):
+    r"""Graph transformer attention whose scaled dot product is a similarity
+    kernel times an :math:`L^p` magnitude, from the `"Implicit Kernel
+    Attention" <https://arxiv.org/abs/2006.06147>`_ paper (Proposition 1);
+    a drop-in replacement for :class:`torch_geometric.nn.conv.TransformerConv`.
+
+    .. math::
+        \mathbf{x}^{\prime}_i = \mathbf{W}_1 \mathbf{x}_i +
+        \sum_{j \in \mathcal{N}(i)} \alpha_{i,j} \left(\mathbf{W}_2
+        \mathbf{x}_{j} + \mathbf{W}_6 \mathbf{e}_{ij}\right), \qquad
+        \alpha_{i,j} = \operatorname{softmax}_j \log\tilde\alpha_{i,j}.
+
+    With the query :math:`q_i = \mathbf{W}_3\mathbf{x}_i` and the key
+    :math:`k_{ij} = \mathbf{W}_4\mathbf{x}_j (+ \mathbf{W}_6
+    \mathbf{e}_{ij})`, both scaled by :math:`d^{-1/4}` (:math:`d` = the
+    channels per head), TransformerConv's attention factorises exactly as
+
+    .. math::
+        \exp\left(\frac{q_i^\top k_{ij}}{\sqrt d}\right) =
+        \underbrace{\exp\left(-\tfrac12\|\tilde q_i - \tilde k_{ij}\|^2
+        \right)}_{\text{similarity (RBF)}}
+        \;\underbrace{\exp\left(\tfrac12\|\tilde q_i\|_2^2 +
+        \tfrac12\|\tilde k_{ij}\|_2^2\right)}_{\text{magnitude}},
+        \qquad \tilde v = d^{-1/4} v.
+
+    This layer replaces the RBF kernel by any kernel of
+    :mod:`ikgat.kernels` that pairs two vectors
+    (:func:`~ikgat.kernels.vector_kernels`) and the :math:`L^2` norms by
+    :math:`L^p` norms:
+
+    .. math::
+        \log\tilde\alpha_{i,j} = \log\mathrm{sim}(\tilde q_i, \tilde k_{ij})
+        + \tfrac12\|\tilde k_{ij}\|_p^2
+        \;\left(+\, \tfrac12\|\tilde q_i\|_p^2, \text{ which cancels in the
+        softmax}\right).
+
+    With ``kernel='rbf'`` and ``p=2`` the layer computes TransformerConv's
+    function (the logit is :math:`\tilde q_i^\top\tilde k_{ij}` itself, see
+    :meth:`~ikgat.kernels.Kernel.reduced_pair_log_similarity`), and the
+    parameters have TransformerConv's names, so
+    ``conv.load_state_dict(transformer_conv.state_dict(), strict=False)``
+    starts it from a trained TransformerConv.
+
+    For the random-feature kernels the similarity is the square of the
+    estimate :math:`f(q, k) = \phi(q)^\top\phi(k) / (m^2 R)` of
+    :math:`\exp(-\|q - k\|^2/4)`: per edge and head a :math:`2R`-dot of
+    feature maps, computed per node and head group and taken in edge chunks
+    (:mod:`ikgat.kernels.pairwise_fourier`): :math:`O(E H R)` work and no
+    :math:`E \times H \times 2R` tensor, with or without edge features.
+
+    Args:
+        in_channels (int or tuple): Size of each input sample, or :obj:`-1`
+            to derive it lazily; a tuple for bipartite graphs.
+        out_channels (int): Size of each output sample per head (:math:`d`).
+        heads (int, optional): Number of attention heads. (default: :obj:`1`)
+        concat (bool, optional): Concatenate the heads' outputs, else
+            average them. (default: :obj:`True`)
+        beta (bool, optional): Gate the skip connection as TransformerConv
+            does. (default: :obj:`False`)
+        dropout (float, optional): Dropout probability of the normalised
+            attention weights. (default: :obj:`0.`)
+        edge_dim (int, optional): Edge feature dimensionality.
+            (default: :obj:`None`)
+        bias (bool, optional): Learn additive biases. (default: :obj:`True`)
+        root_weight (bool, optional): Add the transformed root node
+            features to the output. (default: :obj:`True`)
+        kernel (str or Kernel, optional): A kernel of
+            :func:`~ikgat.kernels.vector_kernels` by name, or a
+            :class:`~ikgat.kernels.Kernel` built with
+            ``pairing='vectors'``. (default: :obj:`'direct'`)
+        num_spectral_points (int, optional): :math:`R` for the
+            random-feature kernels. (default: :obj:`64`)
+        p (float, optional): The :math:`p` of the magnitude's norms.
+            (default: :obj:`2.0`)
+        magnitude (bool, optional): Multiply the similarity by the
+            magnitude term. (default: :obj:`True`)
+        kernel_kwargs (dict, optional): Options of the named kernel.
+        **kwargs (optional): Arguments of
+            :class:`torch_geometric.nn.conv.MessagePassing`.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.nn import TransformerConv
+        >>> from ikgat import IKTransformerConv
+        >>> x = torch.randn(4, 8)
+        >>> edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])
+        >>> reference = TransformerConv(8, 16, heads=2)
+        >>> conv = IKTransformerConv(8, 16, heads=2, kernel='rbf')
+        >>> _ = conv.load_state_dict(reference.state_dict(), strict=False)
+        >>> torch.allclose(conv(x, edge_index), reference(x, edge_index),
+        ...                atol=1e-5)
+        True
+    """
+    def __init__(
+        self,
+        in_channels: Union[int, Tuple[int, int]],
+        out_channels: int,
+        heads: int = 1,
+        concat: bool = True,
+        beta: bool = False,
+        dropout: float = 0.,
+        edge_dim: Optional[int] = None,
+        bias: bool = True,
+        root_weight: bool = True,
+        *,
+        kernel: Union[str, Kernel] = 'direct',
+        num_spectral_points: int = 64,
+        p: float = 2.0,
+        magnitude: bool = True,
+        kernel_kwargs: Optional[Dict[str, Any]] = None,
+        **kwargs,
+    ):
+        name = type(self).__name__
+        check_sizes(name, in_channels, out_channels, heads, edge_dim)
+        if isinstance(dropout, bool) or not isinstance(
+                dropout, (int, float)) or not 0.0 <= dropout < 1.0:
+            raise ValueError(f"{name}: 'dropout' must be in [0, 1) (got "
+                             f"{dropout!r})")
+        super().__init__(in_channels, out_channels, heads, concat, beta,
+                         dropout, edge_dim, bias, root_weight, **kwargs)
+        self.num_spectral_points = check_num_spectral_points(
+            name, num_spectral_points)
+        self.p = check_positive(name, 'p', p)
+        try:
+            self.kernel = resolve_kernel(kernel, heads, out_channels,
+                                         num_spectral_points, kernel_kwargs,
+                                         pairing='vectors')
+        except ValueError as error:
+            raise ValueError(f'{name}: {error}') from None
+        self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
+        #: ``(batch, batch_size)`` supplied by :func:`ikgat.nn.graph_batch`.
+        self.graph_batch: Optional[Tuple[Tensor, Optional[int]]] = None
+        self.kernel.reset_parameters()
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        kernel = self._modules.get('kernel')
+        if kernel is not None:
+            kernel.reset_parameters()
+
+    def forward(  # noqa: F811
+        self,
+        x: Union[Tensor, PairTensor],
+        edge_index: Adj,
+        edge_attr: OptTensor = None,
+        return_attention_weights: Optional[bool] = None,
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
+        batch_size: Optional[int] = None,
+    ):
+        r"""Runs the forward pass of the module.
+
+        Args:
+            x (torch.Tensor or (torch.Tensor, torch.Tensor)): The input node
+                features (source and target features if bipartite).
+            edge_index (torch.Tensor or SparseTensor): The edge indices, or a
+                sparse transposed adjacency ``adj_t``.
+            edge_attr (torch.Tensor, optional): The edge features.
+                (default: :obj:`None`)
+            return_attention_weights (bool, optional): Also return
+                :obj:`(edge_index, attention_weights)` (the sparse adjacency
+                holding them for a :class:`SparseTensor`) whenever it is
+                set, as in TransformerConv. (default: :obj:`None`)
+            batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
+                The sorted graph index of every node (sources and targets if
+                bipartite), so that the implicit kernels draw each graph's
+                spectral points from that graph alone; the other kernels
+                ignore it (:func:`ikgat.nn.graph_batch` supplies it where a
+                container does not). (default: :obj:`None`)
+            batch_size (int, optional): The number of graphs in
+                :obj:`batch`. (default: :obj:`None`)
+        """
+        if batch is None and self.graph_batch is not None:
+            batch, batch_size = self.graph_batch
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
+        H, C = self.heads, self.out_channels
+        query = self.lin_query(x_dst).view(-1, H, C)
+        key = self.lin_key(x_src).view(-1, H, C)
+        value = self.lin_value(x_src).view(-1, H, C)
+        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
+        edge_key = None
+        if self.lin_edge is not None:
+            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
+
+        alpha = self._attention(query, key, edge_key, src, dst, ptr, batch,
+                                batch_size).to(value.dtype)
+        dropped = F.dropout(alpha, p=self.dropout, training=self.training)
+        out = self._aggregate(dropped, value, edge_key, src, dst, ptr,
+                              query.size(0))
+
+        if self.concat:
+            out = out.view(-1, H * C)
+        else:
+            out = out.mean(dim=1)
+        if self.root_weight:
+            x_r = self.lin_skip(x_dst)
+            if self.lin_beta is not None:
+                beta = self.lin_beta(torch.cat([out, x_r, out - x_r], dim=-1))
+                beta = beta.sigmoid()
+                out = beta * x_r + (1 - beta) * out
+            else:
+                out = out + x_r
+
+        if isinstance(return_attention_weights, bool):
+            if isinstance(edge_index, SparseTensor):
+                return out, edge_index.set_value(alpha, layout='coo')
+            return out, (edge_index, alpha)
+        return out
+
+    def _attention(self, query: Tensor, key: Tensor, edge_key: OptTensor,
+                   src: Tensor, dst: Tensor, ptr: OptTensor,
+                   batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                   batch_size: Optional[int]) -> Tensor:
+        r"""The attention weights :math:`\alpha` :math:`(E, H)`; a
+        stochastic kernel in evaluation averages those of its
+        :obj:`num_samples` draws."""
+        dtype = accumulation_dtype(query.dtype)
+        scale = self.out_channels**-0.25
+        query, key = query.to(dtype) * scale, key.to(dtype) * scale
+        if edge_key is not None:
+            edge_key = edge_key.to(dtype) * scale
+        passes = 1
+        if self.kernel.stochastic:
+            passes = 1 if self.training else self.kernel.num_samples
+            self._prepare_kernel(query, key, batch, batch_size,
+                                 sample=self.training or passes > 1,
+                                 num_draws=passes)
+        source_terms = self._source_terms(key, edge_key, src)
+        alpha = query.new_zeros(0)
+        for draw in range(passes):
+            if passes > 1:
+                self.kernel.select_draw(draw)
+            logit = self.kernel.edge_log_similarity(query, key, src, dst,
+                                                    edge_key)
+            if source_terms is not None:
+                logit = logit + source_terms
+            weights = softmax(logit, dst, ptr, num_nodes=query.size(0))
+            alpha = weights if draw == 0 else alpha + weights
+        return alpha / passes if passes > 1 else alpha
+
+    def _source_terms(self, key: Tensor, edge_key: OptTensor,
+                      src: Tensor) -> OptTensor:
+        r"""What the logit adds on the key side, :math:`(E, H)` or
+        :obj:`None`: the magnitude :math:`\tfrac12\|\tilde k\|_p^2` and the
+        kernel's :math:`\gamma\|\tilde k\|_2^2` that
+        :meth:`~ikgat.kernels.Kernel.reduced_pair_log_similarity` leaves
+        out (for the RBF kernel with :math:`l = 1` and :math:`p = 2` the
+        two cancel exactly).  The query's terms are constant over a
+        softmax group and are left out."""
+        gamma = self.kernel.node_norm_coefficient
+        squared = 0.0
+        if self.magnitude and self.p == 2.0:
+            squared = gamma + 0.5
+        elif gamma != 0.0:
+            squared = gamma
+        lp = self.magnitude and self.p != 2.0
+        if squared == 0.0 and not lp:
+            return None
+        if edge_key is not None:  # per edge, as the keys are
+            keys = key.index_select(0, src) + edge_key
+        else:
+            keys = key
+        terms = keys.new_zeros(keys.shape[:2])
+        if squared != 0.0:
+            terms = terms + squared * (keys * keys).sum(-1)
+        if lp:
+            terms = terms + 0.5 * lp_norm_squared(keys, self.p)
+        return terms if edge_key is not None else terms.index_select(0, src)
+
+    def _prepare_kernel(self, query: Tensor, key: Tensor,
+                        batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                        batch_size: Optional[int], sample: bool,
+                        num_draws: int) -> None:
+        if isinstance(batch, (tuple, list)):
+            batch_src, batch_dst = batch
+        else:
+            batch_src = batch_dst = batch
+        num_graphs = count_graphs(type(self).__name__, batch_src, batch_dst,
+                                  batch_size)
+        if num_draws == 1:
+            self.kernel.prepare(key, query, batch_src, batch_dst, num_graphs,
+                                sample)
+        else:
+            self.kernel.prepare(key, query, batch_src, batch_dst, num_graphs,
+                                sample, num_draws=num_draws)
+
+    def _aggregate(self, alpha: Tensor, value: Tensor, edge_key: OptTensor,
+                   src: Tensor, dst: Tensor, ptr: OptTensor,
+                   num_dst: int) -> Tensor:
+        r""":math:`\sum_j \alpha_{ij}(v_j + e_{ij})`, :math:`(N_t, H, C)`:
+        the values in edge chunks that keep only :math:`\alpha` for
+        backward (a plain scatter under :func:`torch.compile`)."""
+        if torch.compiler.is_compiling():
+            message = value.index_select(0, src)
+            if edge_key is not None:
+                message = message + edge_key
+            return scatter(alpha.unsqueeze(-1) * message, dst, 0, num_dst,
+                           reduce='sum')
+        out = attention_aggregate(alpha, value, torch.stack([src, dst]),
+                                  num_dst)
+        if edge_key is not None:
+            out = out + scatter(alpha.unsqueeze(-1) * edge_key, dst, 0,
+                                num_dst, reduce='sum')
+        return out
+
+    def spectral_points(self):
+        r"""The spectral point sets of a random-feature kernel, each of shape
+        :math:`(G, H, R, C)`."""
+        if not self.kernel.has_spectral_points:
+            raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
+                            f"spectral points")
+        return self.kernel.spectral_points_per_graph()
+
+    def kl_divergence(self) -> Tensor:
+        r"""The KL divergence of the variational kernel's last forward pass
+        to its prior (zero for the deterministic kernels)."""
+        if self.kernel.has_kl:
+            return self.kernel.kl_divergence()
+        return self.lin_query.weight.new_zeros(())
+
+    def _check_inputs(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
+                      edge_attr: OptTensor,
+                      batch: Union[OptTensor, Tuple[Tensor, Tensor]]
+                      ) -> None:
+        if torch.compiler.is_compiling():
+            return
+        name = type(self).__name__
+        src_channels, dst_channels = (
+            (self.in_channels, self.in_channels) if isinstance(
+                self.in_channels, int) else self.in_channels)
+        if x_dst is None:
+            raise ValueError(f"{name}: the target features of x=(x_src, "
+                             f"x_dst) are None; the queries need them")
+        check_node_features(name, 'x_src' if x_src is not x_dst else 'x',
+                            x_src, src_channels)
+        if x_dst is not x_src:
+            check_node_features(name, 'x_dst', x_dst, dst_channels)
+        check_edge_index(name, edge_index, x_src.size(0), x_dst.size(0))
+        check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
+        if self.edge_dim is not None and edge_attr is None and not (
+                isinstance(edge_index, SparseTensor)
+                and edge_index.has_value()):
+            raise ValueError(f"{name}: the layer has edge_dim="
+                             f"{self.edge_dim} but no 'edge_attr' was given; "
+                             f"pass edge_attr of shape [num_edges, "
+                             f"{self.edge_dim}]")
+        batches = batch if isinstance(batch, (tuple, list)) else (batch,
+                                                                  batch)
+        for vector, rows, side in ((batches[0], x_src.size(0), 'batch'),
+                                   (batches[1], x_dst.size(0), 'batch')):
+            check_batch(name, side, vector, rows)
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}({self.in_channels}, '
+                f'{self.out_channels}, heads={self.heads}, '
+                f'kernel={type(self.kernel).__name__})')
+
+
+def _edges(edge_index: Adj, edge_attr: OptTensor
+           ) -> Tuple[Tensor, Tensor, OptTensor, OptTensor]:
+    r"""The sources, targets, target pointer (sparse inputs) and edge
+    features of an adjacency, in the order PyG's ``propagate`` uses."""
+    if isinstance(edge_index, SparseTensor):
+        dst, src, value = edge_index.coo()
+        if edge_attr is None:
+            edge_attr = value
+        return src, dst, edge_index.storage.rowptr(), edge_attr
+    if is_torch_sparse_tensor(edge_index):
+        (dst, src), _ = to_edge_index(edge_index)
+        return src, dst, None, edge_attr
+    if edge_index.dtype != torch.long:
+        edge_index = edge_index.long()
+    return edge_index[0], edge_index[1], None, edge_attr
