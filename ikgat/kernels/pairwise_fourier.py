@@ -32,10 +32,12 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 #: Elements of one per-node feature table of a head group
-#: (:math:`N \times H_g \times 2R`; float32: 64 MiB).
-TABLE_ELEMENTS = 1 << 24
-#: Elements of one edge chunk's scratch (:math:`E_c \times H_g \times 2R`).
-EDGE_CHUNK_ELEMENTS = 1 << 22
+#: (:math:`N \times H_g \times 2R`; float32: 16 MiB); a head group holds as
+#: many heads as fit, at least one.
+TABLE_ELEMENTS = 1 << 22
+#: Elements of one chunk's scratch (:math:`E_c \times H_g \times 2R` for an
+#: edge chunk; float32: 1 MiB, cache-sized).
+CHUNK_ELEMENTS = 1 << 18
 
 
 def chunks(count: int, size: int):
@@ -81,71 +83,126 @@ def edge_fourier_log_similarity(query: Tensor, key: Tensor, points: Tensor,
                                            float(eps))
 
 
-def _angles(x: Tensor, points: Tensor, graph: Optional[Tensor]) -> Tensor:
-    r""":math:`W_s x` of shape :math:`(m, n, H_g, R)` for rows :math:`x`
-    :math:`(n, H_g, C)` and points :math:`(G, m, H_g, R, C)`; with
+class _Points:
+    r"""A head group's spectral points laid out for batched products:
+    :math:`(G, H_g, C, mR)` (the sets side by side), with the gradient
+    accumulated in the same layout."""
+
+    def __init__(self, points: Tensor, group: slice):
+        self.num_sets, self.num_points = points.size(1), points.size(3)
+        # [G, m, Hg, R, C] -> [G, Hg, C, m R]:
+        self.matrix = points[:, :, group].permute(0, 2, 4, 1, 3).flatten(3)
+        self.grad = torch.zeros_like(self.matrix)
+
+    def grad_points(self) -> Tensor:
+        r"""The accumulated gradient as :math:`(G, m, H_g, R, C)`."""
+        grad = self.grad.unflatten(3, (self.num_sets, self.num_points))
+        return grad.permute(0, 3, 1, 4, 2)
+
+
+def _angles(x: Tensor, points: _Points, graph: Optional[Tensor]) -> Tensor:
+    r""":math:`W_s x` of rows :math:`x` :math:`(n, H_g, C)`, the sets side
+    by side: :math:`(n, H_g, mR)` (a view of a head-major product); with
     :obj:`graph`, each row against the points of its graph."""
     if graph is None:
-        return torch.einsum('nhc,mhrc->mnhr', x, points[0])
-    return torch.einsum('nhc,nmhrc->mnhr', x, points[graph])
+        return torch.bmm(x.transpose(0, 1), points.matrix[0]).transpose(0, 1)
+    return torch.einsum('nhc,nhcq->nhq', x, points.matrix[graph])
 
 
-def _angles_backward(grad: Tensor, x: Tensor, points: Tensor,
-                     graph: Optional[Tensor],
-                     grad_points: Tensor) -> Tensor:
+def _angles_backward(grad: Tensor, x: Tensor, points: _Points,
+                     graph: Optional[Tensor]) -> Tensor:
     r"""The gradient of :func:`_angles` with respect to :obj:`x`; adds the
-    one with respect to the points to :obj:`grad_points` (in place)."""
+    one with respect to the points to :obj:`points.grad`."""
     if graph is None:
-        grad_points[0] += torch.einsum('mnhr,nhc->mhrc', grad, x)
-        return torch.einsum('mnhr,mhrc->nhc', grad, points[0])
-    grad_points.index_add_(0, graph, torch.einsum('mnhr,nhc->nmhrc', grad, x))
-    return torch.einsum('mnhr,nmhrc->nhc', grad, points[graph])
+        head_major = grad.transpose(0, 1)  # [Hg, n, mR]
+        points.grad[0] += torch.bmm(x.permute(1, 2, 0), head_major)
+        return torch.bmm(head_major,
+                         points.matrix[0].transpose(1, 2)).transpose(0, 1)
+    points.grad.index_add_(0, graph, torch.einsum('nhq,nhc->nhcq', grad, x))
+    return torch.einsum('nhq,nhcq->nhc', grad, points.matrix[graph])
 
 
-def _features(angles: Tensor) -> Tensor:
-    r""":math:`\phi = \sum_s [\cos; \sin]` of shape :math:`(n, H_g, 2R)`."""
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).sum(0)
+def _cos_sin(angles: Tensor) -> Tuple[Tensor, Tensor]:
+    r"""The cosines and sines of the angles, row-major :math:`(n, H_g,
+    mR)` whatever the layout of :obj:`angles`."""
+    cos = angles.new_empty(angles.shape)
+    sin = angles.new_empty(angles.shape)
+    torch.cos(angles, out=cos)
+    torch.sin(angles, out=sin)
+    return cos, sin
 
 
-def _features_backward(grad: Tensor, angles: Tensor) -> Tensor:
-    r"""The gradient of :func:`_features` with respect to the angles."""
-    grad_cos, grad_sin = grad.chunk(2, dim=-1)
-    return angles.cos() * grad_sin - angles.sin() * grad_cos
+def _features(cos: Tensor, sin: Tensor, num_points: int) -> Tensor:
+    r""":math:`\phi = [\sum_s \cos;\, \sum_s \sin]` of shape :math:`(n,
+    H_g, 2R)` from :func:`_cos_sin`."""
+    n, heads, width = cos.shape
+    out = cos.new_empty(n, heads, 2 * num_points)
+    for half, values in ((slice(0, num_points), cos),
+                         (slice(num_points, None), sin)):
+        sets = values.view(n, heads, width // num_points, num_points)
+        torch.sum(sets, dim=2, out=out[..., half])
+    return out
 
 
-def _row_chunk(points: Tensor, graph: Optional[Tensor]) -> int:
-    r"""Rows per chunk of :func:`_angles`: the :math:`m \times n \times H_g
-    \times R` angles (times :math:`C` gathered points per row with
-    :obj:`graph`) within :data:`EDGE_CHUNK_ELEMENTS`."""
-    per_row = points[0].numel() // points.size(-1)
-    if graph is not None:
-        per_row *= points.size(-1) + 1
-    return max(1, EDGE_CHUNK_ELEMENTS // max(1, per_row))
+def _features_backward(grad: Tensor, cos: Tensor, sin: Tensor,
+                       num_points: int) -> Tensor:
+    r"""The gradient of :func:`_features` with respect to the angles,
+    :math:`\partial\phi/\partial a = [-\sin;\, \cos]` per set."""
+    n, heads, width = cos.shape
+    shape = (n, heads, width // num_points, num_points)
+    grad_cos = grad[..., :num_points].unsqueeze(2)
+    grad_sin = grad[..., num_points:].unsqueeze(2)
+    out = cos.view(shape) * grad_sin
+    out -= sin.view(shape) * grad_cos
+    return out.view(n, heads, width)
 
 
-def _node_features(x: Tensor, points: Tensor,
-                   graph: Optional[Tensor]) -> Tensor:
-    r""":math:`\phi(x)` of every row, :math:`(n, H_g, 2R)`, in row chunks."""
-    step = _row_chunk(points, graph)
-    return torch.cat([
-        _features(_angles(x[a:b], points,
-                          None if graph is None else graph[a:b]))
-        for a, b in chunks(x.size(0), step)
-    ]) if x.size(0) else x.new_zeros(0, x.size(1), 2 * points.size(3))
+class _NodeSide:
+    r"""One side's (queries' or keys') features in a head group, with what
+    their backward needs: the cosines and sines where they fit the table
+    budget, else recomputed in row chunks."""
 
+    def __init__(self, x: Tensor, points: _Points, graph: Optional[Tensor],
+                 keep: bool):
+        self.x, self.points, self.graph = x, points, graph
+        self.cached: Optional[Tuple[Tensor, Tensor]] = None
+        parts = []
+        for a, b in self._row_chunks():
+            cos, sin = _cos_sin(_angles(x[a:b], points, self._graph(a, b)))
+            parts.append(_features(cos, sin, points.num_points))
+            if keep and a == 0 and b == x.size(0):
+                self.cached = (cos, sin)
+        self.features = (torch.cat(parts) if len(parts) != 1 else parts[0]
+                         ) if parts else x.new_zeros(
+                             0, x.size(1), 2 * points.num_points)
 
-def _node_features_backward(grad: Tensor, x: Tensor, points: Tensor,
-                            graph: Optional[Tensor],
-                            grad_points: Tensor) -> Tensor:
-    r"""Map the gradient of :func:`_node_features` back to :obj:`x` (and
-    add the points' share to :obj:`grad_points`)."""
-    grad_x = torch.empty_like(x)
-    for a, b in chunks(x.size(0), _row_chunk(points, graph)):
-        part = None if graph is None else graph[a:b]
-        angles = _angles(x[a:b], points, part)
-        grad_x[a:b] = _angles_backward(_features_backward(grad[a:b], angles),
-                                       x[a:b], points, part, grad_points)
-    return grad_x
+    def _graph(self, a: int, b: int) -> Optional[Tensor]:
+        return None if self.graph is None else self.graph[a:b]
+
+    def _row_chunks(self):
+        per_row = self.points.matrix[0].numel()
+        if self.graph is None:  # angles, cosines and sines only
+            per_row //= self.points.matrix.size(2)
+        rows = self.x.size(0)
+        step = rows if per_row * rows <= TABLE_ELEMENTS else max(
+            1, CHUNK_ELEMENTS // per_row)
+        return chunks(rows, max(1, step))
+
+    def backward(self, grad_features: Tensor) -> Tensor:
+        r"""The gradient with respect to :obj:`x` (and the points')."""
+        num_points = self.points.num_points
+        if self.cached is not None:
+            return _angles_backward(
+                _features_backward(grad_features, *self.cached, num_points),
+                self.x, self.points, self.graph)
+        grad_x = torch.empty_like(self.x)
+        for a, b in self._row_chunks():
+            graph = self._graph(a, b)
+            cos, sin = _cos_sin(_angles(self.x[a:b], self.points, graph))
+            grad_x[a:b] = _angles_backward(
+                _features_backward(grad_features[a:b], cos, sin, num_points),
+                self.x[a:b], self.points, graph)
+        return grad_x
 
 
 def _head_groups(num_heads: int, rows: int, width: int):
@@ -156,11 +213,11 @@ def _head_groups(num_heads: int, rows: int, width: int):
         yield slice(start, min(start + size, num_heads))
 
 
-def _edge_chunk(points: Tensor, heads: int, per_edge_points: bool) -> int:
-    width = 2 * points.size(3) * heads
+def _edge_chunk(points: _Points, heads: int, per_edge_points: bool) -> int:
+    width = 2 * points.num_points * heads
     if per_edge_points:
-        width += points.size(1) * heads * points.size(3) * points.size(4)
-    return max(1, EDGE_CHUNK_ELEMENTS // width)
+        width += points.matrix[0].numel()
+    return max(1, CHUNK_ELEMENTS // width)
 
 
 class _EdgeFourierLogSimilarity(torch.autograd.Function):
@@ -177,7 +234,7 @@ class _EdgeFourierLogSimilarity(torch.autograd.Function):
             estimate[:, group] = _group_estimates(
                 query[:, group], key[:, group],
                 None if edge_key is None else edge_key[:, group],
-                points[:, :, group], src, dst, graph_dst, graph_src)
+                _Points(points, group), src, dst, graph_dst, graph_src)
         estimate /= normaliser
         ctx.save_for_backward(query, key, edge_key, points, src, dst,
                               graph_dst, graph_src, estimate)
@@ -193,33 +250,34 @@ class _EdgeFourierLogSimilarity(torch.autograd.Function):
         # d log(f^2 + eps) / d(dot) with f = dot / normaliser:
         grad_dot = grad_log * 2 * estimate / (
             (estimate * estimate + ctx.eps) * normaliser)
-        grad_query = torch.zeros_like(query)
-        grad_key = torch.zeros_like(key)
+        grad_query = torch.empty_like(query)
+        grad_key = torch.empty_like(key)
         grad_edge_key = None if edge_key is None else torch.empty_like(
             edge_key)
-        grad_points = torch.zeros_like(points)
+        grad_points = torch.empty_like(points)
         rows = max(query.size(0), key.size(0))
         for group in _head_groups(query.size(1), rows, 2 * points.size(3)):
-            _group_backward(grad_dot[:, group], query[:, group],
-                            key[:, group],
-                            None if edge_key is None else edge_key[:, group],
-                            points[:, :, group], src, dst, graph_dst,
-                            graph_src, grad_query[:, group],
-                            grad_key[:, group],
-                            None if grad_edge_key is None else
-                            grad_edge_key[:, group], grad_points[:, :, group])
+            group_points = _Points(points, group)
+            grads = _group_backward(
+                grad_dot[:, group], query[:, group], key[:, group],
+                None if edge_key is None else edge_key[:, group],
+                group_points, src, dst, graph_dst, graph_src)
+            grad_query[:, group], grad_key[:, group] = grads[:2]
+            if grad_edge_key is not None:
+                grad_edge_key[:, group] = grads[2]
+            grad_points[:, :, group] = group_points.grad_points()
         return (grad_query, grad_key, grad_edge_key, grad_points, None, None,
                 None, None, None)
 
 
 def _group_estimates(query: Tensor, key: Tensor, edge_key: Optional[Tensor],
-                     points: Tensor, src: Tensor, dst: Tensor,
+                     points: _Points, src: Tensor, dst: Tensor,
                      graph_dst: Optional[Tensor],
                      graph_src: Optional[Tensor]) -> Tensor:
     r"""The edge dots :math:`\phi(q_i)^\top\phi(k_j)` of one head group,
     :math:`(E, H_g)`."""
-    query_features = _node_features(query, points, graph_dst)
-    key_features = (_node_features(key, points, graph_src)
+    query_features = _NodeSide(query, points, graph_dst, False).features
+    key_features = (_NodeSide(key, points, graph_src, False).features
                     if edge_key is None else None)
     per_edge_points = edge_key is not None and graph_dst is not None
     out = query.new_empty(src.numel(), query.size(1))
@@ -227,64 +285,74 @@ def _group_estimates(query: Tensor, key: Tensor, edge_key: Optional[Tensor],
                        _edge_chunk(points, query.size(1), per_edge_points)):
         key_chunk, _ = _edge_key_features(key, edge_key, key_features,
                                           points, src, dst, graph_dst, a, b)
-        out[a:b] = (query_features.index_select(0, dst[a:b]) *
-                    key_chunk).sum(-1)
+        product = query_features.index_select(0, dst[a:b])
+        product *= key_chunk
+        torch.sum(product, dim=-1, out=out[a:b])
     return out
 
 
 def _edge_key_features(key: Tensor, edge_key: Optional[Tensor],
-                       key_features: Optional[Tensor], points: Tensor,
+                       key_features: Optional[Tensor], points: _Points,
                        src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
                        a: int, b: int
                        ) -> Tuple[Tensor, Optional[Tuple[Tensor, Tensor,
+                                                         Tensor,
                                                          Optional[Tensor]]]]:
     r"""The key features of edges :obj:`a` to :obj:`b`, and, for per-edge
-    keys, what their backward needs (keys, angles, graphs)."""
+    keys, what their backward needs (keys, cosines, sines, graphs)."""
     if edge_key is None:
         assert key_features is not None
         return key_features.index_select(0, src[a:b]), None
     keys = key.index_select(0, src[a:b]) + edge_key[a:b]
     graph = None if graph_dst is None else graph_dst.index_select(
         0, dst[a:b])
-    angles = _angles(keys, points, graph)
-    return _features(angles), (keys, angles, graph)
+    cos, sin = _cos_sin(_angles(keys, points, graph))
+    return (_features(cos, sin, points.num_points),
+            (keys, cos, sin, graph))
 
 
 def _group_backward(grad_dot: Tensor, query: Tensor, key: Tensor,
-                    edge_key: Optional[Tensor], points: Tensor, src: Tensor,
+                    edge_key: Optional[Tensor], points: _Points, src: Tensor,
                     dst: Tensor, graph_dst: Optional[Tensor],
-                    graph_src: Optional[Tensor], grad_query: Tensor,
-                    grad_key: Tensor, grad_edge_key: Optional[Tensor],
-                    grad_points: Tensor) -> None:
-    r"""Add one head group's gradients to the given views (in place)."""
-    query_features = _node_features(query, points, graph_dst)
-    grad_query_features = torch.zeros_like(query_features)
-    key_features = grad_key_features = None
+                    graph_src: Optional[Tensor]
+                    ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    r"""One head group's gradients with respect to the queries, the keys
+    and the edge keys (the points' are added to :obj:`points.grad`)."""
+    query_side = _NodeSide(query, points, graph_dst, True)
+    grad_query_features = torch.zeros_like(query_side.features)
+    key_side = grad_key_features = None
     if edge_key is None:
-        key_features = _node_features(key, points, graph_src)
-        grad_key_features = torch.zeros_like(key_features)
+        key_side = _NodeSide(key, points, graph_src, True)
+        grad_key_features = torch.zeros_like(key_side.features)
+        grad_key = None
+    else:
+        grad_key = torch.zeros_like(key)
+    grad_edge_key = None if edge_key is None else torch.empty_like(edge_key)
     per_edge_points = edge_key is not None and graph_dst is not None
     for a, b in chunks(src.numel(),
                        _edge_chunk(points, query.size(1), per_edge_points)):
         weight = grad_dot[a:b].unsqueeze(-1)
-        query_chunk = query_features.index_select(0, dst[a:b])
-        key_chunk, saved = _edge_key_features(key, edge_key, key_features,
-                                              points, src, dst, graph_dst,
-                                              a, b)
-        grad_query_features.index_add_(0, dst[a:b], weight * key_chunk)
+        query_chunk = query_side.features.index_select(0, dst[a:b])
+        key_chunk, saved = _edge_key_features(
+            key, edge_key, None if key_side is None else key_side.features,
+            points, src, dst, graph_dst, a, b)
+        key_chunk *= weight
+        grad_query_features.index_add_(0, dst[a:b], key_chunk)
+        query_chunk *= weight
         if saved is None:
             assert grad_key_features is not None
-            grad_key_features.index_add_(0, src[a:b], weight * query_chunk)
+            grad_key_features.index_add_(0, src[a:b], query_chunk)
             continue
-        keys, angles, graph = saved
+        keys, cos, sin, graph = saved
         grad_keys = _angles_backward(
-            _features_backward(weight * query_chunk, angles), keys, points,
-            graph, grad_points)
-        assert grad_edge_key is not None
+            _features_backward(query_chunk, cos, sin, points.num_points),
+            keys, points, graph)
+        assert grad_edge_key is not None and grad_key is not None
         grad_edge_key[a:b] = grad_keys
         grad_key.index_add_(0, src[a:b], grad_keys)
-    grad_query += _node_features_backward(grad_query_features, query, points,
-                                          graph_dst, grad_points)
-    if grad_key_features is not None:
-        grad_key += _node_features_backward(grad_key_features, key, points,
-                                            graph_src, grad_points)
+    grad_query = query_side.backward(grad_query_features)
+    if key_side is not None:
+        assert grad_key_features is not None
+        grad_key = key_side.backward(grad_key_features)
+    assert grad_key is not None
+    return grad_query, grad_key, grad_edge_key
