@@ -132,11 +132,13 @@ def _cos_sin(angles: Tensor) -> Tuple[Tensor, Tensor]:
     return cos, sin
 
 
-def _features(cos: Tensor, sin: Tensor, num_points: int) -> Tensor:
+def _features(cos: Tensor, sin: Tensor, num_points: int,
+              out: Optional[Tensor] = None) -> Tensor:
     r""":math:`\phi = [\sum_s \cos;\, \sum_s \sin]` of shape :math:`(n,
-    H_g, 2R)` from :func:`_cos_sin`."""
+    H_g, 2R)` from :func:`_cos_sin` (into :obj:`out` if given)."""
     n, heads, width = cos.shape
-    out = cos.new_empty(n, heads, 2 * num_points)
+    if out is None:
+        out = cos.new_empty(n, heads, 2 * num_points)
     for half, values in ((slice(0, num_points), cos),
                          (slice(num_points, None), sin)):
         sets = values.view(n, heads, width // num_points, num_points)
@@ -158,59 +160,62 @@ def _features_backward(grad: Tensor, cos: Tensor, sin: Tensor,
 
 
 class _NodeSide:
-    r"""One side's (queries' or keys') features in a head group, with what
-    their backward needs: the cosines and sines where they fit the table
-    budget, else recomputed in row chunks."""
+    r"""One side's (queries' or keys') features in a head group, written
+    into :obj:`table` :math:`(n, H_g, 2R)` row chunk by row chunk (cache-
+    sized temporaries), with the cosines and sines kept in :obj:`cache`
+    if given (else recomputed by :meth:`backward`)."""
 
     def __init__(self, x: Tensor, points: _Points, graph: Optional[Tensor],
-                 keep: bool):
+                 table: Tensor,
+                 cache: Optional[Tuple[Tensor, Tensor]] = None):
         self.x, self.points, self.graph = x, points, graph
-        self.cached: Optional[Tuple[Tensor, Tensor]] = None
-        parts = []
+        self.table, self.cache = table, cache
         for a, b in self._row_chunks():
-            cos, sin = _cos_sin(_angles(x[a:b], points, self._graph(a, b)))
-            parts.append(_features(cos, sin, points.num_points))
-            if keep and a == 0 and b == x.size(0):
-                self.cached = (cos, sin)
-        self.features = (torch.cat(parts) if len(parts) != 1 else parts[0]
-                         ) if parts else x.new_zeros(
-                             0, x.size(1), 2 * points.num_points)
+            _features(*self._cos_sin(a, b), points.num_points,
+                      out=table[a:b])
+
+    def _row_chunks(self):
+        per_row = self.points.matrix[0].numel()
+        if self.graph is None:  # angles only, no gathered points
+            per_row //= self.points.matrix.size(2)
+        return chunks(self.x.size(0), max(1, CHUNK_ELEMENTS // per_row))
 
     def _graph(self, a: int, b: int) -> Optional[Tensor]:
         return None if self.graph is None else self.graph[a:b]
 
-    def _row_chunks(self):
-        per_row = self.points.matrix[0].numel()
-        if self.graph is None:  # angles, cosines and sines only
-            per_row //= self.points.matrix.size(2)
-        rows = self.x.size(0)
-        step = rows if per_row * rows <= TABLE_ELEMENTS else max(
-            1, CHUNK_ELEMENTS // per_row)
-        return chunks(rows, max(1, step))
+    def _cos_sin(self, a: int, b: int) -> Tuple[Tensor, Tensor]:
+        angles = _angles(self.x[a:b], self.points, self._graph(a, b))
+        if self.cache is None:
+            return _cos_sin(angles)
+        cos, sin = self.cache[0][a:b], self.cache[1][a:b]
+        torch.cos(angles, out=cos)
+        torch.sin(angles, out=sin)
+        return cos, sin
 
-    def backward(self, grad_features: Tensor) -> Tensor:
-        r"""The gradient with respect to :obj:`x` (and the points')."""
-        num_points = self.points.num_points
-        if self.cached is not None:
-            return _angles_backward(
-                _features_backward(grad_features, *self.cached, num_points),
-                self.x, self.points, self.graph)
+    def backward(self, grad_table: Tensor) -> Tensor:
+        r"""The gradient with respect to :obj:`x` (the points' is added to
+        :obj:`points.grad`)."""
         grad_x = torch.empty_like(self.x)
         for a, b in self._row_chunks():
-            graph = self._graph(a, b)
-            cos, sin = _cos_sin(_angles(self.x[a:b], self.points, graph))
+            if self.cache is not None:
+                cos, sin = self.cache[0][a:b], self.cache[1][a:b]
+            else:
+                cos, sin = self._cos_sin(a, b)
             grad_x[a:b] = _angles_backward(
-                _features_backward(grad_features[a:b], cos, sin, num_points),
-                self.x[a:b], self.points, graph)
+                _features_backward(grad_table[a:b], cos, sin,
+                                   self.points.num_points),
+                self.x[a:b], self.points, self._graph(a, b))
         return grad_x
 
 
-def _head_groups(num_heads: int, rows: int, width: int):
-    r"""Consecutive head slices whose feature tables of :obj:`rows` rows
-    stay within :data:`TABLE_ELEMENTS`."""
+def _group_size(num_heads: int, rows: int, width: int) -> int:
+    r"""Heads per group: as many as keep a feature table of :obj:`rows`
+    rows within :data:`TABLE_ELEMENTS` (at least one), dividing
+    :obj:`num_heads` so that every group reuses the same tables."""
     size = max(1, min(num_heads, TABLE_ELEMENTS // max(1, rows * width)))
-    for start in range(0, num_heads, size):
-        yield slice(start, min(start + size, num_heads))
+    while num_heads % size:
+        size -= 1
+    return size
 
 
 def _edge_chunk(points: _Points, heads: int, per_edge_points: bool) -> int:
@@ -226,15 +231,23 @@ class _EdgeFourierLogSimilarity(torch.autograd.Function):
                 points: Tensor, src: Tensor, dst: Tensor,
                 graph_dst: Optional[Tensor], graph_src: Optional[Tensor],
                 eps: float) -> Tensor:
-        num_edges, heads = src.numel(), query.size(1)
+        heads, width = query.size(1), 2 * points.size(3)
         normaliser = points.size(3) * points.size(1)**2
-        estimate = query.new_empty(num_edges, heads)
-        rows = max(query.size(0), key.size(0))
-        for group in _head_groups(heads, rows, 2 * points.size(3)):
-            estimate[:, group] = _group_estimates(
-                query[:, group], key[:, group],
-                None if edge_key is None else edge_key[:, group],
-                _Points(points, group), src, dst, graph_dst, graph_src)
+        estimate = query.new_empty(src.numel(), heads)
+        size = _group_size(heads, max(query.size(0), key.size(0)), width)
+        # One pair of tables for every head group (allocated once):
+        query_table = query.new_empty(query.size(0), size, width)
+        key_table = (key.new_empty(key.size(0), size, width)
+                     if edge_key is None else None)
+        for start in range(0, heads, size):
+            group = slice(start, start + size)
+            group_points = _Points(points, group)
+            _NodeSide(query[:, group], group_points, graph_dst, query_table)
+            if key_table is not None:
+                _NodeSide(key[:, group], group_points, graph_src, key_table)
+            _edge_dots(query_table, key_table, key[:, group],
+                       None if edge_key is None else edge_key[:, group],
+                       group_points, src, dst, graph_dst, estimate[:, group])
         estimate /= normaliser
         ctx.save_for_backward(query, key, edge_key, points, src, dst,
                               graph_dst, graph_src, estimate)
@@ -255,13 +268,17 @@ class _EdgeFourierLogSimilarity(torch.autograd.Function):
         grad_edge_key = None if edge_key is None else torch.empty_like(
             edge_key)
         grad_points = torch.empty_like(points)
-        rows = max(query.size(0), key.size(0))
-        for group in _head_groups(query.size(1), rows, 2 * points.size(3)):
+        heads, width = query.size(1), 2 * points.size(3)
+        size = _group_size(heads, max(query.size(0), key.size(0)), width)
+        tables = _BackwardTables(query, key, edge_key is None, size,
+                                 width, points.size(1) * points.size(3))
+        for start in range(0, heads, size):
+            group = slice(start, start + size)
             group_points = _Points(points, group)
             grads = _group_backward(
                 grad_dot[:, group], query[:, group], key[:, group],
                 None if edge_key is None else edge_key[:, group],
-                group_points, src, dst, graph_dst, graph_src)
+                group_points, src, dst, graph_dst, graph_src, tables)
             grad_query[:, group], grad_key[:, group] = grads[:2]
             if grad_edge_key is not None:
                 grad_edge_key[:, group] = grads[2]
@@ -270,29 +287,44 @@ class _EdgeFourierLogSimilarity(torch.autograd.Function):
                 None, None, None)
 
 
-def _group_estimates(query: Tensor, key: Tensor, edge_key: Optional[Tensor],
-                     points: _Points, src: Tensor, dst: Tensor,
-                     graph_dst: Optional[Tensor],
-                     graph_src: Optional[Tensor]) -> Tensor:
-    r"""The edge dots :math:`\phi(q_i)^\top\phi(k_j)` of one head group,
-    :math:`(E, H_g)`."""
-    query_features = _NodeSide(query, points, graph_dst, False).features
-    key_features = (_NodeSide(key, points, graph_src, False).features
-                    if edge_key is None else None)
+class _BackwardTables:
+    r"""The backward pass's per-node tables, allocated once and reused by
+    every head group: features and their gradients for the queries and
+    (without edge features) the keys, and the cosines and sines of a side
+    whose table fits :data:`TABLE_ELEMENTS`."""
+
+    def __init__(self, query: Tensor, key: Tensor, node_keys: bool,
+                 size: int, width: int, angles: int):
+        def side(x: Tensor):
+            features = x.new_empty(x.size(0), size, width)
+            cache = None
+            if x.size(0) * size * angles <= TABLE_ELEMENTS:
+                cache = (x.new_empty(x.size(0), size, angles),
+                         x.new_empty(x.size(0), size, angles))
+            return features, torch.empty_like(features), cache
+
+        self.query = side(query)
+        self.key = side(key) if node_keys else None
+
+
+def _edge_dots(query_table: Tensor, key_table: Optional[Tensor],
+               key: Tensor, edge_key: Optional[Tensor], points: _Points,
+               src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
+               out: Tensor) -> None:
+    r"""Write the edge dots :math:`\phi(q_i)^\top\phi(k_j)` of one head
+    group into :obj:`out` :math:`(E, H_g)`."""
     per_edge_points = edge_key is not None and graph_dst is not None
-    out = query.new_empty(src.numel(), query.size(1))
-    for a, b in chunks(src.numel(),
-                       _edge_chunk(points, query.size(1), per_edge_points)):
-        key_chunk, _ = _edge_key_features(key, edge_key, key_features,
-                                          points, src, dst, graph_dst, a, b)
-        product = query_features.index_select(0, dst[a:b])
+    for a, b in chunks(src.numel(), _edge_chunk(points, query_table.size(1),
+                                                per_edge_points)):
+        key_chunk, _ = _edge_key_features(key, edge_key, key_table, points,
+                                          src, dst, graph_dst, a, b)
+        product = query_table.index_select(0, dst[a:b])
         product *= key_chunk
         torch.sum(product, dim=-1, out=out[a:b])
-    return out
 
 
 def _edge_key_features(key: Tensor, edge_key: Optional[Tensor],
-                       key_features: Optional[Tensor], points: _Points,
+                       key_table: Optional[Tensor], points: _Points,
                        src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
                        a: int, b: int
                        ) -> Tuple[Tensor, Optional[Tuple[Tensor, Tensor,
@@ -301,8 +333,8 @@ def _edge_key_features(key: Tensor, edge_key: Optional[Tensor],
     r"""The key features of edges :obj:`a` to :obj:`b`, and, for per-edge
     keys, what their backward needs (keys, cosines, sines, graphs)."""
     if edge_key is None:
-        assert key_features is not None
-        return key_features.index_select(0, src[a:b]), None
+        assert key_table is not None
+        return key_table.index_select(0, src[a:b]), None
     keys = key.index_select(0, src[a:b]) + edge_key[a:b]
     graph = None if graph_dst is None else graph_dst.index_select(
         0, dst[a:b])
@@ -314,17 +346,19 @@ def _edge_key_features(key: Tensor, edge_key: Optional[Tensor],
 def _group_backward(grad_dot: Tensor, query: Tensor, key: Tensor,
                     edge_key: Optional[Tensor], points: _Points, src: Tensor,
                     dst: Tensor, graph_dst: Optional[Tensor],
-                    graph_src: Optional[Tensor]
+                    graph_src: Optional[Tensor], tables: _BackwardTables
                     ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
     r"""One head group's gradients with respect to the queries, the keys
     and the edge keys (the points' are added to :obj:`points.grad`)."""
-    query_side = _NodeSide(query, points, graph_dst, True)
-    grad_query_features = torch.zeros_like(query_side.features)
-    key_side = grad_key_features = None
-    if edge_key is None:
-        key_side = _NodeSide(key, points, graph_src, True)
-        grad_key_features = torch.zeros_like(key_side.features)
-        grad_key = None
+    query_features, grad_query_features, query_cache = tables.query
+    query_side = _NodeSide(query, points, graph_dst, query_features,
+                           query_cache)
+    grad_query_features.zero_()
+    key_side = grad_key_features = grad_key = None
+    if tables.key is not None:
+        key_features, grad_key_features, key_cache = tables.key
+        key_side = _NodeSide(key, points, graph_src, key_features, key_cache)
+        grad_key_features.zero_()
     else:
         grad_key = torch.zeros_like(key)
     grad_edge_key = None if edge_key is None else torch.empty_like(edge_key)
@@ -332,9 +366,9 @@ def _group_backward(grad_dot: Tensor, query: Tensor, key: Tensor,
     for a, b in chunks(src.numel(),
                        _edge_chunk(points, query.size(1), per_edge_points)):
         weight = grad_dot[a:b].unsqueeze(-1)
-        query_chunk = query_side.features.index_select(0, dst[a:b])
+        query_chunk = query_features.index_select(0, dst[a:b])
         key_chunk, saved = _edge_key_features(
-            key, edge_key, None if key_side is None else key_side.features,
+            key, edge_key, None if key_side is None else key_side.table,
             points, src, dst, graph_dst, a, b)
         key_chunk *= weight
         grad_query_features.index_add_(0, dst[a:b], key_chunk)
