@@ -29,7 +29,6 @@ from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
 #: Elements of one per-node feature table of a head group
 #: (:math:`N \times H_g \times 2R`; float32: 16 MiB); a head group holds as
@@ -78,9 +77,8 @@ def edge_fourier_log_similarity(query: Tensor, key: Tensor, points: Tensor,
                          'points need graph_dst and graph_src')
     if points.size(0) == 1:
         graph_dst = graph_src = None
-    return _EdgeFourierLogSimilarity.apply(query, key, edge_key, points, src,
-                                           dst, graph_dst, graph_src,
-                                           float(eps))
+    return edge_fourier_estimate(query, key, edge_key, points, src, dst,
+                                 graph_dst, graph_src, float(eps))[0]
 
 
 class _Points:
@@ -225,66 +223,122 @@ def _edge_chunk(points: _Points, heads: int, per_edge_points: bool) -> int:
     return max(1, CHUNK_ELEMENTS // width)
 
 
-class _EdgeFourierLogSimilarity(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, query: Tensor, key: Tensor, edge_key: Optional[Tensor],
-                points: Tensor, src: Tensor, dst: Tensor,
-                graph_dst: Optional[Tensor], graph_src: Optional[Tensor],
-                eps: float) -> Tensor:
-        heads, width = query.size(1), 2 * points.size(3)
-        normaliser = points.size(3) * points.size(1)**2
-        estimate = query.new_empty(src.numel(), heads)
-        size = _group_size(heads, max(query.size(0), key.size(0)), width)
-        # One pair of tables for every head group (allocated once):
-        query_table = query.new_empty(query.size(0), size, width)
-        key_table = (key.new_empty(key.size(0), size, width)
-                     if edge_key is None else None)
-        for start in range(0, heads, size):
-            group = slice(start, start + size)
-            group_points = _Points(points, group)
-            _NodeSide(query[:, group], group_points, graph_dst, query_table)
-            if key_table is not None:
-                _NodeSide(key[:, group], group_points, graph_src, key_table)
-            _edge_dots(query_table, key_table, key[:, group],
-                       None if edge_key is None else edge_key[:, group],
-                       group_points, src, dst, graph_dst, estimate[:, group])
-        estimate /= normaliser
-        ctx.save_for_backward(query, key, edge_key, points, src, dst,
-                              graph_dst, graph_src, estimate)
-        ctx.eps = eps
-        return (estimate * estimate + eps).log()
+# The estimate as a pair of registered operators (forward, backward): one
+# opaque node under torch.compile (its edge and node chunks are loops over
+# sizes), a fake implementation that also serves the 'meta' device, and
+# autograd through the backward operator, which recomputes the features (so
+# the operator is differentiable once).
+@torch.library.custom_op('ikgat::edge_fourier_estimate', mutates_args=())
+def edge_fourier_estimate(query: Tensor, key: Tensor,
+                          edge_key: Optional[Tensor], points: Tensor,
+                          src: Tensor, dst: Tensor,
+                          graph_dst: Optional[Tensor],
+                          graph_src: Optional[Tensor],
+                          eps: float) -> Tuple[Tensor, Tensor]:
+    r"""The edges' :math:`\ell = \log(f^2 + \epsilon)` and estimate
+    :math:`f`, both :math:`(E, H)` (see
+    :func:`edge_fourier_log_similarity`); only :math:`\ell` is
+    differentiable, :math:`f` is what its backward pass needs."""
+    heads, width = query.size(1), 2 * points.size(3)
+    normaliser = points.size(3) * points.size(1)**2
+    estimate = query.new_empty(src.numel(), heads)
+    size = _group_size(heads, max(query.size(0), key.size(0)), width)
+    # One pair of tables for every head group (allocated once):
+    query_table = query.new_empty(query.size(0), size, width)
+    key_table = (key.new_empty(key.size(0), size, width)
+                 if edge_key is None else None)
+    for start in range(0, heads, size):
+        group = slice(start, start + size)
+        group_points = _Points(points, group)
+        _NodeSide(query[:, group], group_points, graph_dst, query_table)
+        if key_table is not None:
+            _NodeSide(key[:, group], group_points, graph_src, key_table)
+        _edge_dots(query_table, key_table, key[:, group],
+                   None if edge_key is None else edge_key[:, group],
+                   group_points, src, dst, graph_dst, estimate[:, group])
+    estimate /= normaliser
+    return (estimate * estimate + eps).log(), estimate
 
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_log: Tensor):
-        (query, key, edge_key, points, src, dst, graph_dst, graph_src,
-         estimate) = ctx.saved_tensors
-        normaliser = points.size(3) * points.size(1)**2
-        # d log(f^2 + eps) / d(dot) with f = dot / normaliser:
-        grad_dot = grad_log * 2 * estimate / (
-            (estimate * estimate + ctx.eps) * normaliser)
-        grad_query = torch.empty_like(query)
-        grad_key = torch.empty_like(key)
-        grad_edge_key = None if edge_key is None else torch.empty_like(
-            edge_key)
-        grad_points = torch.empty_like(points)
-        heads, width = query.size(1), 2 * points.size(3)
-        size = _group_size(heads, max(query.size(0), key.size(0)), width)
-        tables = _BackwardTables(query, key, edge_key is None, size,
-                                 width, points.size(1) * points.size(3))
-        for start in range(0, heads, size):
-            group = slice(start, start + size)
-            group_points = _Points(points, group)
-            grads = _group_backward(
-                grad_dot[:, group], query[:, group], key[:, group],
-                None if edge_key is None else edge_key[:, group],
-                group_points, src, dst, graph_dst, graph_src, tables)
-            grad_query[:, group], grad_key[:, group] = grads[:2]
-            if grad_edge_key is not None:
-                grad_edge_key[:, group] = grads[2]
-            grad_points[:, :, group] = group_points.grad_points()
-        return (grad_query, grad_key, grad_edge_key, grad_points, None, None,
-                None, None, None)
+
+@edge_fourier_estimate.register_fake
+def _(query, key, edge_key, points, src, dst, graph_dst, graph_src, eps):
+    shape = (src.size(0), query.size(1))
+    return query.new_empty(shape), query.new_empty(shape)
+
+
+@torch.library.custom_op('ikgat::edge_fourier_estimate_backward',
+                         mutates_args=())
+def edge_fourier_estimate_backward(
+        grad_log: Tensor, query: Tensor, key: Tensor,
+        edge_key: Optional[Tensor], points: Tensor, src: Tensor,
+        dst: Tensor, graph_dst: Optional[Tensor],
+        graph_src: Optional[Tensor], estimate: Tensor, eps: float
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""The gradients of :func:`edge_fourier_estimate`'s :math:`\ell` with
+    respect to the queries, the keys, the edge keys (empty without them)
+    and the points."""
+    normaliser = points.size(3) * points.size(1)**2
+    # d log(f^2 + eps) / d(dot) with f = dot / normaliser:
+    grad_dot = grad_log * 2 * estimate / (
+        (estimate * estimate + eps) * normaliser)
+    grad_query = torch.empty_like(query)
+    grad_key = torch.empty_like(key)
+    grad_edge_key = (query.new_empty(0) if edge_key is None else
+                     torch.empty_like(edge_key))
+    grad_points = torch.empty_like(points)
+    heads, width = query.size(1), 2 * points.size(3)
+    size = _group_size(heads, max(query.size(0), key.size(0)), width)
+    tables = _BackwardTables(query, key, edge_key is None, size, width,
+                             points.size(1) * points.size(3))
+    for start in range(0, heads, size):
+        group = slice(start, start + size)
+        group_points = _Points(points, group)
+        grads = _group_backward(
+            grad_dot[:, group], query[:, group], key[:, group],
+            None if edge_key is None else edge_key[:, group], group_points,
+            src, dst, graph_dst, graph_src, tables)
+        grad_query[:, group], grad_key[:, group] = grads[:2]
+        if grads[2] is not None:
+            grad_edge_key[:, group] = grads[2]
+        grad_points[:, :, group] = group_points.grad_points()
+    return grad_query, grad_key, grad_edge_key, grad_points
+
+
+@edge_fourier_estimate_backward.register_fake
+def _(grad_log, query, key, edge_key, points, src, dst, graph_dst, graph_src,
+      estimate, eps):
+    return (torch.empty_like(query), torch.empty_like(key),
+            query.new_empty(0) if edge_key is None else
+            torch.empty_like(edge_key), torch.empty_like(points))
+
+
+def _setup_context(ctx, inputs, output):
+    (query, key, edge_key, points, src, dst, graph_dst, graph_src,
+     eps) = inputs
+    _, estimate = output
+    ctx.mark_non_differentiable(estimate)
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(query, key, edge_key, points, src, dst, graph_dst,
+                          graph_src, estimate)
+    ctx.eps = eps
+
+
+def _backward(ctx, grad_log, grad_estimate):
+    if grad_log is None:  # l unused
+        return (None, ) * 9
+    (query, key, edge_key, points, src, dst, graph_dst, graph_src,
+     estimate) = ctx.saved_tensors
+    grad_query, grad_key, grad_edge_key, grad_points = (
+        edge_fourier_estimate_backward(grad_log, query, key, edge_key,
+                                       points, src, dst, graph_dst,
+                                       graph_src, estimate, ctx.eps))
+    return (grad_query, grad_key,
+            None if edge_key is None else grad_edge_key, grad_points, None,
+            None, None, None, None)
+
+
+edge_fourier_estimate.register_autograd(_backward,
+                                        setup_context=_setup_context)
 
 
 class _BackwardTables:
