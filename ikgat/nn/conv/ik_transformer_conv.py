@@ -24,7 +24,8 @@ from ikgat.nn.conv.checks import (
     check_node_features,
     count_graphs,
 )
-from ikgat.nn.conv.gat_base import check_sizes
+from ikgat.nn.conv.decomposition import AttentionDecomposition
+from ikgat.nn.conv.gat_base import check_sizes, without_autocast
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 
@@ -348,6 +349,74 @@ class IKTransformerConv(TransformerConv):
         if self.kernel.has_kl:
             return self.kernel.kl_divergence()
         return self.lin_query.weight.new_zeros(())
+
+    @torch.no_grad()
+    def attention_decomposition(
+        self,
+        x: Union[Tensor, PairTensor],
+        edge_index: Adj,
+        edge_attr: OptTensor = None,
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
+        batch_size: Optional[int] = None,
+    ) -> AttentionDecomposition:
+        r"""Return the per-edge similarity and magnitude terms of the
+        attention logits and the attention weights without dropout, as
+        :meth:`ikgat.IKGATConv.attention_decomposition` does.
+
+        Per edge :math:`j \to i` and head: :obj:`log_similarity`
+        :math:`\log\mathrm{sim}(\tilde q_i, \tilde k_{ij})` (the kernel's
+        :meth:`~ikgat.kernels.Kernel.pair_log_similarity`; a stochastic
+        kernel's at the mean of its density, each graph with its own
+        points), :obj:`log_magnitude` :math:`\tfrac12\|\tilde q_i\|_p^2 +
+        \tfrac12\|\tilde k_{ij}\|_p^2` (zero without the magnitude term;
+        the query's part cancels in the softmax) and a zero
+        :obj:`edge_term` (edge features enter the key).  The weights are
+        the forward pass's in evaluation mode (averaged over
+        :obj:`num_samples` draws where the kernel averages them).  Takes the
+        inputs of :meth:`forward`; the terms and weights are float32 for a
+        float16 or bfloat16 model."""
+        if batch is None and self.graph_batch is not None:
+            batch, batch_size = self.graph_batch
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
+        H, C = self.heads, self.out_channels
+        query = self.lin_query(x_dst).view(-1, H, C)
+        key = self.lin_key(x_src).view(-1, H, C)
+        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
+        edge_key = None
+        if self.lin_edge is not None:
+            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
+        with without_autocast(x_src.device):
+            alpha = self._attention(query, key, edge_key, src, dst, ptr,
+                                    batch, batch_size)
+            dtype = alpha.dtype
+            scale = self.out_channels**-0.25
+            query, key = query.to(dtype) * scale, key.to(dtype) * scale
+            if edge_key is not None:
+                edge_key = edge_key.to(dtype) * scale
+            keys = key.index_select(0, src)
+            if edge_key is not None:
+                keys = keys + edge_key
+            queries = query.index_select(0, dst)
+            kernel = self.kernel
+            if kernel.stochastic:
+                # Each graph's own points, at the density's mean (the
+                # random-feature kernels have gamma = 0: the reduced
+                # log-similarity is the log-similarity):
+                self._prepare_kernel(query, key, batch, batch_size,
+                                     sample=False, num_draws=1)
+                log_similarity = kernel.edge_log_similarity(
+                    query, key, src, dst, edge_key)
+            else:
+                log_similarity = kernel.pair_log_similarity(queries, keys)
+            if self.magnitude:
+                log_magnitude = 0.5 * (lp_norm_squared(queries, self.p) +
+                                       lp_norm_squared(keys, self.p))
+            else:
+                log_magnitude = torch.zeros_like(log_similarity)
+        return AttentionDecomposition(torch.stack([src, dst]), log_similarity,
+                                      log_magnitude,
+                                      torch.zeros_like(log_similarity), alpha)
 
     def _check_inputs(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
                       edge_attr: OptTensor,
