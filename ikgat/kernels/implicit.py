@@ -283,9 +283,16 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             # after another; then laid out head-major, (H, [S,] G, D), so
             # that the copula's (L eps) over the heads is one matrix product:
             draws = () if num_draws == 1 else (num_draws, )
-            noise = torch.randn(num_graphs, *draws, self.heads,
-                                self.latent_dim, generator=generator,
+            # PyTorch's CPU sampler fills blocks of 16 numbers (and fewer
+            # than 16 another way), so a graph's numbers are those it gets
+            # alone only if each graph's share is a whole number of blocks:
+            # each graph draws a padded row, cut back to its share.
+            share = num_draws * self.heads * self.latent_dim
+            padded = -(-share // 16) * 16
+            noise = torch.randn(num_graphs, padded, generator=generator,
                                 device=mean.device, dtype=mean.dtype)
+            noise = noise[:, :share].reshape(num_graphs, *draws, self.heads,
+                                             self.latent_dim)
             noise = (noise.permute(2, 1, 0, 3) if draws else
                      noise.transpose(0, 1))
             if self.raw_correlation is not None:
