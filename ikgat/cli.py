@@ -372,6 +372,13 @@ PLOT_NEEDS = {
 }
 
 
+#: The transformer form of a ``PLOT_NEEDS`` command, suggested for a
+#: checkpoint of a transformer layer.
+TRANSFORMER_OPTIONS = {'--layer ikgat': '--layer transformer',
+                       '--layer mikan': '--layer mikan-transformer'}
+TRANSFORMER_LAYERS = ('IKTransformerConv', 'MIKANTransformerConv')
+
+
 def _has_what_it_draws(kind: str, model: torch.nn.Module) -> bool:
     r"""Whether :obj:`model` has a layer with what ``ikgat plot``
     :obj:`kind` draws (:data:`PLOT_NEEDS`), read from the kernels'
@@ -437,6 +444,8 @@ def _plot(args: argparse.Namespace) -> None:
     for path, checkpoint in zip(paths, checkpoints):
         if not _has_what_it_draws(kind, checkpoint.model):
             what, layers, options = PLOT_NEEDS[kind]
+            if checkpoint.layer in TRANSFORMER_LAYERS:  # same family
+                options = TRANSFORMER_OPTIONS.get(options, options)
             held = checkpoint.layer + (
                 f'(kernel={checkpoint.conv_kwargs["kernel"]})'
                 if 'kernel' in checkpoint.conv_kwargs else '')

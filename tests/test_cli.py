@@ -278,7 +278,7 @@ def test_options_that_do_not_apply_are_refused_before_training(
 def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         kind, layer_checkpoints, tmp_path, capsys):
     pytest.importorskip('matplotlib')
-    from ikgat.cli import PLOT_NEEDS
+    from ikgat.cli import PLOT_NEEDS, TRANSFORMER_OPTIONS
     _, layers, options = PLOT_NEEDS[kind]
     kernel_layers = {'ikgat', 'mikan', 'transformer', 'mikan-transformer'}
     drawn = {'tsne': kernel_layers, 'copula': {'mikan', 'mikan-transformer'},
@@ -294,6 +294,8 @@ def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         else:
             err = run_failing(argv, capsys)
             assert f'found in {layers}' in err and path in err
+            if 'transformer' in layer:  # the transformer form suggested
+                options = TRANSFORMER_OPTIONS.get(options, options)
             assert f'`ikgat train {options} --save-checkpoint PATH`' in err
 
 
