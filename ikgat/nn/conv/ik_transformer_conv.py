@@ -459,7 +459,11 @@ class IKTransformerConv(TransformerConv):
 def _edges(edge_index: Adj, edge_attr: OptTensor
            ) -> Tuple[Tensor, Tensor, OptTensor, OptTensor]:
     r"""The sources, targets, target pointer (sparse inputs) and edge
-    features of an adjacency, in the order PyG's ``propagate`` uses."""
+    features of an adjacency, in the order PyG's ``propagate`` uses
+    (features of shape :math:`(E,)` as :math:`(E, 1)`, as the input
+    check accepts them for ``edge_dim=1``)."""
+    if edge_attr is not None and edge_attr.dim() == 1:
+        edge_attr = edge_attr.view(-1, 1)
     if isinstance(edge_index, SparseTensor):
         dst, src, value = edge_index.coo()
         if edge_attr is None:
