@@ -1,6 +1,7 @@
 r"""Kernel attention for graph transformers: the IKA decomposition of scaled
 dot-product attention, a drop-in for PyG's ``TransformerConv``."""
-from typing import Any, Dict, Optional, Tuple, Union
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +17,7 @@ from torch_geometric.utils import (
 
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
+from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
@@ -334,6 +336,65 @@ class IKTransformerConv(TransformerConv):
             out = out + scatter(alpha.unsqueeze(-1) * edge_key, dst, 0,
                                 num_dst, reduce='sum')
         return out
+
+    #: A target's output depends only on it, its in-edges and their
+    #: sources (within :meth:`full_graph_summary` for the implicit
+    #: kernels): :func:`ikgat.nn.layer_over_full_graph` may run the layer
+    #: on the in-edges of a batch of targets.
+    local_to_in_neighbourhood: bool = True
+
+    @property
+    def sampling_caveat(self) -> Optional[str]:
+        r"""What differs on a sampled subgraph beyond the neighbours left
+        out, in one sentence (:obj:`None`: nothing)."""
+        if not self.kernel.stochastic:
+            return None
+        return (f'{type(self).__name__}: the implicit spectral density is '
+                f'inferred from the mean over the nodes of each sampled '
+                f'subgraph, so a seed node\'s output depends on which '
+                f'other nodes were sampled (in training this acts like a '
+                f'batch statistic); evaluate layer-wise over the full graph '
+                f'(TwoLayerGAT.inference), or within '
+                f'full_graph_summary(x), to get the full graph\'s outputs')
+
+    @contextmanager
+    def full_graph_summary(self, x: Union[Tensor, PairTensor],
+                           chunk_size: int = 65536) -> Iterator[None]:
+        r"""Within the block, a stochastic kernel draws its spectral points
+        from the summary :math:`h_s = [\operatorname{mean}_i \tilde q_i
+        \,\|\, \operatorname{mean}_j \tilde k_j]` of the graph whose node
+        features are :obj:`x` (the full graph), not from the nodes each
+        forward pass gets; the sums are taken once, in node chunks of
+        :obj:`chunk_size`.  On a subgraph that holds every in-edge of its
+        targets, the targets then get their full-graph outputs.  For
+        evaluation only (in training mode this raises); a no-op for the
+        other kernels."""
+        if not self.kernel.stochastic:
+            yield
+            return
+        if self.training:
+            raise RuntimeError(
+                f'{type(self).__name__}.full_graph_summary: the summary is '
+                f'for evaluation; call model.eval() first')
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        H, C = self.heads, self.out_channels
+        dtype = accumulation_dtype(x_src.dtype)
+
+        def mean(lin: torch.nn.Module, rows: Tensor) -> Tensor:
+            # The scaled projections of _attention, summed chunk by chunk:
+            sums = [finite_sums(lin(chunk).view(-1, H, C).to(dtype) *
+                                C**-0.25)
+                    for chunk in rows.split(chunk_size)]
+            return finite_mean(*map(sum, zip(*sums)))
+
+        with torch.no_grad():
+            summary = torch.cat([mean(self.lin_query, x_dst),
+                                 mean(self.lin_key, x_src)], dim=-1)
+        self.kernel.fixed_summary = summary
+        try:
+            yield
+        finally:
+            self.kernel.fixed_summary = None
 
     def spectral_points(self):
         r"""The spectral point sets of a random-feature kernel, each of shape
