@@ -585,3 +585,32 @@ def test_inspection_of_the_transformer_layers():
     name, alpha, edges = attention_weights(model, x, edge_index)
     assert name == 'conv1' and alpha.shape == (edge_index.size(1), 2)
     assert torch.equal(edges, edge_index)
+
+
+@pytest.mark.parametrize('kernel', ['rbf', 'implicit', 'mikan'])
+def test_layer_wise_inference_gives_the_full_graph_outputs(kernel):
+    from ikgat.models import TwoLayerGAT
+    from ikgat.nn import layer_over_full_graph
+    torch.manual_seed(0)
+    x = torch.randn(40, 5)
+    edge_index = torch.randint(0, 40, (2, 150))
+    conv = (MIKANTransformerConv(5, 3, heads=2, num_spectral_points=4)
+            if kernel == 'mikan' else
+            IKTransformerConv(5, 3, heads=2, kernel=kernel,
+                              num_spectral_points=4)).eval()
+    # The implicit kernels summarise the full graph, not each batch's
+    # subgraph (full_graph_summary):
+    torch.testing.assert_close(layer_over_full_graph(conv, x, edge_index, 7),
+                               conv(x, edge_index), atol=1e-5, rtol=1e-5)
+    model = TwoLayerGAT(5, 3, 2, type(conv), heads=2, conv_kwargs=dict(
+        num_spectral_points=4, **({} if kernel == 'mikan' else
+                                  dict(kernel=kernel)))).eval()
+    torch.testing.assert_close(model.inference(x, edge_index, batch_size=9),
+                               model(x, edge_index), atol=1e-5, rtol=1e-5)
+    if kernel != 'rbf':
+        assert 'full_graph_summary' in conv.sampling_caveat
+        with pytest.raises(RuntimeError, match='model.eval'):
+            with conv.train().full_graph_summary(x):
+                pass
+    else:
+        assert conv.sampling_caveat is None
