@@ -90,19 +90,15 @@ def test_rbf_is_transformer_conv_on_sparse_adjacencies(edge_dim, bipartite):
     x, edge_index, edge_attr = inputs_of(bipartite, edge_dim)
     num_src, num_dst = (x[0].size(0), x[1].size(0)) if bipartite else (
         x.size(0), x.size(0))
-    # torch sparse adj_t (coalesced: the repeated edges merge, and so do
-    # their features):
-    adj_t = to_torch_coo_tensor(edge_index.flip(0), size=(num_dst, num_src))
-    dense_attr = None
-    if edge_attr is not None:
-        adj_t, dense_attr = to_torch_coo_tensor(
-            edge_index.flip(0), edge_attr, size=(num_dst, num_src)), None
-        dense_attr = adj_t.coalesce().values()
-        adj_t = to_torch_coo_tensor(adj_t.coalesce().indices(),
-                                    size=(num_dst, num_src))
-    expected, (_, alpha) = reference(x, adj_t, dense_attr,
+    # A torch sparse adj_t; coalescing merges the repeated edges (and sums
+    # their features), the same input for both layers:
+    coalesced = to_torch_coo_tensor(edge_index.flip(0), edge_attr,
+                                    size=(num_dst, num_src)).coalesce()
+    sparse_attr = None if edge_attr is None else coalesced.values()
+    adj_t = to_torch_coo_tensor(coalesced.indices(), size=(num_dst, num_src))
+    expected, (_, alpha) = reference(x, adj_t, sparse_attr,
                                      return_attention_weights=True)
-    out, (_, our_alpha) = conv(x, adj_t, dense_attr,
+    out, (_, our_alpha) = conv(x, adj_t, sparse_attr,
                                return_attention_weights=True)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(our_alpha, alpha, atol=1e-5, rtol=1e-5)
