@@ -11,6 +11,7 @@ import torch
 from ikgat.kernels import RandomFourierKernel
 from ikgat.kernels import pairwise_fourier as pf
 from ikgat.kernels.random_features import fourier_estimate
+from tests.helpers import DEVICE
 
 
 def edges_of(num_src, num_dst, num_edges, seed, graph_src=None,
@@ -55,7 +56,10 @@ def case(num_graphs=1, num_sets=2, heads=3, channels=4, points=5, seed=0,
     if edge_key:
         extra = torch.randn(src.numel(), heads, channels,
                             generator=generator, dtype=dtype)
-    return query, key, spectral, src, dst, extra, graph_dst, graph_src
+    # Made on the CPU from the seed, then moved to the tests' device:
+    return tuple(None if t is None else t.to(DEVICE)
+                 for t in (query, key, spectral, src, dst, extra, graph_dst,
+                           graph_src))
 
 
 @pytest.mark.parametrize('num_graphs', [1, 2])
@@ -83,15 +87,13 @@ def test_small_chunks_and_head_groups_change_nothing(num_graphs, edge_key,
         leaves.append(extra.clone().requires_grad_())
 
     def run():
-        grads = [t.grad for t in leaves]
         for t in leaves:
             t.grad = None
         out = pf.edge_fourier_log_similarity(
             leaves[0], leaves[1], leaves[2], src, dst, 1e-5,
             leaves[3] if extra is not None else None, graph_dst, graph_src)
-        (out * torch.linspace(-1, 1, out.numel()).view(out.shape)).sum() \
-            .backward()
-        del grads
+        weights = torch.linspace(-1, 1, out.numel(), device=out.device)
+        (out * weights.view(out.shape)).sum().backward()
         return out.detach(), [t.grad for t in leaves]
 
     whole, whole_grads = run()
@@ -123,7 +125,7 @@ def test_gradcheck(num_graphs, edge_key):
 
 def test_no_edges_and_no_nodes():
     query, key, points, *_ = case()
-    empty = torch.empty(0, dtype=torch.long)
+    empty = torch.empty(0, dtype=torch.long, device=DEVICE)
     out = pf.edge_fourier_log_similarity(query, key, points, empty, empty,
                                          1e-5)
     assert out.shape == (0, 3)

@@ -15,9 +15,10 @@ from ikgat import IKTransformerConv, MIKANTransformerConv
 from ikgat.kernels import Kernel, RBFKernel, vector_kernels
 from ikgat.nn import graph_batch, kl_divergence
 from ikgat.nn.norms import lp_norm_squared
-from tests.helpers import NoHostTensors
+from tests.helpers import DEVICE, NoHostTensors
 
 META = torch.device('meta')
+CPU = torch.device('cpu')
 
 
 def graph(num_src=7, num_dst=None, channels=5, edge_dim=None, seed=0):
@@ -38,7 +39,7 @@ def graph(num_src=7, num_dst=None, channels=5, edge_dim=None, seed=0):
     return x_src, x_dst, edge_index, edge_attr
 
 
-def pair_of_layers(bipartite, **kwargs):
+def pair_of_layers(bipartite, device=CPU, **kwargs):
     in_channels = (5, 6) if bipartite else 5
     torch.manual_seed(0)
     reference = TransformerConv(in_channels, 4, heads=2, **kwargs)
@@ -48,11 +49,13 @@ def pair_of_layers(bipartite, **kwargs):
                                                strict=False)
     assert not unexpected and all(key.startswith('kernel.')
                                   for key in missing)
-    return reference, conv
+    return reference.to(device), conv.to(device)
 
 
-def inputs_of(bipartite, edge_dim, seed=0):
-    x_src, x_dst, edge_index, edge_attr = graph(edge_dim=edge_dim, seed=seed)
+def inputs_of(bipartite, edge_dim, seed=0, device=CPU):
+    x_src, x_dst, edge_index, edge_attr = [
+        None if t is None else t.to(device)
+        for t in graph(edge_dim=edge_dim, seed=seed)]
     x = (x_src, x_dst) if bipartite else x_src
     return x, edge_index, edge_attr
 
@@ -69,10 +72,10 @@ MATRIX = list(itertools.product([False, True], [False, True], [False, True],
                          MATRIX)
 def test_rbf_is_transformer_conv(beta, root_weight, concat, edge_dim,
                                  bipartite):
-    reference, conv = pair_of_layers(bipartite, beta=beta,
+    reference, conv = pair_of_layers(bipartite, DEVICE, beta=beta,
                                      root_weight=root_weight, concat=concat,
                                      edge_dim=edge_dim)
-    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim)
+    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim, device=DEVICE)
     expected, (edges, alpha) = reference(x, edge_index, edge_attr,
                                          return_attention_weights=True)
     out, (our_edges, our_alpha) = conv(x, edge_index, edge_attr,
@@ -118,8 +121,9 @@ def test_rbf_is_transformer_conv_on_sparse_adjacencies(edge_dim, bipartite):
 
 @pytest.mark.parametrize('edge_dim', [None, 3])
 def test_rbf_is_transformer_conv_in_training_with_dropout(edge_dim):
-    reference, conv = pair_of_layers(False, edge_dim=edge_dim, dropout=0.5)
-    x, edge_index, edge_attr = inputs_of(False, edge_dim)
+    reference, conv = pair_of_layers(False, DEVICE, edge_dim=edge_dim,
+                                     dropout=0.5)
+    x, edge_index, edge_attr = inputs_of(False, edge_dim, device=DEVICE)
     reference.train()
     conv.train()
     torch.manual_seed(3)
@@ -148,7 +152,7 @@ def edge_wise_reference(conv, x, edge_index, edge_attr):
     query = conv.lin_query(x_dst).view(-1, H, C) * scale
     key = conv.lin_key(x_src).view(-1, H, C)
     value = conv.lin_value(x_src).view(-1, H, C)
-    out = torch.zeros(x_dst.size(0), H, C)
+    out = torch.zeros(x_dst.size(0), H, C, device=x_dst.device)
     for i in range(x_dst.size(0)):
         edges = (edge_index[1] == i).nonzero().view(-1).tolist()
         if not edges:
@@ -184,8 +188,9 @@ def test_every_vector_kernel_against_the_edge_wise_reference(
     in_channels = (5, 6) if bipartite else 5
     conv = IKTransformerConv(in_channels, 3, heads=2, edge_dim=edge_dim,
                              kernel=kernel, num_spectral_points=6,
-                             p=3.0 if kernel != 'rbf' else 2.0).eval()
-    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim)
+                             p=3.0 if kernel != 'rbf' else 2.0)
+    conv = conv.to(DEVICE).eval()
+    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim, device=DEVICE)
     with torch.no_grad():
         out = conv(x, edge_index, edge_attr)  # (draws an implicit kernel's
         expected = edge_wise_reference(conv, x, edge_index, edge_attr)
