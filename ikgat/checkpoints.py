@@ -7,7 +7,8 @@ and tensors (so it loads with ``weights_only=True``):
 
 * ``format``/``version``: ``'ikgat-checkpoint'``, :obj:`1`;
 * ``layer``: the layer class name, ``'IKGATConv'``, ``'MIKANConv'``,
-  ``'KEPGATConv'`` or ``'GATConv'``;
+  ``'KEPGATConv'``, ``'GATConv'``, ``'IKTransformerConv'`` or
+  ``'MIKANTransformerConv'``;
 * ``model_kwargs``: the :class:`~ikgat.models.TwoLayerGAT` sizes
   (``in_channels``, ``hidden_channels``, ``out_channels``, ``heads``,
   ``out_heads``, ``dropout``);
@@ -38,9 +39,17 @@ def layer_classes() -> Dict[str, type]:
     r"""The layer classes a checkpoint can name."""
     from torch_geometric.nn import GATConv
 
-    from ikgat.nn import IKGATConv, KEPGATConv, MIKANConv
+    from ikgat.nn import (
+        IKGATConv,
+        IKTransformerConv,
+        KEPGATConv,
+        MIKANConv,
+        MIKANTransformerConv,
+    )
     return {'IKGATConv': IKGATConv, 'MIKANConv': MIKANConv,
-            'KEPGATConv': KEPGATConv, 'GATConv': GATConv}
+            'KEPGATConv': KEPGATConv, 'GATConv': GATConv,
+            'IKTransformerConv': IKTransformerConv,
+            'MIKANTransformerConv': MIKANTransformerConv}
 
 
 @dataclass

@@ -14,7 +14,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ikgat.datasets import load_planetoid, planetoid_name
 from ikgat.distributed import init_from_environment, world
 from ikgat.durable import check_writable
-from ikgat.kernels import KERNELS
+from ikgat.kernels import KERNELS, vector_kernels
 from ikgat.kernels.triton_runtime import KernelBuildError
 from ikgat.models import TwoLayerGAT
 from ikgat.sampling import minibatch_training, require_sampler
@@ -146,25 +146,29 @@ def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
     # The layer options default to None: resolve_settings tells an option
     # given from one left out, and fills in the layer's own default.
     layers.add_argument('--kernel', default=None, choices=sorted(KERNELS),
-                        help='ikgat: the similarity kernel (default: '
-                        'direct)')
+                        help='ikgat, transformer: the similarity kernel '
+                        '(default: direct; transformer takes the kernels '
+                        'that pair query and key: '
+                        f'{", ".join(vector_kernels())})')
     layers.add_argument('--p', type=positive_float, default=None,
-                        help='ikgat, mikan: the p of the L^p magnitude '
-                        '(default: 2)')
+                        help='ikgat, mikan, transformer, mikan-transformer: '
+                        'the p of the L^p magnitude (default: 2)')
     layers.add_argument('--num-spectral-points', '--num-features',
                         dest='num_spectral_points', type=positive_int,
-                        default=None, help='ikgat, mikan: R, spectral points '
+                        default=None, help='ikgat, mikan, transformer, '
+                        'mikan-transformer: R, spectral points '
                         'per head of the random-feature kernels (default: '
                         '64; --num-features is its old name)')
     layers.add_argument('--num-samples', type=non_negative_int, default=None,
-                        help='mikan, kep: draws averaged in the final '
+                        help='mikan, mikan-transformer, kep: draws averaged '
+                        'in the final '
                         'evaluation, after the epoch is selected without '
                         'draws (default: 10; mikan at least 1, which is its '
                         'mean; kep 0 for its posterior mean)')
     layers.add_argument('--kl-weight', type=non_negative_float, default=None,
-                        help='mikan, kep: beta of the loss term beta * KL / '
-                        'training nodes (default: 0.1 for mikan, 0.01 for '
-                        'kep)')
+                        help='mikan, mikan-transformer, kep: beta of the '
+                        'loss term beta * KL / training nodes (default: 0.1 '
+                        'for mikan and mikan-transformer, 0.01 for kep)')
     layers.add_argument('--ksvd-weight', type=non_negative_float,
                         default=None, help='kep: eta of the loss term eta * '
                         'KSVD loss (default: 0.1)')
@@ -354,27 +358,39 @@ PLOT_KINDS = {
 #: What each plot kind draws from a model, the layers that have it and
 #: the ``ikgat train`` options that make such a checkpoint.
 PLOT_NEEDS = {
-    'tsne': ('spectral points', 'MIKANConv, or IKGATConv with the kernel '
-             'rff, rff_ns, direct or implicit', '--layer mikan'),
-    'copula': ('a copula correlation', 'MIKANConv', '--layer mikan'),
+    'tsne': ('spectral points', 'MIKANConv, MIKANTransformerConv, or '
+             'IKGATConv or IKTransformerConv with the kernel rff, rff_ns, '
+             'direct or implicit', '--layer mikan'),
+    'copula': ('a copula correlation', 'MIKANConv and '
+               'MIKANTransformerConv', '--layer mikan'),
     'heads': ('attention weights', 'GATConv and every ikgat layer',
               '--layer ikgat'),
     'sparsity': ('attention weights', 'GATConv and every ikgat layer',
                  '--layer ikgat'),
-    'terms': ('similarity and magnitude terms', 'IKGATConv and MIKANConv',
-              '--layer ikgat'),
+    'terms': ('similarity and magnitude terms', 'IKGATConv, MIKANConv, '
+              'IKTransformerConv and MIKANTransformerConv', '--layer ikgat'),
 }
+
+
+#: The transformer form of a ``PLOT_NEEDS`` command, suggested for a
+#: checkpoint of a transformer layer.
+TRANSFORMER_OPTIONS = {'--layer ikgat': '--layer transformer',
+                       '--layer mikan': '--layer mikan-transformer'}
+TRANSFORMER_LAYERS = ('IKTransformerConv', 'MIKANTransformerConv')
 
 
 def _has_what_it_draws(kind: str, model: torch.nn.Module) -> bool:
     r"""Whether :obj:`model` has a layer with what ``ikgat plot``
     :obj:`kind` draws (:data:`PLOT_NEEDS`), read from the kernels'
     declared capabilities."""
-    from ikgat.inspection import weighting_layers
-    from ikgat.nn import IKGATConv, MIKANConv
+    from ikgat.inspection import (
+        COPULA_LAYERS,
+        KERNEL_LAYERS,
+        weighting_layers,
+    )
     if kind in ('heads', 'sparsity'):
         return bool(weighting_layers(model))
-    wanted = MIKANConv if kind == 'copula' else IKGATConv
+    wanted = COPULA_LAYERS if kind == 'copula' else KERNEL_LAYERS
     return any(isinstance(module, wanted) and (
         kind != 'tsne' or module.kernel.has_spectral_points)
         for module in model.modules())
@@ -428,6 +444,8 @@ def _plot(args: argparse.Namespace) -> None:
     for path, checkpoint in zip(paths, checkpoints):
         if not _has_what_it_draws(kind, checkpoint.model):
             what, layers, options = PLOT_NEEDS[kind]
+            if checkpoint.layer in TRANSFORMER_LAYERS:  # same family
+                options = TRANSFORMER_OPTIONS.get(options, options)
             held = checkpoint.layer + (
                 f'(kernel={checkpoint.conv_kwargs["kernel"]})'
                 if 'kernel' in checkpoint.conv_kwargs else '')

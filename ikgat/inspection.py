@@ -33,8 +33,10 @@ from typing import (
 import torch
 from torch import Tensor
 
+from ikgat.nn.conv.ik_transformer_conv import IKTransformerConv
 from ikgat.nn.conv.ikgat_conv import AttentionDecomposition, IKGATConv
 from ikgat.nn.conv.mikan_conv import MIKANConv
+from ikgat.nn.conv.mikan_transformer_conv import MIKANTransformerConv
 
 __all__ = [
     'SpectralTSNEInputs',
@@ -51,6 +53,14 @@ __all__ = [
 
 LayerSelector = Union[None, str, torch.nn.Module]
 
+#: The kernel-attention layers (those with a kernel and an
+#: ``attention_decomposition``): the GAT form and the transformer form.
+KERNEL_LAYERS = (IKGATConv, IKTransformerConv)
+#: The layers whose heads are tied by a learned copula.
+COPULA_LAYERS = (MIKANConv, MIKANTransformerConv)
+_KERNEL_LAYER_NAMES = ('IKGATConv, MIKANConv, IKTransformerConv or '
+                       'MIKANTransformerConv')
+
 
 # --------------------------------------------------------------------------
 # Finding layers and their inputs
@@ -63,9 +73,11 @@ def attention_layers(model: torch.nn.Module,
     pairs, in module order.
 
     Args:
-        model: A model, or an :class:`~ikgat.IKGATConv` itself (named ``''``).
-        layer: :obj:`None` for all :class:`~ikgat.IKGATConv` (and
-            :class:`~ikgat.MIKANConv`) submodules, a submodule name such as
+        model: A model, or a kernel-attention layer itself (named ``''``).
+        layer: :obj:`None` for all :data:`KERNEL_LAYERS` submodules
+            (:class:`~ikgat.IKGATConv`, :class:`~ikgat.MIKANConv`,
+            :class:`~ikgat.IKTransformerConv`,
+            :class:`~ikgat.MIKANTransformerConv`), a submodule name such as
             ``'conv1'``, or the layer module itself.
     """
     if isinstance(layer, str):
@@ -75,9 +87,9 @@ def attention_layers(model: torch.nn.Module,
             names = [name for name, _ in attention_layers(model)]
             raise ValueError(f"{type(model).__name__} has no layer {layer!r}; "
                              f"its attention layers are {names}") from error
-        if not isinstance(module, IKGATConv):
+        if not isinstance(module, KERNEL_LAYERS):
             raise TypeError(f"Layer {layer!r} is a {type(module).__name__}, "
-                            f"not an IKGATConv or MIKANConv")
+                            f"not an {_KERNEL_LAYER_NAMES}")
         return [(layer, module)]
     if isinstance(layer, torch.nn.Module):
         for name, module in model.named_modules():
@@ -89,11 +101,12 @@ def attention_layers(model: torch.nn.Module,
         raise TypeError(f"'layer' must be None, a submodule name or a module "
                         f"(got {type(layer).__name__})")
     found = [(name, module) for name, module in model.named_modules()
-             if isinstance(module, IKGATConv)]
+             if isinstance(module, KERNEL_LAYERS)]
     if not found:
-        raise ValueError(f'{type(model).__name__} has no IKGATConv or '
-                         f'MIKANConv layer; build the model with ikgat\'s '
-                         f'layers (GATConv has no kernel to plot)')
+        raise ValueError(f'{type(model).__name__} has no '
+                         f'{_KERNEL_LAYER_NAMES} layer; build the model with '
+                         f'ikgat\'s layers (GATConv and TransformerConv have '
+                         f'no kernel to plot)')
     return found
 
 
@@ -175,12 +188,13 @@ def layer_decompositions(model: torch.nn.Module, x: Any, edge_index: Any,
 def weighting_layers(model: torch.nn.Module) -> List[Tuple[str, Any]]:
     r"""The layers of :obj:`model` that return attention weights as
     GATConv does (``return_attention_weights=True``): PyG's GATConv and
-    every ikgat layer, as ``(name, layer)`` pairs in module order."""
-    from torch_geometric.nn import GATConv
+    every ikgat layer (and PyG's TransformerConv, which the transformer
+    layers extend), as ``(name, layer)`` pairs in module order."""
+    from torch_geometric.nn import GATConv, TransformerConv
 
     from ikgat.nn.conv.gat_base import GATStyleConv
     return [(name, module) for name, module in model.named_modules()
-            if isinstance(module, (GATStyleConv, GATConv))]
+            if isinstance(module, (GATStyleConv, GATConv, TransformerConv))]
 
 
 @torch.no_grad()
@@ -194,7 +208,9 @@ def attention_weights(model: torch.nn.Module, x: Any, edge_index: Any,
     evaluation mode, with the layer's name and the edges they weigh
     (self-loops included).  Any layer that returns attention weights as
     GATConv does: GATConv, :class:`~ikgat.IKGATConv`,
-    :class:`~ikgat.MIKANConv`, KEPGATConv."""
+    :class:`~ikgat.MIKANConv`, KEPGATConv, TransformerConv,
+    :class:`~ikgat.IKTransformerConv`, :class:`~ikgat.MIKANTransformerConv`
+    (which attend over the given edges, without self-loops)."""
     layers = dict(weighting_layers(model))
     if not layers:
         raise ValueError(f'{type(model).__name__} has no layer that returns '
@@ -228,7 +244,10 @@ class SpectralTSNEInputs(NamedTuple):
     r"""The points that :func:`plot_spectral_tsne` embeds.
 
     Attributes:
-        points: :math:`(M, 2C)`; first the learned spectral points, head by
+        points: :math:`(M, D)` (:math:`D = 2C` for the GAT form,
+            :math:`C` for the transformer form, the kernel's
+            :attr:`~ikgat.kernels.Kernel.dimension`); first the learned
+            spectral points, head by
             head (within a head, set by set), then the reference samples.
         head: :math:`(M,)`, the head of each point, :obj:`-1` for the
             reference samples.
@@ -246,7 +265,7 @@ class SpectralTSNEInputs(NamedTuple):
 
 
 def _spectral_layer(model: torch.nn.Module,
-                    layer: LayerSelector) -> Tuple[str, IKGATConv]:
+                    layer: LayerSelector) -> Tuple[str, Any]:
     candidates = attention_layers(model, layer)
     for name, module in candidates:
         if module.kernel.has_spectral_points:
@@ -254,7 +273,8 @@ def _spectral_layer(model: torch.nn.Module,
     kinds = sorted({type(module.kernel).__name__ for _, module in candidates})
     raise ValueError(f'No layer with spectral points (kernels: {kinds}); '
                      f"use a random-feature kernel ('rff', 'rff_ns', "
-                     f"'direct', 'implicit') or MIKANConv")
+                     f"'direct', 'implicit') or MIKANConv or "
+                     f"MIKANTransformerConv")
 
 
 @torch.no_grad()
@@ -294,7 +314,7 @@ def spectral_tsne_inputs(model: torch.nn.Module, layer: LayerSelector = None,
         finally:
             model.train(was_training)
     try:
-        sets = module.spectral_points()  # each [G, H, R, 2C]
+        sets = module.spectral_points()  # each [G, H, R, D]
     except RuntimeError as error:
         raise RuntimeError(
             f'{error}. The {type(module).__name__} draws its spectral points '
@@ -307,7 +327,7 @@ def spectral_tsne_inputs(model: torch.nn.Module, layer: LayerSelector = None,
     learned, head_ids, set_ids = [], [], []
     for h in range(heads):
         for s, points in enumerate(sets):
-            block = points[graph, h].detach().cpu()  # [R, 2C]
+            block = points[graph, h].detach().cpu()  # [R, D]
             learned.append(block)
             head_ids.append(torch.full((block.size(0), ), h))
             set_ids.append(torch.full((block.size(0), ), s))
@@ -336,10 +356,11 @@ def spectral_tsne_inputs(model: torch.nn.Module, layer: LayerSelector = None,
 def _copula_layer(model: torch.nn.Module, layer: LayerSelector) -> Tuple[
         str, Any]:
     for name, module in attention_layers(model, layer):
-        if isinstance(module, MIKANConv):
+        if isinstance(module, COPULA_LAYERS):
             return name, module
-    raise ValueError(f'{type(model).__name__} has no MIKANConv layer: only '
-                     f'MIKAN learns a copula correlation across heads')
+    raise ValueError(f'{type(model).__name__} has no MIKANConv or '
+                     f'MIKANTransformerConv layer: only MIKAN learns a copula '
+                     f'correlation across heads')
 
 
 def head_attention_std(alpha: Tensor) -> Tensor:

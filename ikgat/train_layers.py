@@ -4,6 +4,13 @@ defaults), its constructor arguments, its extra loss terms and how its
 evaluation averages draws.  Adding a layer to the command line is one entry
 of :data:`TRAIN_LAYERS`.
 
+The graph transformer layers (``transformer``:
+:class:`~ikgat.IKTransformerConv`; ``mikan-transformer``:
+:class:`~ikgat.MIKANTransformerConv`) sit beside their GAT-form
+counterparts (``ikgat``, ``mikan``) and train in the same recipe, the
+TransformerConv layer in place of the GAT layer; ``transformer`` takes the
+kernels that pair two vectors only (:func:`ikgat.kernels.vector_kernels`).
+
 Every layer trains in the same recipe (:class:`~ikgat.models.TwoLayerGAT`,
 seeds, :func:`~ikgat.training.variational_adam`, early stopping on the
 validation accuracy).  The stochastic layers select their epoch on a
@@ -17,6 +24,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
+
+from ikgat.kernels import vector_kernels
 
 #: The command-line flag of each layer option (argparse's ``dest`` names).
 LAYER_OPTIONS = {
@@ -48,6 +57,8 @@ class TrainLayer:
         kernel_terms: Whether the layer's attention has similarity and
             magnitude terms (logged into checkpoints for ``ikgat plot
             terms``).
+        kernels: The ``--kernel`` values the layer takes (:obj:`None`:
+            every kernel of :data:`ikgat.kernels.KERNELS`).
     """
     class_name: str
     help: str
@@ -56,6 +67,7 @@ class TrainLayer:
     set_draws: Optional[Callable[[torch.nn.Module, int], None]] = None
     mean_draws: int = 1
     kernel_terms: bool = False
+    kernels: Optional[Tuple[str, ...]] = None
 
     @property
     def stochastic(self) -> bool:
@@ -107,6 +119,13 @@ def resolve_settings(name: str, given: Dict[str, Any]) -> Dict[str, Any]:
                 f'{LAYER_OPTIONS[option]} does not apply to --layer {name} '
                 f'(it is an option of --layer {" or ".join(takers)}); --layer '
                 f'{name} takes ' + (takes or 'none of the layer options'))
+    kernel = given.get('kernel')
+    if (kernel is not None and layer.kernels is not None
+            and kernel not in layer.kernels):
+        raise ValueError(
+            f'--kernel {kernel} does not apply to --layer {name} (its '
+            f'kernel must pair two vectors); choose one of '
+            f'{", ".join(layer.kernels)}')
     draws = given.get('num_samples')
     if draws is not None and draws < layer.mean_draws:
         raise ValueError(f'--num-samples {draws} is too few for --layer '
@@ -134,9 +153,9 @@ def _short(value: Any) -> str:
 
 
 def _set_mikan_draws(model: torch.nn.Module, draws: int) -> None:
-    from ikgat.nn import MIKANConv
+    from ikgat.nn import MIKANConv, MIKANTransformerConv
     for module in model.modules():
-        if isinstance(module, MIKANConv):
+        if isinstance(module, (MIKANConv, MIKANTransformerConv)):
             module.kernel.num_samples = draws
 
 
@@ -173,4 +192,17 @@ TRAIN_LAYERS: Dict[str, TrainLayer] = {
         dict(num_samples=10, kl_weight=0.01, ksvd_weight=0.1),
         lambda settings: dict(num_samples=0),
         set_draws=_set_kep_draws, mean_draws=0),
+    'transformer': TrainLayer(
+        'IKTransformerConv', 'IKTransformerConv, TransformerConv\'s '
+        'attention with a kernel that pairs query and key',
+        dict(kernel='direct', p=2.0, num_spectral_points=64),
+        lambda settings: _pick(settings,
+                               ('kernel', 'p', 'num_spectral_points')),
+        kernel_terms=True, kernels=tuple(vector_kernels())),
+    'mikan-transformer': TrainLayer(
+        'MIKANTransformerConv', 'MIKANTransformerConv, the transformer '
+        'form of mikan',
+        dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1),
+        lambda settings: _pick(settings, ('p', 'num_spectral_points')),
+        set_draws=_set_mikan_draws, mean_draws=1, kernel_terms=True),
 }

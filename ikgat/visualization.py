@@ -124,8 +124,9 @@ def plot_copula_correlation(model: torch.nn.Module,
     across heads (the IKA paper's Fig. 5c).
 
     Args:
-        model: A :class:`~ikgat.MIKANConv` or a model containing one.
-        layer: Which layer; by default the first MIKANConv.
+        model: A :class:`~ikgat.MIKANConv` or
+            :class:`~ikgat.MIKANTransformerConv`, or a model containing one.
+        layer: Which layer; by default the first of them.
         annotate: Write the values into the cells (default: for at most 12
             heads).
     """

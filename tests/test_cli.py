@@ -172,6 +172,10 @@ LAYER_SUMMARIES = {
     'mikan': ('MIKANConv(p=2, num_spectral_points=64) on Cora',
               'the mean of 3 draws'),
     'kep': ('KEPGATConv on Cora', 'the mean of 3 draws'),
+    'transformer': ('IKTransformerConv(kernel=direct, p=2, '
+                    'num_spectral_points=64) on Cora', None),
+    'mikan-transformer': ('MIKANTransformerConv(p=2, num_spectral_points=64) '
+                          'on Cora', 'the mean of 3 draws'),
 }
 
 
@@ -230,29 +234,36 @@ def test_stochastic_layers_report_the_same_draws_in_every_run(
 @pytest.mark.parametrize('argv, expected', [
     (['--layer', 'gat', '--kernel', 'rbf'],
      '--kernel does not apply to --layer gat (it is an option of --layer '
-     'ikgat); --layer gat takes none of the layer options'),
+     'ikgat or transformer); --layer gat takes none of the layer options'),
     (['--layer', 'gat', '--num-samples', '3'],
      '--num-samples does not apply to --layer gat'),
     (['--layer', 'ikgat', '--kl-weight', '0.1'],
      '--kl-weight does not apply to --layer ikgat (it is an option of '
-     '--layer mikan or kep)'),
+     '--layer mikan or kep or mikan-transformer)'),
     (['--kernel', 'rbf', '--ksvd-weight', '1'],
      '--ksvd-weight does not apply to --layer ikgat'),
     (['--layer', 'mikan', '--kernel', 'rbf'],
      '--kernel does not apply to --layer mikan (it is an option of --layer '
-     'ikgat); --layer mikan takes --p, --num-spectral-points, '
+     'ikgat or transformer); --layer mikan takes --p, --num-spectral-points, '
      '--num-samples, --kl-weight'),
     (['--layer', 'kep', '--p', '3'],
      '--p does not apply to --layer kep (it is an option of --layer ikgat '
-     'or mikan); --layer kep takes --num-samples, --kl-weight, '
-     '--ksvd-weight'),
+     'or mikan or transformer or mikan-transformer); --layer kep takes '
+     '--num-samples, --kl-weight, --ksvd-weight'),
     (['--layer', 'kep', '--num-spectral-points', '8'],
      '--num-spectral-points does not apply to --layer kep'),
     (['--layer', 'mikan', '--num-samples', '0'],
      '--num-samples 0 is too few for --layer mikan: give at least 1'),
     (['--layer', 'kep', '--kl-weight', '-1'],
      '--kl-weight: must be a non-negative number'),
-    (['--layer', 'transformer'], "invalid choice: 'transformer'"),
+    (['--layer', 'transformer', '--num-samples', '3'],
+     '--num-samples does not apply to --layer transformer (it is an option '
+     'of --layer mikan or kep or mikan-transformer); --layer transformer '
+     'takes --kernel, --p, --num-spectral-points'),
+    (['--layer', 'mikan-transformer', '--kernel', 'rbf'],
+     '--kernel does not apply to --layer mikan-transformer (it is an option '
+     'of --layer ikgat or transformer)'),
+    (['--layer', 'bert'], "invalid choice: 'bert'"),
 ])
 def test_options_that_do_not_apply_are_refused_before_training(
         argv, expected, monkeypatch, capsys):
@@ -267,10 +278,11 @@ def test_options_that_do_not_apply_are_refused_before_training(
 def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         kind, layer_checkpoints, tmp_path, capsys):
     pytest.importorskip('matplotlib')
-    from ikgat.cli import PLOT_NEEDS
+    from ikgat.cli import PLOT_NEEDS, TRANSFORMER_OPTIONS
     _, layers, options = PLOT_NEEDS[kind]
-    drawn = {'tsne': {'ikgat', 'mikan'}, 'copula': {'mikan'},
-             'terms': {'ikgat', 'mikan'}}.get(kind, set(layer_checkpoints))
+    kernel_layers = {'ikgat', 'mikan', 'transformer', 'mikan-transformer'}
+    drawn = {'tsne': kernel_layers, 'copula': {'mikan', 'mikan-transformer'},
+             'terms': kernel_layers}.get(kind, set(layer_checkpoints))
     for layer, (path, _) in layer_checkpoints.items():
         out = str(tmp_path / f'{kind}-{layer}.png')
         argv = ['plot', kind, '--checkpoint', path, '--out', out]
@@ -282,6 +294,8 @@ def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         else:
             err = run_failing(argv, capsys)
             assert f'found in {layers}' in err and path in err
+            if 'transformer' in layer:  # the transformer form suggested
+                options = TRANSFORMER_OPTIONS.get(options, options)
             assert f'`ikgat train {options} --save-checkpoint PATH`' in err
 
 
@@ -297,6 +311,24 @@ def test_plot_tsne_names_the_kernels_with_spectral_points(tmp_path, capsys):
                        str(tmp_path / 'x.png')], capsys)
     assert 'the IKGATConv(kernel=rbf) model of' in err
     assert 'rff, rff_ns, direct or implicit' in err
+
+
+def test_transformer_takes_only_the_kernels_that_pair_two_vectors(
+        monkeypatch, capsys):
+    # Every built-in kernel pairs two vectors today; a kernel that does not
+    # is refused in one line naming those that do, before any training:
+    import dataclasses
+
+    from ikgat.train_layers import TRAIN_LAYERS
+    monkeypatch.setitem(TRAIN_LAYERS, 'transformer', dataclasses.replace(
+        TRAIN_LAYERS['transformer'], kernels=('direct', 'rbf')))
+    monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.load_planetoid', _must_not_train)
+    err = run_failing(['train', '--layer', 'transformer', '--kernel',
+                       'expsin'], capsys)
+    assert err == ('ikgat train: error: --kernel expsin does not apply to '
+                   '--layer transformer (its kernel must pair two vectors); '
+                   'choose one of direct, rbf\n')
 
 
 @needs_sampler

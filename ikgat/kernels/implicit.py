@@ -283,9 +283,20 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             # after another; then laid out head-major, (H, [S,] G, D), so
             # that the copula's (L eps) over the heads is one matrix product:
             draws = () if num_draws == 1 else (num_draws, )
-            noise = torch.randn(num_graphs, *draws, self.heads,
-                                self.latent_dim, generator=generator,
-                                device=mean.device, dtype=mean.dtype)
+            # PyTorch's CPU sampler fills blocks of 16 numbers (and fewer
+            # than 16 another way), so a graph's numbers are those it gets
+            # alone only if each graph's share is a whole number of blocks;
+            # otherwise each graph draws a padded row, cut back to its share.
+            shape = (num_graphs, *draws, self.heads, self.latent_dim)
+            share = num_draws * self.heads * self.latent_dim
+            if share % 16 == 0:
+                noise = torch.randn(*shape, generator=generator,
+                                    device=mean.device, dtype=mean.dtype)
+            else:
+                noise = torch.randn(num_graphs, share + 16 - share % 16,
+                                    generator=generator, device=mean.device,
+                                    dtype=mean.dtype)
+                noise = noise[:, :share].reshape(shape)
             noise = (noise.permute(2, 1, 0, 3) if draws else
                      noise.transpose(0, 1))
             if self.raw_correlation is not None:

@@ -135,3 +135,4 @@ def node_terms(conv: torch.nn.Module, x_src: Tensor,
     return NodeTerms(log_sim_src, log_sim_dst, half_norm_src,
                      half_norm_dst, anchor_norm, gat_logit_src,
                      gat_logit_dst)
+

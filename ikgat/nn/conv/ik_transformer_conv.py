@@ -1,6 +1,7 @@
 r"""Kernel attention for graph transformers: the IKA decomposition of scaled
 dot-product attention, a drop-in for PyG's ``TransformerConv``."""
-from typing import Any, Dict, Optional, Tuple, Union
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +17,7 @@ from torch_geometric.utils import (
 
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
+from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
@@ -24,7 +26,8 @@ from ikgat.nn.conv.checks import (
     check_node_features,
     count_graphs,
 )
-from ikgat.nn.conv.gat_base import check_sizes
+from ikgat.nn.conv.decomposition import AttentionDecomposition
+from ikgat.nn.conv.gat_base import check_sizes, without_autocast
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 
@@ -334,6 +337,65 @@ class IKTransformerConv(TransformerConv):
                                 num_dst, reduce='sum')
         return out
 
+    #: A target's output depends only on it, its in-edges and their
+    #: sources (within :meth:`full_graph_summary` for the implicit
+    #: kernels): :func:`ikgat.nn.layer_over_full_graph` may run the layer
+    #: on the in-edges of a batch of targets.
+    local_to_in_neighbourhood: bool = True
+
+    @property
+    def sampling_caveat(self) -> Optional[str]:
+        r"""What differs on a sampled subgraph beyond the neighbours left
+        out, in one sentence (:obj:`None`: nothing)."""
+        if not self.kernel.stochastic:
+            return None
+        return (f'{type(self).__name__}: the implicit spectral density is '
+                f'inferred from the mean over the nodes of each sampled '
+                f'subgraph, so a seed node\'s output depends on which '
+                f'other nodes were sampled (in training this acts like a '
+                f'batch statistic); evaluate layer-wise over the full graph '
+                f'(TwoLayerGAT.inference), or within '
+                f'full_graph_summary(x), to get the full graph\'s outputs')
+
+    @contextmanager
+    def full_graph_summary(self, x: Union[Tensor, PairTensor],
+                           chunk_size: int = 65536) -> Iterator[None]:
+        r"""Within the block, a stochastic kernel draws its spectral points
+        from the summary :math:`h_s = [\operatorname{mean}_i \tilde q_i
+        \,\|\, \operatorname{mean}_j \tilde k_j]` of the graph whose node
+        features are :obj:`x` (the full graph), not from the nodes each
+        forward pass gets; the sums are taken once, in node chunks of
+        :obj:`chunk_size`.  On a subgraph that holds every in-edge of its
+        targets, the targets then get their full-graph outputs.  For
+        evaluation only (in training mode this raises); a no-op for the
+        other kernels."""
+        if not self.kernel.stochastic:
+            yield
+            return
+        if self.training:
+            raise RuntimeError(
+                f'{type(self).__name__}.full_graph_summary: the summary is '
+                f'for evaluation; call model.eval() first')
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        H, C = self.heads, self.out_channels
+        dtype = accumulation_dtype(x_src.dtype)
+
+        def mean(lin: torch.nn.Module, rows: Tensor) -> Tensor:
+            # The scaled projections of _attention, summed chunk by chunk:
+            sums = [finite_sums(lin(chunk).view(-1, H, C).to(dtype) *
+                                C**-0.25)
+                    for chunk in rows.split(chunk_size)]
+            return finite_mean(*map(sum, zip(*sums)))
+
+        with torch.no_grad():
+            summary = torch.cat([mean(self.lin_query, x_dst),
+                                 mean(self.lin_key, x_src)], dim=-1)
+        self.kernel.fixed_summary = summary
+        try:
+            yield
+        finally:
+            self.kernel.fixed_summary = None
+
     def spectral_points(self):
         r"""The spectral point sets of a random-feature kernel, each of shape
         :math:`(G, H, R, C)`."""
@@ -348,6 +410,74 @@ class IKTransformerConv(TransformerConv):
         if self.kernel.has_kl:
             return self.kernel.kl_divergence()
         return self.lin_query.weight.new_zeros(())
+
+    @torch.no_grad()
+    def attention_decomposition(
+        self,
+        x: Union[Tensor, PairTensor],
+        edge_index: Adj,
+        edge_attr: OptTensor = None,
+        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
+        batch_size: Optional[int] = None,
+    ) -> AttentionDecomposition:
+        r"""Return the per-edge similarity and magnitude terms of the
+        attention logits and the attention weights without dropout, as
+        :meth:`ikgat.IKGATConv.attention_decomposition` does.
+
+        Per edge :math:`j \to i` and head: :obj:`log_similarity`
+        :math:`\log\mathrm{sim}(\tilde q_i, \tilde k_{ij})` (the kernel's
+        :meth:`~ikgat.kernels.Kernel.pair_log_similarity`; a stochastic
+        kernel's at the mean of its density, each graph with its own
+        points), :obj:`log_magnitude` :math:`\tfrac12\|\tilde q_i\|_p^2 +
+        \tfrac12\|\tilde k_{ij}\|_p^2` (zero without the magnitude term;
+        the query's part cancels in the softmax) and a zero
+        :obj:`edge_term` (edge features enter the key).  The weights are
+        the forward pass's in evaluation mode (averaged over
+        :obj:`num_samples` draws where the kernel averages them).  Takes the
+        inputs of :meth:`forward`; the terms and weights are float32 for a
+        float16 or bfloat16 model."""
+        if batch is None and self.graph_batch is not None:
+            batch, batch_size = self.graph_batch
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
+        H, C = self.heads, self.out_channels
+        query = self.lin_query(x_dst).view(-1, H, C)
+        key = self.lin_key(x_src).view(-1, H, C)
+        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
+        edge_key = None
+        if self.lin_edge is not None:
+            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
+        with without_autocast(x_src.device):
+            alpha = self._attention(query, key, edge_key, src, dst, ptr,
+                                    batch, batch_size)
+            dtype = alpha.dtype
+            scale = self.out_channels**-0.25
+            query, key = query.to(dtype) * scale, key.to(dtype) * scale
+            if edge_key is not None:
+                edge_key = edge_key.to(dtype) * scale
+            keys = key.index_select(0, src)
+            if edge_key is not None:
+                keys = keys + edge_key
+            queries = query.index_select(0, dst)
+            kernel = self.kernel
+            if kernel.stochastic:
+                # Each graph's own points, at the density's mean (the
+                # random-feature kernels have gamma = 0: the reduced
+                # log-similarity is the log-similarity):
+                self._prepare_kernel(query, key, batch, batch_size,
+                                     sample=False, num_draws=1)
+                log_similarity = kernel.edge_log_similarity(
+                    query, key, src, dst, edge_key)
+            else:
+                log_similarity = kernel.pair_log_similarity(queries, keys)
+            if self.magnitude:
+                log_magnitude = 0.5 * (lp_norm_squared(queries, self.p) +
+                                       lp_norm_squared(keys, self.p))
+            else:
+                log_magnitude = torch.zeros_like(log_similarity)
+        return AttentionDecomposition(torch.stack([src, dst]), log_similarity,
+                                      log_magnitude,
+                                      torch.zeros_like(log_similarity), alpha)
 
     def _check_inputs(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
                       edge_attr: OptTensor,
@@ -390,7 +520,11 @@ class IKTransformerConv(TransformerConv):
 def _edges(edge_index: Adj, edge_attr: OptTensor
            ) -> Tuple[Tensor, Tensor, OptTensor, OptTensor]:
     r"""The sources, targets, target pointer (sparse inputs) and edge
-    features of an adjacency, in the order PyG's ``propagate`` uses."""
+    features of an adjacency, in the order PyG's ``propagate`` uses
+    (features of shape :math:`(E,)` as :math:`(E, 1)`, as the input
+    check accepts them for ``edge_dim=1``)."""
+    if edge_attr is not None and edge_attr.dim() == 1:
+        edge_attr = edge_attr.view(-1, 1)
     if isinstance(edge_index, SparseTensor):
         dst, src, value = edge_index.coo()
         if edge_attr is None:

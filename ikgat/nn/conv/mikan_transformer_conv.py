@@ -38,8 +38,18 @@ class MIKANTransformerConv(IKTransformerConv):
     :func:`ikgat.nn.kl_divergence` of the model) to the loss.
 
     Args:
-        in_channels, out_channels, heads, concat, beta, dropout, edge_dim,
-        bias, root_weight: As :class:`~ikgat.IKTransformerConv`.
+        in_channels (int or tuple): As in TransformerConv.
+        out_channels (int): Size of each output sample per head :math:`d`.
+        heads (int, optional): Number of heads :math:`H`. (default: :obj:`1`)
+        concat (bool, optional): As in TransformerConv.
+            (default: :obj:`True`)
+        beta (bool, optional): As in TransformerConv. (default: :obj:`False`)
+        dropout (float, optional): As in TransformerConv. (default: :obj:`0`)
+        edge_dim (int, optional): As in TransformerConv.
+            (default: :obj:`None`)
+        bias (bool, optional): As in TransformerConv. (default: :obj:`True`)
+        root_weight (bool, optional): As in TransformerConv.
+            (default: :obj:`True`)
         num_spectral_points (int, optional): :math:`R`, even.
             (default: :obj:`64`)
         p (float, optional): The :math:`p` of the magnitude's norms.
@@ -76,13 +86,23 @@ class MIKANTransformerConv(IKTransformerConv):
         kernel_kwargs: Optional[Dict[str, Any]] = None,
         **kwargs,
     ):
-        check_sizes(type(self).__name__, in_channels, out_channels, heads,
-                    edge_dim)
-        kernel = ImplicitSpectralKernel(
-            heads, out_channels, num_spectral_points=num_spectral_points,
-            hidden_channels=hidden_channels, prior_scale=prior_scale,
-            num_samples=num_samples, copula=True, pairing='vectors',
-            **(kernel_kwargs or {}))
+        name = type(self).__name__
+        check_sizes(name, in_channels, out_channels, heads, edge_dim)
+        fixed = sorted({'copula', 'pairing'} & set(kernel_kwargs or {}))
+        if fixed:
+            raise ValueError(f"{name}: 'kernel_kwargs' cannot set {fixed}: "
+                             f"MIKAN's kernel pairs query and key with a "
+                             f"copula across heads; for the implicit kernel "
+                             f"without it use IKTransformerConv(..., "
+                             f"kernel='implicit')")
+        try:
+            kernel = ImplicitSpectralKernel(
+                heads, out_channels, num_spectral_points=num_spectral_points,
+                hidden_channels=hidden_channels, prior_scale=prior_scale,
+                num_samples=num_samples, copula=True, pairing='vectors',
+                **(kernel_kwargs or {}))
+        except (TypeError, ValueError) as error:
+            raise type(error)(f'{name}: {error}') from None
         super().__init__(in_channels, out_channels, heads, concat, beta,
                          dropout, edge_dim, bias, root_weight, kernel=kernel,
                          num_spectral_points=num_spectral_points, p=p,
