@@ -99,7 +99,7 @@ def test_small_chunks_and_head_groups_change_nothing(num_graphs, edge_key,
     whole, whole_grads = run()
     # One head per group and a few edges (and rows) per chunk:
     monkeypatch.setattr(pf, 'TABLE_ELEMENTS', 1)
-    monkeypatch.setattr(pf, 'EDGE_CHUNK_ELEMENTS', 64)
+    monkeypatch.setattr(pf, 'CHUNK_ELEMENTS', 64)
     chunked, chunked_grads = run()
     torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-5)
     for got, expected in zip(chunked_grads, whole_grads):
