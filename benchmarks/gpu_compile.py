@@ -79,9 +79,9 @@ _SM_LIMITS = {90: (65536, 2048, 32, 228 * 1024),
 
 def _spectral(name: str) -> bool:
     from ikgat.kernels import KERNELS
-    if name == 'MIKANConv':
+    if name.startswith('MIKAN'):
         return True
-    kernel = name[len('IKGATConv-'):]
+    kernel = name.split('-', 1)[-1]
     return kernel in KERNELS and KERNELS[kernel].has_spectral_points
 
 
@@ -90,10 +90,27 @@ def _build(name: str, heads: int, channels: int, dropout: float,
            in_channels=FEATURES):
     r"""Layer :obj:`name` on its CUDA path (fused attention, Triton node
     terms)."""
-    from ikgat import IKGATConv, KEPGATConv, MIKANConv
+    from ikgat import (
+        IKGATConv,
+        IKTransformerConv,
+        KEPGATConv,
+        MIKANConv,
+        MIKANTransformerConv,
+    )
     kwargs = dict(heads=heads, dropout=dropout, edge_dim=edge_dim)
     node_path = dict(node_path='triton')
-    if name == 'KEPGATConv':
+    if name == 'MIKANTransformerConv':
+        layer = MIKANTransformerConv(in_channels, channels,
+                                     num_samples=NUM_SAMPLES,
+                                     num_spectral_points=points, **kwargs)
+    elif name.startswith('IKTransformerConv-'):
+        kernel = name[len('IKTransformerConv-'):]
+        layer = IKTransformerConv(
+            in_channels, channels, kernel=kernel,
+            num_spectral_points=points, kernel_kwargs=dict(
+                num_samples=NUM_SAMPLES) if kernel == 'implicit' else None,
+            **kwargs)
+    elif name == 'KEPGATConv':
         layer = KEPGATConv(in_channels, channels, num_samples=NUM_SAMPLES,
                            **kwargs)
     elif name == 'MIKANConv':
@@ -148,6 +165,8 @@ def layer_calls(layers: List[str]
     in-edges, then each option varied alone at 8 heads x 8 channels."""
     import torch
 
+    from benchmarks.launches import is_transformer
+
     def call(name, heads, channels, training, dropout=0.0, points=64,
              degree=8, edge=False, bipartite=False, shared_target=False,
              attention=False):
@@ -185,6 +204,11 @@ def layer_calls(layers: List[str]
         for training, dropout in modes:
             for degree in DEGREES:
                 yield call(name, 8, 8, training, dropout, degree=degree)
+            if is_transformer(name):
+                # Edge features, returned weights: the PyTorch path; a
+                # missing x_dst: no queries.
+                yield call(name, 8, 8, training, dropout, bipartite=True)
+                continue
             for option in ('edge', 'bipartite', 'shared_target'):
                 yield call(name, 8, 8, training, dropout, **{option: True})
             if training:
@@ -442,7 +466,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help='compute capabilities (default: 90 80)')
     parser.add_argument('--layers', nargs='+', default=None, metavar='LAYER',
                         help='layers to call (default: every layer of '
-                        'benchmarks.launches but GATConv)')
+                        'benchmarks.launches but its PyG baselines)')
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
                         help='compiler processes (default: one per core)')
     parser.add_argument('--cache', default=osp.join(
@@ -454,9 +478,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--capture-to', help=argparse.SUPPRESS)
     parser.add_argument('--compile-from', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from benchmarks.launches import layer_names
+    from benchmarks.launches import BASELINES, layer_names
     layers = args.layers or [name for name in layer_names()
-                             if name != 'GATConv']
+                             if name not in BASELINES]
     unknown = sorted(set(layers) - set(layer_names()))
     if unknown:
         parser.error(f'unknown --layers {unknown}; choose from '
