@@ -170,7 +170,15 @@ OPS: Dict[str, Dict[str, float]] = {
 #: dropout 0), from ``benchmarks/results/launches.md`` (commit cc273f3;
 #: GATConv's from PyG) and ``launches_6257efe.md``.
 EAGER_OPS = {'GATConv': 93 - 30, 'rbf': 159 - 58, 'direct': 147 - 60,
-             'implicit': 259 - 100, 'rbf@6257efe': 186 - 59}
+             'implicit': 259 - 100, 'rbf@6257efe': 186 - 59,
+             'TransformerConv': 121 - 48, 'transformer-rbf': 79 - 37,
+             'transformer-direct': 185 - 98,
+             'transformer-implicit': 309 - 143}
+#: Passes over the :math:`m \times N \times H \times R` angles per side
+#: (queries, keys) of a random-feature IKTransformerConv step: the einsum,
+#: cos, sin, their concatenation and sum forward; their gradients
+#: backward: an assumption.
+TABLE_PASSES = 12
 #: Passes over N x H C floats in a layer step besides the Triton kernels
 #: and the projection (scores, norms, bias, the backward's D = <G, out>,
 #: their gradients): an assumption, the same for every kernel family.
@@ -616,6 +624,101 @@ def gatconv_step(graph: Graph, heads: int = 8, channels: int = 8,
     return Step('GATConv (eager)', [], other, EAGER_OPS['GATConv'], hw)
 
 
+def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
+                        points: int = 64, family: str = 'direct',
+                        index_bytes: int = 4, hw: Hardware = H100
+                        ) -> List[KernelCost]:
+    r"""The fused attention of IKTransformerConv
+    (:mod:`ikgat.nn.triton_transformer`), one launch of each kernel per
+    layer step, one program per node and head: per edge and head the
+    forward gathers :math:`V_j` (:math:`D` floats), :math:`s_j` and
+    :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
+    :math:`X_j`; the per-source backward :math:`U_i`, the target's
+    :math:`m, Z, D` and :math:`G_i`; each program re-reads its edge
+    indices.  :math:`D = 2R` for the random-feature kernels
+    (``'log_square'``: one more log and division per edge), :math:`C` for
+    ``rbf``.  No self-loops (TransformerConv adds none)."""
+    n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
+    log_square = family != 'rbf'
+    width = 2 * points if log_square else channels
+    block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
+    f32 = 4
+    tile = edge_tiling(e, n, max(block_d, block_c))
+    block_e = tile['BLOCK_E']
+    tiles = n * heads * mean_tiles(lam - 1, block_e)
+    issued = tiles * block_e  # edge-head lanes issued
+    table_row = sector_bytes(width * f32, hw)
+    value_row = sector_bytes(channels * f32, hw)
+    scalar = hw.sector  # one float gathered: a sector
+    link = 2 if log_square else 0  # log, division
+    flags = dict(LOG_SQUARE=log_square, HAS_DROPOUT=False, BLOCK_E=block_e,
+                 BLOCK_D=block_d, BLOCK_C=block_c)
+    programs = n * heads
+    costs = []
+    for name, label, per_program, per_edge, flops, sfu in (
+            ('_forward_body', 'transformer attention forward',
+             width + channels + 2, table_row + scalar + value_row,
+             2 * block_d + 2 * block_c + 6, 1 + link),
+            ('_backward_dst_body', 'transformer backward, per target',
+             2 * width + channels + 3, table_row + scalar + value_row,
+             4 * block_d + 2 * block_c + 8, 2 + link),
+            ('_backward_src_body', 'transformer backward, per source',
+             2 * width + 2 * channels + 2,
+             index_bytes + table_row + 3 * scalar + value_row,
+             4 * block_d + 4 * block_c + 8, 2 + link)):
+        costs.append(KernelCost(
+            name, label, (n, heads), dict(flags),
+            bytes=programs * (2 * index_bytes + per_program * f32)
+            + e * heads * (index_bytes + per_edge),
+            flops=issued * flops, transcendentals=issued * sfu
+            + 2 * tiles, round_trips=programs + 2 * tiles,
+            warps=tile['num_warps']))
+    return costs
+
+
+def transformer_layer(graph: Graph, family: str, heads: int = 8,
+                      channels: int = 8, points: int = 64,
+                      rows: Sequence[dict] = (),
+                      hw: Hardware = H100) -> Step:
+    r"""One IKTransformerConv layer's forward + backward on its fused path
+    (``family``: ``'rbf'``, ``'direct'``, ``'implicit'``): the three
+    kernels; the four projections (query, key, value, skip); for the
+    random-feature kernels :data:`TABLE_PASSES` over the angles of each
+    side; :data:`NODE_PASSES` over :math:`N \times H C`; the eager
+    operations counted by ``benchmarks.launches``."""
+    kernels = [(predict(cost, rows, hw), 1) for cost in transformer_kernels(
+        graph, heads, channels, points, family, hw=hw)]
+    sets = NUM_SETS[family]
+    other = (_projection_bytes(graph.nodes, graph.features,
+                               4 * heads * channels, False)
+             + 2 * TABLE_PASSES * sets * graph.nodes * heads * points * 4
+             + NODE_PASSES * graph.nodes * heads * channels * 4)
+    return Step(f'IKTransformerConv-{family}', kernels, other,
+                EAGER_OPS[f'transformer-{family}'], hw)
+
+
+def transformer_conv_step(graph: Graph, heads: int = 8, channels: int = 8,
+                          hw: Hardware = H100) -> Step:
+    r"""PyG's eager TransformerConv, forward + backward of one layer, as
+    :func:`gatconv_step` counts GATConv's: per element of :math:`E \times H
+    \times C` (no self-loops) the gathers of :math:`q_i`, :math:`k_j`,
+    :math:`v_j` (8 bytes each), the product :math:`q_i k_j` (12) and the
+    message :math:`\alpha v_j` (12), the scatter (16) forward; backward
+    the scatter's gather (16), the message's two gradients (12 + 16), the
+    product's two (24) and three ``index_add_`` of the gathered rows'
+    gradients (8 each): 156 bytes.  Per element of :math:`E \times H` 20
+    passes of 4 bytes (sum, scale, softmax and their gradients) and 10
+    int64 index reads per edge; the four projections."""
+    n, e = graph.nodes, graph.edges
+    ehc, eh = e * heads * channels, e * heads
+    other = (156 * ehc + 20 * 4 * eh + 10 * 8 * e
+             + _projection_bytes(n, graph.features, 4 * heads * channels,
+                                 False)
+             + 6 * n * heads * channels * 4)
+    return Step('TransformerConv (eager)', [], other,
+                EAGER_OPS['TransformerConv'], hw)
+
+
 def products_two_layer(family: str, rows: Sequence[dict] = (),
                        hw: Hardware = H100) -> Step:
     r"""The products-size two-layer training step (the GAT model of
@@ -731,6 +834,28 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
                     f'mR = {NUM_SETS[family] * 64}; each launched twice per '
                     'layer step, targets and sources):', '']
             out += kernel_table(costs) + ['']
+    out += ['## IKTransformerConv at arxiv size (fused attention, R = 64)',
+            '', 'One launch of each kernel per layer step (no self-loops):',
+            '']
+    for family in ('rbf', 'direct'):
+        costs = [predict(cost, rows, hw) for cost in transformer_kernels(
+            ARXIV, family=family, hw=hw)]
+        out += [f'`{family}` (D = {costs[0].constexprs["BLOCK_D"]}):', '']
+        out += kernel_table(costs) + ['']
+    eager = transformer_conv_step(ARXIV, hw=hw)
+    out += ['| step | Triton kernels ms | other ms | host ms | predicted ms '
+            "| TransformerConv's eager ms | predicted / eager |",
+            '|---|---:|---:|---:|---:|---:|---:|']
+    for step in [transformer_layer(ARXIV, family, rows=rows, hw=hw)
+                 for family in ('rbf', 'direct', 'implicit')] + [eager]:
+        out.append(f'| arxiv layer fwd+bwd, {step.label} | '
+                   f'{step.triton * 1e3:.3f} | {step.other * 1e3:.3f} | '
+                   f'{step.host * 1e3:.3f} | {step.total * 1e3:.3f} | '
+                   f'{eager.total * 1e3:.3f} | '
+                   f'{step.total / eager.total:.2f} |')
+    out += ['', 'The target: predicted at most TransformerConv\'s eager '
+            'time (modelled the same way, so the ratio carries the '
+            "model's optimism on both sides).", '']
     # The check.
     attention = {cost.kernel: predict(cost, rows, hw)
                  for cost in attention_kernels(ARXIV, hw=hw,
@@ -827,7 +952,9 @@ def main(argv: Optional[List[str]] = None) -> str:
 __all__ = ['Hardware', 'H100', 'Graph', 'ARXIV', 'PRODUCTS', 'KernelCost',
            'OPS', 'attention_kernels', 'node_term_kernels', 'predict',
            'find_build', 'load_builds', 'occupancy', 'mean_tiles',
-           'ikgat_layer', 'gatconv_step', 'products_two_layer', 'main']
+           'ikgat_layer', 'gatconv_step', 'products_two_layer',
+           'transformer_kernels', 'transformer_layer',
+           'transformer_conv_step', 'main']
 
 if __name__ == '__main__':
     main()
