@@ -64,6 +64,19 @@ DROPOUTS = (0.0, 0.6)
 DEGREES = (2, 8, 256)
 #: Draws averaged in evaluation by the stochastic kernels.
 NUM_SAMPLES = 4
+#: The transformer drop-ins' grid (heads, channels, R): their kernels'
+#: constants follow D (C, or 2R), C and the heads alone, so that three
+#: points span them: the arxiv-size layer, one head (Triton specialises
+#: H = 1) at the smallest R, and the widest tables (D = 256, C = 64, two
+#: blocks of heads); then the dense neighbourhood (the edge block's cap)
+#: and a bipartite graph at 8 x 8.
+TRANSFORMER_GRID = ((8, 8, 64), (1, 7, 16), (8, 64, 128))
+#: IKTransformerConv's stochastic kernels: their tables, link and blocks
+#: are direct's (D = 2R, 'log_square') in training and at every degree,
+#: so that only their evaluation draws (S H heads in one pass) add
+#: launches; the grid calls them in evaluation over the shapes alone.
+TRANSFORMER_DRAWS_ONLY = ('IKTransformerConv-implicit',
+                          'MIKANTransformerConv')
 # Node counts not divisible by 16 (Triton specialises on it; real graphs
 # have any count).
 FEATURES, NODES = 16, 45
@@ -193,16 +206,27 @@ def layer_calls(layers: List[str]
                  + ' x_dst=None' * shared_target + ' alpha' * attention)
         return label, run
 
-    modes = [(True, dropout) for dropout in DROPOUTS] + [(False, 0.0)]
+    all_modes = [(True, dropout) for dropout in DROPOUTS] + [(False, 0.0)]
     for name in layers:
         points_grid = SPECTRAL_POINTS if _spectral(name) else (64, )
-        for heads, channels in SHAPES:
-            for points in points_grid:
-                for training, dropout in modes:
-                    yield call(name, heads, channels, training, dropout,
-                               points)
+        grid = [(heads, channels, points) for heads, channels in SHAPES
+                for points in points_grid]
+        modes, degrees = all_modes, DEGREES
+        if is_transformer(name):
+            grid = [(heads, channels, points if _spectral(name) else 64)
+                    for heads, channels, points in TRANSFORMER_GRID]
+            degrees = (DEGREES[-1], )
+        if name in TRANSFORMER_DRAWS_ONLY:
+            # Launches that IKTransformerConv-direct already makes: only
+            # the evaluation draws (S H heads) are their own.
+            modes, degrees = [(False, 0.0)], ()
+        for heads, channels, points in grid:
+            for training, dropout in modes:
+                yield call(name, heads, channels, training, dropout, points)
+        if name in TRANSFORMER_DRAWS_ONLY:
+            continue
         for training, dropout in modes:
-            for degree in DEGREES:
+            for degree in degrees:
                 yield call(name, 8, 8, training, dropout, degree=degree)
             if is_transformer(name):
                 # Edge features, returned weights: the PyTorch path; a

@@ -168,17 +168,18 @@ OPS: Dict[str, Dict[str, float]] = {
 
 #: Eager operations per layer step other than the views (training,
 #: dropout 0), from ``benchmarks/results/launches.md`` (commit cc273f3;
-#: GATConv's from PyG) and ``launches_6257efe.md``.
+#: GATConv's from PyG; the transformers' from this commit's) and
+#: ``launches_6257efe.md``.
 EAGER_OPS = {'GATConv': 93 - 30, 'rbf': 159 - 58, 'direct': 147 - 60,
              'implicit': 259 - 100, 'rbf@6257efe': 186 - 59,
-             'TransformerConv': 121 - 48, 'transformer-rbf': 79 - 37,
-             'transformer-direct': 185 - 98,
-             'transformer-implicit': 309 - 143}
+             'TransformerConv': 121 - 48, 'transformer-rbf': 77 - 37,
+             'transformer-direct': 181 - 98,
+             'transformer-implicit': 305 - 143}
 #: Passes over the :math:`m \times N \times H \times R` angles per side
-#: (queries, keys) of a random-feature IKTransformerConv step: the einsum,
-#: cos, sin, their concatenation and sum forward; their gradients
-#: backward: an assumption.
-TABLE_PASSES = 12
+#: (queries, keys) of a random-feature IKTransformerConv training step:
+#: counted from the code by :func:`table_passes` (12 forward: the einsum's
+#: output, cos, sin, their concatenation and sum; 17 backward).
+TABLE_PASSES: Optional[float] = None  # table_passes(), on first use
 #: Passes over N x H C floats in a layer step besides the Triton kernels
 #: and the projection (scores, norms, bias, the backward's D = <G, out>,
 #: their gradients): an assumption, the same for every kernel family.
@@ -630,50 +631,99 @@ def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                         ) -> List[KernelCost]:
     r"""The fused attention of IKTransformerConv
     (:mod:`ikgat.nn.triton_transformer`), one launch of each kernel per
-    layer step, one program per node and head: per edge and head the
-    forward gathers :math:`V_j` (:math:`D` floats), :math:`s_j` and
-    :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
+    layer step, with the grid and blocks of its own
+    :func:`~ikgat.nn.triton_transformer.tiling`: one program per node and
+    block of :math:`B_H` heads; per edge tile each program loads the edge
+    indices once, then per edge one contiguous row of :math:`B_H` heads:
+    the forward gathers :math:`V_j` (:math:`B_H D` floats), :math:`s_j`
+    and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
     :math:`X_j`; the per-source backward :math:`U_i`, the target's
-    :math:`m, Z, D` and :math:`G_i`; each program re-reads its edge
-    indices.  :math:`D = 2R` for the random-feature kernels
-    (``'log_square'``: one more log and division per edge), :math:`C` for
-    ``rbf``.  No self-loops (TransformerConv adds none)."""
+    :math:`m, Z, D` and :math:`G_i`.  :math:`D = 2R` for the random-feature
+    kernels (``'log_square'``: one more log and division per edge and
+    head), :math:`C` for ``rbf``.  No self-loops (TransformerConv adds
+    none)."""
+    from ikgat.nn.triton_transformer import tiling as transformer_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     log_square = family != 'rbf'
     width = 2 * points if log_square else channels
-    block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
     f32 = 4
-    tile = edge_tiling(e, n, max(block_d, block_c))
-    block_e = tile['BLOCK_E']
-    tiles = n * heads * mean_tiles(lam - 1, block_e)
-    issued = tiles * block_e  # edge-head lanes issued
-    table_row = sector_bytes(width * f32, hw)
-    value_row = sector_bytes(channels * f32, hw)
-    scalar = hw.sector  # one float gathered: a sector
+    tile = transformer_tiling(e, n, heads, width, channels)
+    block_e, block_h = tile['BLOCK_E'], tile['BLOCK_H']
+    block_d, block_c = tile['BLOCK_D'], tile['BLOCK_C']
+    head_blocks = -(-heads // block_h)
+    heads_in = min(block_h, heads)  # the real heads of a block
+    programs = n * head_blocks
+    tiles = programs * mean_tiles(lam - 1, block_e)
+    issued = tiles * block_e * block_h  # edge-head lanes issued
+    table_row = sector_bytes(heads_in * width * f32, hw)
+    value_row = sector_bytes(heads_in * channels * f32, hw)
+    head_row = sector_bytes(heads_in * f32, hw)  # s_j, m, Z or D
     link = 2 if log_square else 0  # log, division
     flags = dict(LOG_SQUARE=log_square, HAS_DROPOUT=False, BLOCK_E=block_e,
-                 BLOCK_D=block_d, BLOCK_C=block_c)
-    programs = n * heads
+                 BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c)
     costs = []
-    for name, label, per_program, per_edge, flops, sfu in (
+    # per_program: floats per head read or written once per program;
+    # per_edge: bytes gathered per edge and program; index: edge indices
+    # per edge and program (the CSR source; the CSC position and target).
+    for name, label, per_program, per_edge, index, flops, sfu in (
             ('_forward_body', 'transformer attention forward',
-             width + channels + 2, table_row + scalar + value_row,
+             width + channels + 2, table_row + head_row + value_row, 1,
              2 * block_d + 2 * block_c + 6, 1 + link),
             ('_backward_dst_body', 'transformer backward, per target',
-             2 * width + channels + 3, table_row + scalar + value_row,
+             2 * width + channels + 3, table_row + head_row + value_row, 1,
              4 * block_d + 2 * block_c + 8, 2 + link),
             ('_backward_src_body', 'transformer backward, per source',
              2 * width + 2 * channels + 2,
-             index_bytes + table_row + 3 * scalar + value_row,
+             table_row + 3 * head_row + value_row, 2,
              4 * block_d + 4 * block_c + 8, 2 + link)):
         costs.append(KernelCost(
-            name, label, (n, heads), dict(flags),
-            bytes=programs * (2 * index_bytes + per_program * f32)
-            + e * heads * (index_bytes + per_edge),
+            name, label, (n, head_blocks), dict(flags),
+            bytes=n * (2 * index_bytes + heads * per_program * f32)
+            + e * head_blocks * (index * index_bytes + per_edge),
             flops=issued * flops, transcendentals=issued * sfu
-            + 2 * tiles, round_trips=programs + 2 * tiles,
+            + 2 * tiles * block_h, round_trips=programs + 2 * tiles,
             warps=tile['num_warps']))
     return costs
+
+
+def table_passes(nodes: int = 1000, heads: int = 8, channels: int = 8,
+                 points: int = 64, sets: int = 2) -> float:
+    r"""Passes over the :math:`m \times N \times H \times R` angles per
+    side (queries, keys) of one training step of the random-feature
+    tables (:func:`~ikgat.kernels.random_features.fourier_pair_feature_map`
+    forward, and backward from both tables), counted on the ``meta``
+    device: the bytes that every non-view operation reads and writes of
+    its operands of at least :math:`N H R` elements, in units of
+    :math:`4 m N H R` bytes, per side."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    from ikgat.kernels.random_features import fourier_pair_feature_map
+    unit = sets * nodes * heads * points
+
+    class Bytes(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not func.is_view:
+                Bytes.total += sum(
+                    t.numel() * 4 for t in tree_flatten((args, kwargs, out))[0]
+                    if isinstance(t, torch.Tensor)
+                    and t.numel() >= unit // sets)
+            return out
+
+    meta = torch.device('meta')
+    query, key = (torch.randn(nodes, heads, channels, device=meta,
+                              requires_grad=True) for _ in range(2))
+    spectral = torch.randn(sets, heads, points, channels, device=meta,
+                           requires_grad=True)
+    grad = torch.ones(nodes, heads, 2 * points, device=meta)
+    with Bytes():
+        tables = fourier_pair_feature_map(query, key, spectral, 1e-5)
+        torch.autograd.backward([tables.query, tables.key], [grad, grad])
+    return Bytes.total / (4 * unit) / 2
 
 
 def transformer_layer(graph: Graph, family: str, heads: int = 8,
@@ -688,6 +738,9 @@ def transformer_layer(graph: Graph, family: str, heads: int = 8,
     operations counted by ``benchmarks.launches``."""
     kernels = [(predict(cost, rows, hw), 1) for cost in transformer_kernels(
         graph, heads, channels, points, family, hw=hw)]
+    global TABLE_PASSES
+    if TABLE_PASSES is None:
+        TABLE_PASSES = table_passes()
     sets = NUM_SETS[family]
     other = (_projection_bytes(graph.nodes, graph.features,
                                4 * heads * channels, False)
@@ -953,7 +1006,7 @@ __all__ = ['Hardware', 'H100', 'Graph', 'ARXIV', 'PRODUCTS', 'KernelCost',
            'OPS', 'attention_kernels', 'node_term_kernels', 'predict',
            'find_build', 'load_builds', 'occupancy', 'mean_tiles',
            'ikgat_layer', 'gatconv_step', 'products_two_layer',
-           'transformer_kernels', 'transformer_layer',
+           'transformer_kernels', 'table_passes', 'transformer_layer',
            'transformer_conv_step', 'main']
 
 if __name__ == '__main__':

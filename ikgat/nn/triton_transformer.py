@@ -35,8 +35,17 @@ the queries, keys and spectral points.  Attention dropout,
 position :math:`e H + h`, drawn again in each backward kernel and never
 stored; the softmax sums are those of :math:`\alpha`.
 
-**Forward** (one program per target :math:`i` and head :math:`h`): tiles of
-:math:`B_E` in-edges gather :math:`V_j` and :math:`X_j`; an online softmax
+**Programs.**  Each kernel runs one program per node and block of
+:math:`B_H` heads (all heads while :math:`B_H \max(D, C)` fits
+:data:`ROW_ELEMENTS`: one program per node in the common case, see
+:func:`tiling`); per edge of a tile it loads the edge's indices once and
+gathers one contiguous row of :math:`B_H` heads of each table, so that the
+tiles are :math:`B_E \times B_H \times B_D` (and :math:`\times B_C`).
+One program per node and head, as first written, made :math:`N H` programs
+of a few edges each, bound by the latency of their dependent loads.
+
+**Forward** (per target :math:`i`): tiles of :math:`B_E` in-edges gather
+:math:`V_j` and :math:`X_j`; an online softmax
 (FlashAttention's recurrence, as in :mod:`ikgat.nn.triton_attention`)
 accumulates :math:`\sum \exp(\ell - m) \mu X_j`; the row maximum :math:`m`
 and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats.
@@ -53,10 +62,10 @@ FlashAttention, :math:`D_{i,h} = G_{i,h}^\top\mathrm{out}_{i,h}` (one
     \frac{\partial L}{\partial \ell_e}, \quad \lambda'(t) = 1 \text{ or }
     \frac{2t}{t^2 + \epsilon},
 
-1. one program per target and head, over its in-edges (CSR):
+1. per target and block of heads, over its in-edges (CSR):
    :math:`\partial L/\partial U_i = c \sum_e \partial L/\partial t_e\,
    V_j`;
-2. one program per source and head, over its out-edges (the CSC order of
+2. per source and block of heads, over its out-edges (the CSC order of
    :func:`~ikgat.nn.triton_attention.prepare_csr`):
    :math:`\partial L/\partial V_j = c \sum_e \partial L/\partial t_e\,
    U_i`, :math:`\partial L/\partial s_j = \sum_e \partial L/\partial
@@ -76,8 +85,9 @@ tensors under :func:`torch.compile` and for tests.  On CPU the kernels run
 in Triton's interpreter (``TRITON_INTERPRET=1``); on the ``meta`` device
 the fake implementations run and nothing is launched.
 
-Compiled for sm_80 and sm_90 without spill for :math:`D, C \le 256`
-(``benchmarks.gpu_compile``); larger tables take smaller edge tiles.
+Compiled for sm_80 and sm_90 without spill and within 128 registers
+(``benchmarks.gpu_compile``, up to :math:`D = 256`, :math:`C = 64`); wider
+tables take smaller blocks of heads.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
@@ -92,6 +102,7 @@ from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
 from ikgat.nn import triton_attention
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.triton_attention import (
+    TILE_ELEMENTS,
     AttentionCSR,
     _keep_scale,
     _torch_keep,
@@ -128,158 +139,170 @@ def _link_body(t, eps, LOG_SQUARE: tl.constexpr):
 def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
                   scale, eps, dropout, keep_scale, H, D, C,
                   LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
-                  BLOCK_C: tl.constexpr):
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+    # One program per target i and block of heads: each in-edge gathers
+    # one contiguous row of B_H x D table floats and B_H x C values.
     i = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     start = tl.load(rowptr + i).to(tl.int64)
     stop = tl.load(rowptr + i + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
     offs_c = tl.arange(0, BLOCK_C)
-    mask_d = offs_d < D
-    mask_c = offs_c < C
-    u_i = tl.load(u + (i * H + h) * D + offs_d, mask=mask_d,
-                  other=0.).to(tl.float32)
-    running_max = tl.max(tl.full([BLOCK_E], float('-inf'), tl.float32), 0)
-    running_sum = tl.sum(tl.zeros([BLOCK_E], dtype=tl.float32), 0)
-    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
+    mask_h = offs_h < H
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    u_i = tl.load(u + (i * H + offs_h[:, None]) * D + offs_d[None, :],
+                  mask=mask_hd, other=0.).to(tl.float32)  # [B_H, B_D]
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
         j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        row = j * H + h
-        v_j = tl.load(v + row[:, None] * D + offs_d[None, :],
-                      mask=mask_e[:, None] & mask_d[None, :],
+        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        v_j = tl.load(v + row[:, :, None] * D + offs_d[None, None, :],
+                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
                       other=0.).to(tl.float32)
-        t = scale * tl.sum(v_j * u_i[None, :], axis=1)
+        t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)  # [B_E, B_H]
         logit, _ = _link(t, eps, LOG_SQUARE)
-        logit += tl.load(s + row, mask=mask_e, other=0.).to(tl.float32)
-        logit = tl.where(mask_e, logit, float('-inf'))
-        # Online softmax; a row without a logit yet keeps max -inf and
-        # shifts by 0 (no inf - inf):
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        # Online softmax per head; a head without a logit yet keeps max
+        # -inf and shifts by 0 (no inf - inf):
         new_max = tl.maximum(running_max, tl.max(logit, axis=0))
         shift = tl.where(new_max == float('-inf'), 0., new_max)
         rescale = tl.exp(running_max - shift)
-        p = tl.exp(logit - shift)
+        p = tl.exp(logit - shift[None, :])
         running_sum = running_sum * rescale + tl.sum(p, axis=0)
-        x = tl.load(values + row[:, None] * C + offs_c[None, :],
-                    mask=mask_e[:, None] & mask_c[None, :],
+        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
                     other=0.).to(tl.float32)
         if HAS_DROPOUT:  # the output sums the dropped terms
-            p = p * tl.sum(_keep(seed, e, h + tl.arange(0, 1), H, dropout,
-                                 keep_scale), axis=1)
-        acc = acc * rescale + tl.sum(p[:, None] * x, axis=0)
+            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
+        acc = acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
         running_max = new_max
     den = running_sum + 1e-16  # PyG's softmax denominator
-    tl.store(out + (i * H + h) * C + offs_c, tl.fdiv(acc, den), mask=mask_c)
-    tl.store(row_max + i * H + h, running_max)
-    tl.store(row_den + i * H + h, den)
+    tl.store(out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
+             tl.fdiv(acc, den[:, None]), mask=mask_hc)
+    tl.store(row_max + i * H + offs_h, running_max, mask=mask_h)
+    tl.store(row_den + i * H + offs_h, den, mask=mask_h)
 
 
 def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
                        grad_out, grad_u, seed, scale, eps, dropout,
                        keep_scale, H, D, C, LOG_SQUARE: tl.constexpr,
                        HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
-                       BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+                       BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+                       BLOCK_C: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     start = tl.load(rowptr + i).to(tl.int64)
     stop = tl.load(rowptr + i + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
     offs_c = tl.arange(0, BLOCK_C)
-    mask_d = offs_d < D
-    mask_c = offs_c < C
-    u_i = tl.load(u + (i * H + h) * D + offs_d, mask=mask_d,
-                  other=0.).to(tl.float32)
-    g_i = tl.load(grad_out + (i * H + h) * C + offs_c, mask=mask_c,
-                  other=0.).to(tl.float32)
-    m = tl.load(row_max + i * H + h)
-    den = tl.load(row_den + i * H + h)
-    d = tl.load(delta + i * H + h)
-    acc_u = tl.zeros([BLOCK_D], dtype=tl.float32)
+    mask_h = offs_h < H
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    u_i = tl.load(u + (i * H + offs_h[:, None]) * D + offs_d[None, :],
+                  mask=mask_hd, other=0.).to(tl.float32)
+    g_i = tl.load(grad_out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
+                  mask=mask_hc, other=0.).to(tl.float32)
+    m = tl.load(row_max + i * H + offs_h, mask=mask_h, other=0.)
+    den = tl.load(row_den + i * H + offs_h, mask=mask_h, other=1.)
+    d = tl.load(delta + i * H + offs_h, mask=mask_h, other=0.)
+    acc_u = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
         j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        row = j * H + h
-        v_j = tl.load(v + row[:, None] * D + offs_d[None, :],
-                      mask=mask_e[:, None] & mask_d[None, :],
+        row = j[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        v_j = tl.load(v + row[:, :, None] * D + offs_d[None, None, :],
+                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
                       other=0.).to(tl.float32)
-        t = scale * tl.sum(v_j * u_i[None, :], axis=1)
+        t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)
         logit, slope = _link(t, eps, LOG_SQUARE)
-        logit += tl.load(s + row, mask=mask_e, other=0.).to(tl.float32)
-        alpha = tl.where(mask_e, tl.fdiv(tl.exp(logit - m), den), 0.)
-        x = tl.load(values + row[:, None] * C + offs_c[None, :],
-                    mask=mask_e[:, None] & mask_c[None, :],
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m[None, :]),
+                                          den[None, :]), 0.)
+        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
                     other=0.).to(tl.float32)
         # dL/dalpha = m/(1-p) <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_alpha = tl.sum(x * g_i[None, :], axis=1)
+        d_alpha = tl.sum(x * g_i[None, :, :], axis=2)
         if HAS_DROPOUT:
-            d_alpha *= tl.sum(_keep(seed, e, h + tl.arange(0, 1), H,
-                                    dropout, keep_scale), axis=1)
-        d_t = alpha * (d_alpha - d) * slope * scale
-        acc_u += tl.sum(d_t[:, None] * v_j, axis=0)
-    tl.store(grad_u + (i * H + h) * D + offs_d, acc_u, mask=mask_d)
+            d_alpha *= _keep(seed, e, offs_h, H, dropout, keep_scale)
+        d_t = alpha * (d_alpha - d[None, :]) * slope * scale
+        acc_u += tl.sum(d_t[:, :, None] * v_j, axis=0)
+    tl.store(grad_u + (i * H + offs_h[:, None]) * D + offs_d[None, :], acc_u,
+             mask=mask_hd)
 
 
 def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
                        row_den, delta, grad_out, grad_v, grad_s, grad_values,
                        seed, scale, eps, dropout, keep_scale, H, D, C,
                        LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
-                       BLOCK_C: tl.constexpr):
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
     j = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     start = tl.load(colptr + j).to(tl.int64)
     stop = tl.load(colptr + j + 1).to(tl.int64)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
     offs_c = tl.arange(0, BLOCK_C)
-    mask_d = offs_d < D
-    mask_c = offs_c < C
-    v_j = tl.load(v + (j * H + h) * D + offs_d, mask=mask_d,
-                  other=0.).to(tl.float32)
-    x_j = tl.load(values + (j * H + h) * C + offs_c, mask=mask_c,
-                  other=0.).to(tl.float32)
-    s_j = tl.load(s + j * H + h).to(tl.float32)
-    acc_v = tl.zeros([BLOCK_D], dtype=tl.float32)
-    acc_x = tl.zeros([BLOCK_C], dtype=tl.float32)
-    acc_s = tl.sum(tl.zeros([BLOCK_E], dtype=tl.float32), 0)
+    mask_h = offs_h < H
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    v_j = tl.load(v + (j * H + offs_h[:, None]) * D + offs_d[None, :],
+                  mask=mask_hd, other=0.).to(tl.float32)
+    x_j = tl.load(values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+                  mask=mask_hc, other=0.).to(tl.float32)
+    s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
+    acc_v = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
         k = first + offs_e
         mask_e = k < stop
         # The CSR position and the target of each out-edge:
         e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
         i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
-        row = i * H + h
-        u_i = tl.load(u + row[:, None] * D + offs_d[None, :],
-                      mask=mask_e[:, None] & mask_d[None, :],
+        row = i[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        u_i = tl.load(u + row[:, :, None] * D + offs_d[None, None, :],
+                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
                       other=0.).to(tl.float32)
-        t = scale * tl.sum(u_i * v_j[None, :], axis=1)
+        t = scale * tl.sum(u_i * v_j[None, :, :], axis=2)
         logit, slope = _link(t, eps, LOG_SQUARE)
-        m = tl.load(row_max + row, mask=mask_e, other=0.)
-        den = tl.load(row_den + row, mask=mask_e, other=1.)
-        d = tl.load(delta + row, mask=mask_e, other=0.)
-        alpha = tl.where(mask_e, tl.fdiv(tl.exp(logit + s_j - m), den), 0.)
-        g = tl.load(grad_out + row[:, None] * C + offs_c[None, :],
-                    mask=mask_e[:, None] & mask_c[None, :],
+        m = tl.load(row_max + row, mask=mask_eh, other=0.)
+        den = tl.load(row_den + row, mask=mask_eh, other=1.)
+        d = tl.load(delta + row, mask=mask_eh, other=0.)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit + s_j[None, :] - m),
+                                          den), 0.)
+        g = tl.load(grad_out + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
                     other=0.).to(tl.float32)
-        d_alpha = tl.sum(g * x_j[None, :], axis=1)
+        d_alpha = tl.sum(g * x_j[None, :, :], axis=2)
         kept = alpha  # the dropped weight a~ (alpha without dropout)
         if HAS_DROPOUT:
-            keep = tl.sum(_keep(seed, e, h + tl.arange(0, 1), H, dropout,
-                                keep_scale), axis=1)
+            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
             d_alpha *= keep
             kept = keep * alpha
         d_logit = alpha * (d_alpha - d)
-        acc_x += tl.sum(kept[:, None] * g, axis=0)
+        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
         acc_s += tl.sum(d_logit, axis=0)
-        acc_v += tl.sum((d_logit * slope * scale)[:, None] * u_i, axis=0)
-    tl.store(grad_v + (j * H + h) * D + offs_d, acc_v, mask=mask_d)
-    tl.store(grad_values + (j * H + h) * C + offs_c, acc_x, mask=mask_c)
-    tl.store(grad_s + j * H + h, acc_s)
+        acc_v += tl.sum((d_logit * slope * scale)[:, :, None] * u_i, axis=0)
+    tl.store(grad_v + (j * H + offs_h[:, None]) * D + offs_d[None, :], acc_v,
+             mask=mask_hd)
+    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+             acc_x, mask=mask_hc)
+    tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
 
 
 def kernels():
@@ -324,11 +347,43 @@ _BACKWARD_SCHEMA = (
     f'-> (Tensor, Tensor, Tensor, Tensor)')
 
 
-def _tiling(num_edges: int, num_nodes: int, width: int,
-            channels: int) -> dict:
+#: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
+#: and of one edge tile of the three kernels: half the GAT kernels'
+#: :data:`~ikgat.nn.triton_attention.TILE_ELEMENTS`.  Their 3-D tiles
+#: (edges x heads x features) keep more registers live per element than
+#: the GAT kernels' 2-D ones: at 2,048-element tiles the backward kernels
+#: reached 128 registers (16 resident warps per SM) and spilled with
+#: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
+ROW_ELEMENTS = TILE_ELEMENTS // 2
+
+
+def head_block(heads: int, width: int, channels: int) -> int:
+    r""":math:`B_H`: all heads in one program while a gathered row of
+    :math:`B_H \times \max(B_D, B_C)` floats fits :data:`ROW_ELEMENTS`,
+    else the largest power of two that does (the grid's second axis walks
+    the head blocks)."""
+    row = max(next_power_of_2(width), next_power_of_2(channels))
+    return max(1, min(next_power_of_2(heads), ROW_ELEMENTS // row))
+
+
+def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+           channels: int) -> dict:
+    r"""The block constants and warps of the three kernels: :math:`B_H`
+    (:func:`head_block`), :math:`B_D`, :math:`B_C` and the edge block of
+    :func:`~ikgat.nn.triton_attention.edge_tiling` for rows of :math:`B_H
+    \times \max(B_D, B_C)` elements, tiles of :data:`ROW_ELEMENTS` (at
+    least two edges: 8 warps above)."""
     block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
-    return dict(BLOCK_D=block_d, BLOCK_C=block_c,
-                **edge_tiling(num_edges, num_nodes, max(block_d, block_c)))
+    block_h = head_block(heads, width, channels)
+    return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
+                **edge_tiling(num_edges, num_nodes,
+                              block_h * max(block_d, block_c),
+                              ROW_ELEMENTS))
+
+
+def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
+    r"""One program per node and block of :math:`B_H` heads."""
+    return (num_nodes, -(-heads // constants['BLOCK_H']))
 
 
 def _forward(u, v, s, values, rowptr, src, dst, colptr, csc_edge, csc_dst,
@@ -345,12 +400,12 @@ def _forward(u, v, s, values, rowptr, src, dst, colptr, csc_edge, csc_dst,
     row_den = torch.empty_like(row_max)
     if num_dst == 0 or heads == 0:
         return out, row_max, row_den
-    launch(jitted['forward'], (num_dst, heads),
+    constants = tiling(src.numel(), num_dst, heads, u.size(2), channels)
+    launch(jitted['forward'], grid(num_dst, heads, constants),
            u, v, s, values, rowptr, src, out, row_max, row_den, seed, scale,
            eps, dropout, _keep_scale(dropout), heads, u.size(2), channels,
            LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
-           switch=ATTENTION_SWITCH,
-           **_tiling(src.numel(), num_dst, u.size(2), channels))
+           switch=ATTENTION_SWITCH, **constants)
     return out, row_max, row_den
 
 
@@ -387,15 +442,16 @@ def _backward(grad_out, u, v, s, values, rowptr, src, dst, colptr, csc_edge,
     options = (seed, scale, eps, dropout, _keep_scale(dropout), heads, width,
                channels)
     if need_u and num_dst > 0 and heads > 0:
-        launch(jitted['backward_dst'], (num_dst, heads),
+        constants = tiling(num_edges, num_dst, heads, width, channels)
+        launch(jitted['backward_dst'], grid(num_dst, heads, constants),
                u, v, s, values, rowptr, src, row_max, row_den, delta,
-               grad_out, grad_u, *options,
-               **_tiling(num_edges, num_dst, width, channels), **common)
+               grad_out, grad_u, *options, **constants, **common)
     if (need_v or need_s or need_values) and num_src > 0 and heads > 0:
-        launch(jitted['backward_src'], (num_src, heads),
+        constants = tiling(num_edges, num_src, heads, width, channels)
+        launch(jitted['backward_src'], grid(num_src, heads, constants),
                u, v, s, values, colptr, csc_edge, csc_dst, row_max, row_den,
                delta, grad_out, grad_v, grad_s, grad_values, *options,
-               **_tiling(num_edges, num_src, width, channels), **common)
+               **constants, **common)
     return grad_u, grad_v, grad_s, grad_values
 
 

@@ -20,6 +20,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     LINKS,
     LOG_SQUARE,
     fused_transformer_attention,
+    head_block,
 )
 from tests.helpers import DEVICE  # noqa: E402
 from tests.nn.test_triton_attention import graph  # noqa: E402
@@ -84,15 +85,32 @@ def test_kernels_equal_the_pytorch_implementation(link, num_src, num_dst,
     assert fused[1][-2:].abs().max() == 0
 
 
-@pytest.mark.parametrize('use_triton', [True, False])
-def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton):
+@pytest.mark.parametrize('link', LINKS)
+def test_kernels_walk_blocks_of_heads(link):
+    # D = 200 pads to 256: two heads per program (head_block), so that 3
+    # heads take two programs per node, the second half masked.
+    assert head_block(3, 200, 3) == 2
+    leaves = tables(11, 6, 3, 200, 3, seed=11, dtype=torch.float32)
+    edge_index = graph(11, 6, 30, seed=12)
+    fused = values_and_gradients(leaves, edge_index, 6, link)
+    reference = values_and_gradients(leaves, edge_index, 6, link,
+                                     use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize('use_triton, width', [
+    (True, 4), pytest.param(True, 200, marks=pytest.mark.slow), (False, 4)])
+def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,
+                                                               width):
     # With values one-hot per source and head, out[i, h, j] is the dropped
-    # weight of the edge j -> i (no repeated edges here).
+    # weight of the edge j -> i (no repeated edges here).  Width 200: two
+    # blocks of heads per node (head_block), one mask all the same.
     num_src, num_dst, heads, dropout = 24, 20, 3, 0.4
     edge_index = torch.stack([
         torch.arange(num_src).repeat(num_dst),
         torch.arange(num_dst).repeat_interleave(num_src)]).to(DEVICE)
-    u, v, s, _ = tables(num_src, num_dst, heads, 4, 1, seed=4,
+    u, v, s, _ = tables(num_src, num_dst, heads, width, 1, seed=4,
                         dtype=torch.float32)
     values = torch.eye(num_src, device=DEVICE).unsqueeze(1).repeat(
         1, heads, 1).requires_grad_()
@@ -196,3 +214,47 @@ def test_layer_takes_the_pytorch_path_where_the_rule_says(monkeypatch):
     layer.fused_attention = 'sometimes'
     with pytest.raises(ValueError, match="'fused_attention' must be"):
         layer(x, edge_index)
+
+
+class _FailingKernel:
+    # A jitted kernel whose build fails as Triton's compiler fails.
+    def __init__(self, name, error):
+        self.error = error
+        self.fn = lambda: None
+        self.fn.__name__ = name
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            raise self.error
+        return run
+
+
+def test_a_kernel_that_does_not_build_is_one_line_naming_the_switch(
+        monkeypatch):
+    # As the GAT kernels' test (tests/benchmarks/test_gpu_compile.py), on
+    # the layer's path: the error names the kernel, Triton's reason and
+    # the switch that avoids the kernel, in one line.
+    from triton.compiler.errors import CompilationError
+
+    from ikgat.kernels.triton_runtime import KernelBuildError
+    inner = CompilationError('def f():\n    return 1.', None,
+                             'Return type mismatch: <[8, 8], fp32> and fp32')
+    outer = CompilationError('p = p * _keep(...)\n        ^', None, None)
+    outer.__cause__ = inner
+    transformer_module.triton_transformer.kernels()
+    monkeypatch.setattr(transformer_module.triton_transformer, '_KERNELS', {
+        key: _FailingKernel(f'_{key}_body', outer)
+        for key in ('forward', 'backward_dst', 'backward_src')})
+    layer = IKTransformerConv(5, 4, heads=2, kernel='rbf').to(DEVICE)
+    layer.fused_attention = 'always'
+    x = torch.randn(9, 5, device=DEVICE)
+    with pytest.raises(KernelBuildError) as caught:
+        layer(x, graph(9, 9, 20, seed=13))
+    message = str(caught.value)
+    assert '\n' not in message
+    assert '_forward_body' in message
+    assert 'fused_attention=False' in message
+    assert 'Return type mismatch' in message
+    assert caught.value.__cause__ is None
+    layer.fused_attention = False  # the switch avoids it
+    assert layer(x, graph(9, 9, 20, seed=13)).shape == (9, 8)

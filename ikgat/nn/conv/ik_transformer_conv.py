@@ -331,15 +331,19 @@ class IKTransformerConv(TransformerConv):
                                  num_draws=draws)
         tables = self.kernel.pair_feature_map(query, key)
         draws = tables.query.size(1) // heads
+        # Every draw's heads share the keys' terms and the values:
         terms = self._key_terms(key)
         if terms is None:
-            terms = key.new_zeros(num_src, heads)
+            terms = key.new_zeros(num_src, heads * draws)
+        elif draws > 1:
+            terms = terms.repeat(1, draws)
+        if draws > 1:
+            value = value.repeat(1, draws, 1)
         csr = graph_cache.cached(edge_index, CSR, (num_src, num_dst),
                                  lambda: prepare_csr(edge_index, num_src,
                                                      num_dst))
         out = triton_transformer.fused_transformer_attention(
-            tables.query, tables.key, terms.repeat(1, draws),
-            value.repeat(1, draws, 1), csr, num_dst, tables.link,
+            tables.query, tables.key, terms, value, csr, num_dst, tables.link,
             tables.scale, tables.eps,
             dropout=self.dropout if self.training else 0.0,
             use_triton=use_triton)
@@ -405,11 +409,12 @@ class IKTransformerConv(TransformerConv):
         lp = self.magnitude and self.p != 2.0
         if squared == 0.0 and not lp:
             return None
-        terms = keys.new_zeros(keys.shape[:-1])
+        terms: OptTensor = None
         if squared != 0.0:
-            terms = terms + squared * (keys * keys).sum(-1)
+            terms = squared * (keys * keys).sum(-1)
         if lp:
-            terms = terms + 0.5 * lp_norm_squared(keys, self.p)
+            norm = 0.5 * lp_norm_squared(keys, self.p)
+            terms = norm if terms is None else terms + norm
         return terms
 
     def _num_graphs(self, batch: Union[OptTensor, Tuple[Tensor, Tensor]],
