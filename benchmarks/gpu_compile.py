@@ -175,7 +175,9 @@ def layer_calls(layers: List[str]
                 ) -> Iterator[Tuple[str, Callable[[], None]]]:
     r"""(label, call) of every layer call of the grid (see the module
     docstring): the full grid of shapes x spectral points x modes at 8
-    in-edges, then each option varied alone at 8 heads x 8 channels."""
+    in-edges, then each option varied alone at 8 heads x 8 channels; the
+    transformer drop-ins over :data:`TRANSFORMER_GRID` (implicit and MIKAN
+    in evaluation only, :data:`TRANSFORMER_DRAWS_ONLY`)."""
     import torch
 
     from benchmarks.launches import is_transformer

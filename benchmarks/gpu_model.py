@@ -909,6 +909,24 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
     out += ['', 'The target: predicted at most TransformerConv\'s eager '
             'time (modelled the same way, so the ratio carries the '
             "model's optimism on both sides).", '']
+    # Why the random-feature kernels miss it: bytes, not launches.
+    direct = [predict(cost, rows, hw) for cost in transformer_kernels(
+        ARXIV, family='direct', hw=hw)]
+    passes = TABLE_PASSES if TABLE_PASSES is not None else table_passes()
+    tables = (2 * passes * NUM_SETS['direct'] * ARXIV.nodes * 8 * 64 * 4
+              / hw.bandwidth)
+    out += [f"Where `direct` goes: its three kernels gather a table row of "
+            f"2R = 128 floats per edge and head, "
+            f"{sum(c.bytes for c in direct) / 1e9:.1f} GB in all, a memory "
+            f"floor of {sum(c.times['memory'] for c in direct) * 1e3:.2f} ms "
+            f"(latency term {sum(c.times['latency'] for c in direct) * 1e3:.2f}"
+            f" ms); the eager random-feature tables make {passes:g} passes "
+            f"per side over the m x N x H x R angles (counted on meta by "
+            f"`table_passes`: 12 forward, 17 backward), "
+            f"{tables * 1e3:.2f} ms. Either alone exceeds TransformerConv's "
+            f"eager step: the tables must shrink (fused into a node-term "
+            f"kernel, or computed inside the attention from q and k) before "
+            f"the kernels' launch shape matters.", '']
     # The check.
     attention = {cost.kernel: predict(cost, rows, hw)
                  for cost in attention_kernels(ARXIV, hw=hw,
