@@ -64,6 +64,19 @@ DROPOUTS = (0.0, 0.6)
 DEGREES = (2, 8, 256)
 #: Draws averaged in evaluation by the stochastic kernels.
 NUM_SAMPLES = 4
+#: The transformer drop-ins' grid (heads, channels, R): their kernels'
+#: constants follow D (C, or 2R), C and the heads alone, so that three
+#: points span them: the arxiv-size layer, one head (Triton specialises
+#: H = 1) at the smallest R, and the widest tables (D = 256, C = 64, two
+#: blocks of heads); then the dense neighbourhood (the edge block's cap)
+#: and a bipartite graph at 8 x 8.
+TRANSFORMER_GRID = ((8, 8, 64), (1, 7, 16), (8, 64, 128))
+#: IKTransformerConv's stochastic kernels: their tables, link and blocks
+#: are direct's (D = 2R, 'log_square') in training and at every degree,
+#: so that only their evaluation draws (S H heads in one pass) add
+#: launches; the grid calls them in evaluation over the shapes alone.
+TRANSFORMER_DRAWS_ONLY = ('IKTransformerConv-implicit',
+                          'MIKANTransformerConv')
 # Node counts not divisible by 16 (Triton specialises on it; real graphs
 # have any count).
 FEATURES, NODES = 16, 45
@@ -79,9 +92,9 @@ _SM_LIMITS = {90: (65536, 2048, 32, 228 * 1024),
 
 def _spectral(name: str) -> bool:
     from ikgat.kernels import KERNELS
-    if name == 'MIKANConv':
+    if name.startswith('MIKAN'):
         return True
-    kernel = name[len('IKGATConv-'):]
+    kernel = name.split('-', 1)[-1]
     return kernel in KERNELS and KERNELS[kernel].has_spectral_points
 
 
@@ -90,10 +103,27 @@ def _build(name: str, heads: int, channels: int, dropout: float,
            in_channels=FEATURES):
     r"""Layer :obj:`name` on its CUDA path (fused attention, Triton node
     terms)."""
-    from ikgat import IKGATConv, KEPGATConv, MIKANConv
+    from ikgat import (
+        IKGATConv,
+        IKTransformerConv,
+        KEPGATConv,
+        MIKANConv,
+        MIKANTransformerConv,
+    )
     kwargs = dict(heads=heads, dropout=dropout, edge_dim=edge_dim)
     node_path = dict(node_path='triton')
-    if name == 'KEPGATConv':
+    if name == 'MIKANTransformerConv':
+        layer = MIKANTransformerConv(in_channels, channels,
+                                     num_samples=NUM_SAMPLES,
+                                     num_spectral_points=points, **kwargs)
+    elif name.startswith('IKTransformerConv-'):
+        kernel = name[len('IKTransformerConv-'):]
+        layer = IKTransformerConv(
+            in_channels, channels, kernel=kernel,
+            num_spectral_points=points, kernel_kwargs=dict(
+                num_samples=NUM_SAMPLES) if kernel == 'implicit' else None,
+            **kwargs)
+    elif name == 'KEPGATConv':
         layer = KEPGATConv(in_channels, channels, num_samples=NUM_SAMPLES,
                            **kwargs)
     elif name == 'MIKANConv':
@@ -145,8 +175,12 @@ def layer_calls(layers: List[str]
                 ) -> Iterator[Tuple[str, Callable[[], None]]]:
     r"""(label, call) of every layer call of the grid (see the module
     docstring): the full grid of shapes x spectral points x modes at 8
-    in-edges, then each option varied alone at 8 heads x 8 channels."""
+    in-edges, then each option varied alone at 8 heads x 8 channels; the
+    transformer drop-ins over :data:`TRANSFORMER_GRID` (implicit and MIKAN
+    in evaluation only, :data:`TRANSFORMER_DRAWS_ONLY`)."""
     import torch
+
+    from benchmarks.launches import is_transformer
 
     def call(name, heads, channels, training, dropout=0.0, points=64,
              degree=8, edge=False, bipartite=False, shared_target=False,
@@ -174,17 +208,33 @@ def layer_calls(layers: List[str]
                  + ' x_dst=None' * shared_target + ' alpha' * attention)
         return label, run
 
-    modes = [(True, dropout) for dropout in DROPOUTS] + [(False, 0.0)]
+    all_modes = [(True, dropout) for dropout in DROPOUTS] + [(False, 0.0)]
     for name in layers:
         points_grid = SPECTRAL_POINTS if _spectral(name) else (64, )
-        for heads, channels in SHAPES:
-            for points in points_grid:
-                for training, dropout in modes:
-                    yield call(name, heads, channels, training, dropout,
-                               points)
+        grid = [(heads, channels, points) for heads, channels in SHAPES
+                for points in points_grid]
+        modes, degrees = all_modes, DEGREES
+        if is_transformer(name):
+            grid = [(heads, channels, points if _spectral(name) else 64)
+                    for heads, channels, points in TRANSFORMER_GRID]
+            degrees = (DEGREES[-1], )
+        if name in TRANSFORMER_DRAWS_ONLY:
+            # Launches that IKTransformerConv-direct already makes: only
+            # the evaluation draws (S H heads) are their own.
+            modes, degrees = [(False, 0.0)], ()
+        for heads, channels, points in grid:
+            for training, dropout in modes:
+                yield call(name, heads, channels, training, dropout, points)
+        if name in TRANSFORMER_DRAWS_ONLY:
+            continue
         for training, dropout in modes:
-            for degree in DEGREES:
+            for degree in degrees:
                 yield call(name, 8, 8, training, dropout, degree=degree)
+            if is_transformer(name):
+                # Edge features, returned weights: the PyTorch path; a
+                # missing x_dst: no queries.
+                yield call(name, 8, 8, training, dropout, bipartite=True)
+                continue
             for option in ('edge', 'bipartite', 'shared_target'):
                 yield call(name, 8, 8, training, dropout, **{option: True})
             if training:
@@ -442,7 +492,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help='compute capabilities (default: 90 80)')
     parser.add_argument('--layers', nargs='+', default=None, metavar='LAYER',
                         help='layers to call (default: every layer of '
-                        'benchmarks.launches but GATConv)')
+                        'benchmarks.launches but its PyG baselines)')
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
                         help='compiler processes (default: one per core)')
     parser.add_argument('--cache', default=osp.join(
@@ -454,9 +504,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--capture-to', help=argparse.SUPPRESS)
     parser.add_argument('--compile-from', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from benchmarks.launches import layer_names
+    from benchmarks.launches import BASELINES, layer_names
     layers = args.layers or [name for name in layer_names()
-                             if name != 'GATConv']
+                             if name not in BASELINES]
     unknown = sorted(set(layers) - set(layer_names()))
     if unknown:
         parser.error(f'unknown --layers {unknown}; choose from '

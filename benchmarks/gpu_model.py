@@ -168,9 +168,18 @@ OPS: Dict[str, Dict[str, float]] = {
 
 #: Eager operations per layer step other than the views (training,
 #: dropout 0), from ``benchmarks/results/launches.md`` (commit cc273f3;
-#: GATConv's from PyG) and ``launches_6257efe.md``.
+#: GATConv's from PyG; the transformers' from this commit's) and
+#: ``launches_6257efe.md``.
 EAGER_OPS = {'GATConv': 93 - 30, 'rbf': 159 - 58, 'direct': 147 - 60,
-             'implicit': 259 - 100, 'rbf@6257efe': 186 - 59}
+             'implicit': 259 - 100, 'rbf@6257efe': 186 - 59,
+             'TransformerConv': 121 - 48, 'transformer-rbf': 77 - 37,
+             'transformer-direct': 181 - 98,
+             'transformer-implicit': 305 - 143}
+#: Passes over the :math:`m \times N \times H \times R` angles per side
+#: (queries, keys) of a random-feature IKTransformerConv training step:
+#: counted from the code by :func:`table_passes` (12 forward: the einsum's
+#: output, cos, sin, their concatenation and sum; 17 backward).
+TABLE_PASSES: Optional[float] = None  # table_passes(), on first use
 #: Passes over N x H C floats in a layer step besides the Triton kernels
 #: and the projection (scores, norms, bias, the backward's D = <G, out>,
 #: their gradients): an assumption, the same for every kernel family.
@@ -616,6 +625,153 @@ def gatconv_step(graph: Graph, heads: int = 8, channels: int = 8,
     return Step('GATConv (eager)', [], other, EAGER_OPS['GATConv'], hw)
 
 
+def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
+                        points: int = 64, family: str = 'direct',
+                        index_bytes: int = 4, hw: Hardware = H100
+                        ) -> List[KernelCost]:
+    r"""The fused attention of IKTransformerConv
+    (:mod:`ikgat.nn.triton_transformer`), one launch of each kernel per
+    layer step, with the grid and blocks of its own
+    :func:`~ikgat.nn.triton_transformer.tiling`: one program per node and
+    block of :math:`B_H` heads; per edge tile each program loads the edge
+    indices once, then per edge one contiguous row of :math:`B_H` heads:
+    the forward gathers :math:`V_j` (:math:`B_H D` floats), :math:`s_j`
+    and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
+    :math:`X_j`; the per-source backward :math:`U_i`, the target's
+    :math:`m, Z, D` and :math:`G_i`.  :math:`D = 2R` for the random-feature
+    kernels (``'log_square'``: one more log and division per edge and
+    head), :math:`C` for ``rbf``.  No self-loops (TransformerConv adds
+    none)."""
+    from ikgat.nn.triton_transformer import tiling as transformer_tiling
+    n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
+    log_square = family != 'rbf'
+    width = 2 * points if log_square else channels
+    f32 = 4
+    tile = transformer_tiling(e, n, heads, width, channels)
+    block_e, block_h = tile['BLOCK_E'], tile['BLOCK_H']
+    block_d, block_c = tile['BLOCK_D'], tile['BLOCK_C']
+    head_blocks = -(-heads // block_h)
+    heads_in = min(block_h, heads)  # the real heads of a block
+    programs = n * head_blocks
+    tiles = programs * mean_tiles(lam - 1, block_e)
+    issued = tiles * block_e * block_h  # edge-head lanes issued
+    table_row = sector_bytes(heads_in * width * f32, hw)
+    value_row = sector_bytes(heads_in * channels * f32, hw)
+    head_row = sector_bytes(heads_in * f32, hw)  # s_j, m, Z or D
+    link = 2 if log_square else 0  # log, division
+    flags = dict(LOG_SQUARE=log_square, HAS_DROPOUT=False, BLOCK_E=block_e,
+                 BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c)
+    costs = []
+    # per_program: floats per head read or written once per program;
+    # per_edge: bytes gathered per edge and program; index: edge indices
+    # per edge and program (the CSR source; the CSC position and target).
+    for name, label, per_program, per_edge, index, flops, sfu in (
+            ('_forward_body', 'transformer attention forward',
+             width + channels + 2, table_row + head_row + value_row, 1,
+             2 * block_d + 2 * block_c + 6, 1 + link),
+            ('_backward_dst_body', 'transformer backward, per target',
+             2 * width + channels + 3, table_row + head_row + value_row, 1,
+             4 * block_d + 2 * block_c + 8, 2 + link),
+            ('_backward_src_body', 'transformer backward, per source',
+             2 * width + 2 * channels + 2,
+             table_row + 3 * head_row + value_row, 2,
+             4 * block_d + 4 * block_c + 8, 2 + link)):
+        costs.append(KernelCost(
+            name, label, (n, head_blocks), dict(flags),
+            bytes=n * (2 * index_bytes + heads * per_program * f32)
+            + e * head_blocks * (index * index_bytes + per_edge),
+            flops=issued * flops, transcendentals=issued * sfu
+            + 2 * tiles * block_h, round_trips=programs + 2 * tiles,
+            warps=tile['num_warps']))
+    return costs
+
+
+def table_passes(nodes: int = 1000, heads: int = 8, channels: int = 8,
+                 points: int = 64, sets: int = 2) -> float:
+    r"""Passes over the :math:`m \times N \times H \times R` angles per
+    side (queries, keys) of one training step of the random-feature
+    tables (:func:`~ikgat.kernels.random_features.fourier_pair_feature_map`
+    forward, and backward from both tables), counted on the ``meta``
+    device: the bytes that every non-view operation reads and writes of
+    its operands of at least :math:`N H R` elements, in units of
+    :math:`4 m N H R` bytes, per side."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    from ikgat.kernels.random_features import fourier_pair_feature_map
+    unit = sets * nodes * heads * points
+
+    class Bytes(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not func.is_view:
+                Bytes.total += sum(
+                    t.numel() * 4 for t in tree_flatten((args, kwargs, out))[0]
+                    if isinstance(t, torch.Tensor)
+                    and t.numel() >= unit // sets)
+            return out
+
+    meta = torch.device('meta')
+    query, key = (torch.randn(nodes, heads, channels, device=meta,
+                              requires_grad=True) for _ in range(2))
+    spectral = torch.randn(sets, heads, points, channels, device=meta,
+                           requires_grad=True)
+    grad = torch.ones(nodes, heads, 2 * points, device=meta)
+    with Bytes():
+        tables = fourier_pair_feature_map(query, key, spectral, 1e-5)
+        torch.autograd.backward([tables.query, tables.key], [grad, grad])
+    return Bytes.total / (4 * unit) / 2
+
+
+def transformer_layer(graph: Graph, family: str, heads: int = 8,
+                      channels: int = 8, points: int = 64,
+                      rows: Sequence[dict] = (),
+                      hw: Hardware = H100) -> Step:
+    r"""One IKTransformerConv layer's forward + backward on its fused path
+    (``family``: ``'rbf'``, ``'direct'``, ``'implicit'``): the three
+    kernels; the four projections (query, key, value, skip); for the
+    random-feature kernels :data:`TABLE_PASSES` over the angles of each
+    side; :data:`NODE_PASSES` over :math:`N \times H C`; the eager
+    operations counted by ``benchmarks.launches``."""
+    kernels = [(predict(cost, rows, hw), 1) for cost in transformer_kernels(
+        graph, heads, channels, points, family, hw=hw)]
+    global TABLE_PASSES
+    if TABLE_PASSES is None:
+        TABLE_PASSES = table_passes()
+    sets = NUM_SETS[family]
+    other = (_projection_bytes(graph.nodes, graph.features,
+                               4 * heads * channels, False)
+             + 2 * TABLE_PASSES * sets * graph.nodes * heads * points * 4
+             + NODE_PASSES * graph.nodes * heads * channels * 4)
+    return Step(f'IKTransformerConv-{family}', kernels, other,
+                EAGER_OPS[f'transformer-{family}'], hw)
+
+
+def transformer_conv_step(graph: Graph, heads: int = 8, channels: int = 8,
+                          hw: Hardware = H100) -> Step:
+    r"""PyG's eager TransformerConv, forward + backward of one layer, as
+    :func:`gatconv_step` counts GATConv's: per element of :math:`E \times H
+    \times C` (no self-loops) the gathers of :math:`q_i`, :math:`k_j`,
+    :math:`v_j` (8 bytes each), the product :math:`q_i k_j` (12) and the
+    message :math:`\alpha v_j` (12), the scatter (16) forward; backward
+    the scatter's gather (16), the message's two gradients (12 + 16), the
+    product's two (24) and three ``index_add_`` of the gathered rows'
+    gradients (8 each): 156 bytes.  Per element of :math:`E \times H` 20
+    passes of 4 bytes (sum, scale, softmax and their gradients) and 10
+    int64 index reads per edge; the four projections."""
+    n, e = graph.nodes, graph.edges
+    ehc, eh = e * heads * channels, e * heads
+    other = (156 * ehc + 20 * 4 * eh + 10 * 8 * e
+             + _projection_bytes(n, graph.features, 4 * heads * channels,
+                                 False)
+             + 6 * n * heads * channels * 4)
+    return Step('TransformerConv (eager)', [], other,
+                EAGER_OPS['TransformerConv'], hw)
+
+
 def products_two_layer(family: str, rows: Sequence[dict] = (),
                        hw: Hardware = H100) -> Step:
     r"""The products-size two-layer training step (the GAT model of
@@ -731,6 +887,46 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
                     f'mR = {NUM_SETS[family] * 64}; each launched twice per '
                     'layer step, targets and sources):', '']
             out += kernel_table(costs) + ['']
+    out += ['## IKTransformerConv at arxiv size (fused attention, R = 64)',
+            '', 'One launch of each kernel per layer step (no self-loops):',
+            '']
+    for family in ('rbf', 'direct'):
+        costs = [predict(cost, rows, hw) for cost in transformer_kernels(
+            ARXIV, family=family, hw=hw)]
+        out += [f'`{family}` (D = {costs[0].constexprs["BLOCK_D"]}):', '']
+        out += kernel_table(costs) + ['']
+    eager = transformer_conv_step(ARXIV, hw=hw)
+    out += ['| step | Triton kernels ms | other ms | host ms | predicted ms '
+            "| TransformerConv's eager ms | predicted / eager |",
+            '|---|---:|---:|---:|---:|---:|---:|']
+    for step in [transformer_layer(ARXIV, family, rows=rows, hw=hw)
+                 for family in ('rbf', 'direct', 'implicit')] + [eager]:
+        out.append(f'| arxiv layer fwd+bwd, {step.label} | '
+                   f'{step.triton * 1e3:.3f} | {step.other * 1e3:.3f} | '
+                   f'{step.host * 1e3:.3f} | {step.total * 1e3:.3f} | '
+                   f'{eager.total * 1e3:.3f} | '
+                   f'{step.total / eager.total:.2f} |')
+    out += ['', 'The target: predicted at most TransformerConv\'s eager '
+            'time (modelled the same way, so the ratio carries the '
+            "model's optimism on both sides).", '']
+    # Why the random-feature kernels miss it: bytes, not launches.
+    direct = [predict(cost, rows, hw) for cost in transformer_kernels(
+        ARXIV, family='direct', hw=hw)]
+    passes = TABLE_PASSES if TABLE_PASSES is not None else table_passes()
+    tables = (2 * passes * NUM_SETS['direct'] * ARXIV.nodes * 8 * 64 * 4
+              / hw.bandwidth)
+    out += [f"Where `direct` goes: its three kernels gather a table row of "
+            f"2R = 128 floats per edge and head, "
+            f"{sum(c.bytes for c in direct) / 1e9:.1f} GB in all, a memory "
+            f"floor of {sum(c.times['memory'] for c in direct) * 1e3:.2f} ms "
+            f"(latency term {sum(c.times['latency'] for c in direct) * 1e3:.2f}"
+            f" ms); the eager random-feature tables make {passes:g} passes "
+            f"per side over the m x N x H x R angles (counted on meta by "
+            f"`table_passes`: 12 forward, 17 backward), "
+            f"{tables * 1e3:.2f} ms. Either alone exceeds TransformerConv's "
+            f"eager step: the tables must shrink (fused into a node-term "
+            f"kernel, or computed inside the attention from q and k) before "
+            f"the kernels' launch shape matters.", '']
     # The check.
     attention = {cost.kernel: predict(cost, rows, hw)
                  for cost in attention_kernels(ARXIV, hw=hw,
@@ -827,7 +1023,9 @@ def main(argv: Optional[List[str]] = None) -> str:
 __all__ = ['Hardware', 'H100', 'Graph', 'ARXIV', 'PRODUCTS', 'KernelCost',
            'OPS', 'attention_kernels', 'node_term_kernels', 'predict',
            'find_build', 'load_builds', 'occupancy', 'mean_tiles',
-           'ikgat_layer', 'gatconv_step', 'products_two_layer', 'main']
+           'ikgat_layer', 'gatconv_step', 'products_two_layer',
+           'transformer_kernels', 'table_passes', 'transformer_layer',
+           'transformer_conv_step', 'main']
 
 if __name__ == '__main__':
     main()

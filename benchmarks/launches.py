@@ -14,8 +14,10 @@ the count must not grow with the graph.  Views (``view``, ``slice``,
 ``t``, ...) launch nothing on a GPU; they are counted too and shown apart.
 
 Every layer (GATConv; IKGATConv with each kernel of the registry;
-MIKANConv; KEPGATConv) in training (forward and backward) with attention
-dropout 0 and 0.6, and in evaluation (forward; the stochastic kernels with
+MIKANConv; KEPGATConv; TransformerConv; IKTransformerConv with ``rbf``,
+``direct`` and ``implicit`` and MIKANTransformerConv, on their fused
+attention) in training (forward and backward) with attention dropout 0
+and 0.6, and in evaluation (forward; the stochastic kernels with
 ``num_samples`` draws); 8 heads x 8 channels, 128 input features, 8
 in-edges per node, no self-loops added (as in the issue's table); one warm
 step first (the layers sort each graph once).
@@ -62,17 +64,62 @@ class OperationCount(TorchDispatchMode):
                    if func.is_view)
 
 
+#: The kernels of IKTransformerConv counted: the exact one and a
+#: random-feature kernel of each kind (the fused attention serves them all).
+TRANSFORMER_KERNELS = ('rbf', 'direct', 'implicit')
+
+
 def layer_names() -> List[str]:
     from ikgat.kernels import KERNELS
     return (['GATConv'] + [f'IKGATConv-{name}' for name in sorted(KERNELS)]
-            + ['MIKANConv', 'KEPGATConv'])
+            + ['MIKANConv', 'KEPGATConv', 'TransformerConv']
+            + [f'IKTransformerConv-{name}' for name in TRANSFORMER_KERNELS]
+            + ['MIKANTransformerConv'])
+
+
+#: The PyG layers, baselines of the ratios (each of its drop-ins).
+BASELINES = ('GATConv', 'TransformerConv')
+
+
+def is_transformer(name: str) -> bool:
+    r"""Whether layer :obj:`name` is TransformerConv or a drop-in."""
+    return 'TransformerConv' in name
+
+
+def baseline(name: str) -> str:
+    r"""The PyG layer that :obj:`name` replaces (or is)."""
+    return 'TransformerConv' if is_transformer(name) else 'GATConv'
 
 
 def build_layer(name: str, dropout: float) -> torch.nn.Module:
-    r"""One layer of :obj:`name` on its CUDA path, without self-loops."""
+    r"""One layer of :obj:`name` on its CUDA path, without self-loops
+    (the TransformerConv drop-ins add none)."""
     from torch_geometric.nn import GATConv
 
-    from ikgat import IKGATConv, KEPGATConv, MIKANConv
+    from ikgat import (
+        IKGATConv,
+        IKTransformerConv,
+        KEPGATConv,
+        MIKANConv,
+        MIKANTransformerConv,
+    )
+    if name == 'TransformerConv':
+        from torch_geometric.nn import TransformerConv
+        return TransformerConv(FEATURES, CHANNELS, heads=HEADS,
+                               dropout=dropout)
+    if is_transformer(name):
+        if name == 'MIKANTransformerConv':
+            layer = MIKANTransformerConv(FEATURES, CHANNELS, heads=HEADS,
+                                         dropout=dropout,
+                                         num_samples=NUM_SAMPLES)
+        else:
+            kernel = name[len('IKTransformerConv-'):]
+            layer = IKTransformerConv(
+                FEATURES, CHANNELS, heads=HEADS, dropout=dropout,
+                kernel=kernel, kernel_kwargs=dict(num_samples=NUM_SAMPLES)
+                if kernel == 'implicit' else None)
+        layer.fused_attention = 'always'
+        return layer
     kwargs = dict(heads=HEADS, dropout=dropout, add_self_loops=False)
     if name == 'GATConv':
         return GATConv(FEATURES, CHANNELS, **kwargs)
@@ -141,8 +188,9 @@ def measure(names: List[str], sizes=SIZES) -> List[dict]:
 
 
 def render(rows: List[dict], sizes, command: str) -> str:
-    baseline: Dict[str, int] = {row['mode']: row[sizes[0]] for row in rows
-                                if row['layer'] == 'GATConv'}
+    baselines: Dict[Tuple[str, str], int] = {
+        (row['layer'], row['mode']): row[sizes[0]] for row in rows
+        if row['layer'] in BASELINES}
     lines = [
         '# Operations per step on the CUDA path (meta device)', '',
         f'Command: `{command}`; git commit {git_commit()}; torch '
@@ -153,13 +201,14 @@ def render(rows: List[dict], sizes, command: str) -> str:
         f'no self-loops added, after one warm step; evaluation is the '
         f'forward pass, the stochastic kernels averaging {NUM_SAMPLES} '
         f'draws. The bar (issue #22): the same count at both sizes, and at '
-        f'most 3x GATConv\'s in the same mode.', '',
+        f'most 3x that of the PyG layer replaced (GATConv, or '
+        f'TransformerConv for its drop-ins) in the same mode.', '',
         '| layer | mode | ' + ' | '.join(f'N={size:,}' for size in sizes)
-        + ' | of which views | vs GATConv | bar |',
+        + ' | of which views | vs PyG | bar |',
         '|---|---|' + '---:|' * (len(sizes) + 2) + '---|']
     for row in rows:
         counts = [row[size] for size in sizes]
-        ratio = counts[0] / baseline[row['mode']]
+        ratio = counts[0] / baselines[baseline(row['layer']), row['mode']]
         flat = len(set(counts)) == 1
         verdict = ('met' if flat and ratio <= 3.0 else
                    'grows with N' if not flat else 'over 3x')
@@ -188,8 +237,9 @@ def main(argv: Optional[List[str]] = None) -> str:
             parser.error(f'cannot write --output {args.output!r}: '
                          f'{folder!r} is not a folder')
     names = args.layers or layer_names()
-    if 'GATConv' not in names:
-        names = ['GATConv'] + names  # the baseline of the ratios
+    # The baselines of the ratios first:
+    names = [name for name in BASELINES if name not in names and any(
+        baseline(other) == name for other in names)] + names
     command = ' '.join(['python -m benchmarks.launches'] + sys.argv[1:]
                        if argv is None else ['python -m benchmarks.launches']
                        + list(argv))

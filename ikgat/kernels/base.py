@@ -23,7 +23,7 @@ coordinates, not :math:`2C`, so a kernel is built for one pairing
 are the same code in both.
 """
 import warnings
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -32,6 +32,21 @@ from torch import Tensor
 #: vector (``'anchor'``, GAT; vectors of :math:`2C` coordinates) or a query
 #: with a key (``'vectors'``, dot-product attention; :math:`C` coordinates).
 PAIRINGS = ('anchor', 'vectors')
+
+
+class PairFeatureMap(NamedTuple):
+    r"""The node tables of a kernel whose pairwise logit is a function of one
+    dot product, from :meth:`Kernel.pair_feature_map`:
+    :meth:`~Kernel.reduced_pair_log_similarity` of :math:`q_i` and
+    :math:`k_j` is :math:`\lambda(c\, U_i^\top V_j)`, with
+    :math:`\lambda(t) = t` (``link='identity'``) or :math:`\log(t^2 +
+    \epsilon)` (``link='log_square'``), the links of
+    :mod:`ikgat.nn.triton_transformer`."""
+    query: Tensor  #: :math:`U`, :math:`(N_t, H', D)`
+    key: Tensor  #: :math:`V`, :math:`(N_s, H', D)`
+    link: str  #: ``'identity'`` or ``'log_square'``
+    scale: float  #: :math:`c`
+    eps: float  #: :math:`\epsilon` of ``'log_square'``
 
 
 class Kernel(torch.nn.Module):
@@ -80,6 +95,10 @@ class Kernel(torch.nn.Module):
     #: Whether the kernel pairs two vectors (:meth:`pair_log_similarity`),
     #: so that :class:`ikgat.IKTransformerConv` can use it.
     pairs_vectors: bool = False
+    #: Whether :meth:`pair_feature_map` gives node tables whose dot product
+    #: makes the pairwise logit (the fused attention of
+    #: :class:`ikgat.IKTransformerConv`).
+    has_pair_feature_map: bool = False
 
     def __init__(self, heads: int, channels: int, *,
                  pairing: str = 'anchor'):
@@ -260,6 +279,17 @@ class Kernel(torch.nn.Module):
             key_j = key_j + edge_key
         return self.reduced_pair_log_similarity(query.index_select(0, dst),
                                                 key_j)
+
+    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+        r"""The node tables :math:`U` of the queries :math:`(N_t, H, C)` and
+        :math:`V` of the keys :math:`(N_s, H, C)`, with
+        :meth:`reduced_pair_log_similarity` :math:`= \lambda(c\, U_i^\top
+        V_j)` (see :class:`PairFeatureMap`).  A stochastic kernel gives
+        every draw of its last :meth:`prepare`, stacked along the heads
+        (:math:`H' = S H`, draw after draw).  Only for kernels with
+        :attr:`has_pair_feature_map`."""
+        raise TypeError(f"The kernel {type(self).__name__} has no pair "
+                        f"feature map (has_pair_feature_map is False)")
 
     def extra_repr(self) -> str:
         pairing = '' if self.pairing == 'anchor' else ", pairing='vectors'"

@@ -1,7 +1,12 @@
 r"""The exponential (softmax) kernel of dot-product attention."""
 from torch import Tensor
 
-from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_dot
+from ikgat.kernels.base import (
+    Kernel,
+    PairFeatureMap,
+    check_positive,
+    scaled_anchor_dot,
+)
 
 
 class ExpKernel(Kernel):
@@ -16,6 +21,7 @@ class ExpKernel(Kernel):
         scale (float, optional): :math:`s`. (default: :obj:`1.0`)
     """
     pairs_vectors = True
+    has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int, scale: float = 1.0, *,
                  pairing: str = 'anchor'):
@@ -27,6 +33,9 @@ class ExpKernel(Kernel):
 
     def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
         return self.scale * (query * key).sum(-1)
+
+    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+        return PairFeatureMap(query, key, 'identity', self.scale, 0.0)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

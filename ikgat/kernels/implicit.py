@@ -10,6 +10,7 @@ from torch.nn import Parameter
 from ikgat.kernels.base import (
     DeprecatedNumFeatures,
     Kernel,
+    PairFeatureMap,
     check_num_spectral_points,
     check_positive,
     renamed_argument,
@@ -21,6 +22,7 @@ from ikgat.kernels.random_features import (
     fourier_estimate,
     fourier_log_similarities,
     fourier_log_similarity,
+    fourier_pair_feature_map,
 )
 from ikgat.kernels.spectral_transform import symmetric_spectral_points
 
@@ -123,6 +125,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     has_kl = True
     num_sets = 2
     pairs_vectors = True
+    has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int,
                  num_spectral_points: int = 64,
@@ -362,6 +365,21 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         return edge_fourier_log_similarity(
             query, key, self._points.transpose(1, 2), src, dst, self.eps,
             edge_key, dst_batch, src_batch)
+
+    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+        if self._drawn is None:
+            raise RuntimeError('No spectral points yet: run a forward pass')
+        if self._drawn.size(0) != 1:
+            raise ValueError(f"{type(self).__name__}: the pair feature map "
+                             f"needs one sample of spectral points for all "
+                             f"nodes, not {self._drawn.size(0)} (one per "
+                             f"graph); use edge_log_similarity")
+        # Every draw, S H heads, draw after draw: (m, S H, R, D).
+        points = self._drawn[0].transpose(0, 1)
+        draws = points.size(1) // query.size(1)
+        return fourier_pair_feature_map(query.repeat(1, draws, 1),
+                                        key.repeat(1, draws, 1), points,
+                                        self.eps)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

@@ -17,12 +17,13 @@ and normalised by :math:`m^2 R` (the non-stationary map of IKA uses
 :math:`\mathrm{sim}(x, y) = f(x, y)^2` with
 :math:`f = \phi(x)^\top\phi(y) / (m^2 R) \in [-1, 1]`.
 """
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.utils import to_dense_batch
 
+from ikgat.kernels.base import PairFeatureMap
 from ikgat.kernels.fused_fourier import (
     fused_fourier_log_similarities,
     fused_fourier_log_similarity,
@@ -53,15 +54,17 @@ def check_node_path(owner: str, node_path: str) -> str:
     return node_path
 
 
-def fourier_features(x: Tensor, spectral_points: Sequence[Tensor]) -> Tensor:
+def fourier_features(x: Tensor,
+                     spectral_points: Union[Sequence[Tensor], Tensor]
+                     ) -> Tensor:
     r"""Return :math:`\phi(x)` of shape :math:`(*, H, 2R)` for vectors
     :obj:`x` of shape :math:`(*, H, D)` and spectral point sets of shape
-    :math:`(H, R, D)`."""
-    features = 0
-    for points in spectral_points:
-        angle = (x.unsqueeze(-2) * points).sum(-1)  # [*, H, R]
-        features = features + torch.cat([angle.cos(), angle.sin()], dim=-1)
-    return features
+    :math:`(H, R, D)` (or stacked, :math:`(m, H, R, D)`): the angles are
+    one contraction, :math:`m \times {*} \times H \times R`."""
+    if not isinstance(spectral_points, Tensor):
+        spectral_points = torch.stack(list(spectral_points))
+    angle = torch.einsum('...hd,mhrd->m...hr', x, spectral_points)
+    return torch.cat([angle.cos(), angle.sin()], dim=-1).sum(0)
 
 
 def fourier_estimate(x: Tensor, y: Tensor,
@@ -72,6 +75,19 @@ def fourier_estimate(x: Tensor, y: Tensor,
     normaliser = num_points * len(spectral_points)**2
     return (fourier_features(x, spectral_points) *
             fourier_features(y, spectral_points)).sum(-1) / normaliser
+
+
+def fourier_pair_feature_map(query: Tensor, key: Tensor, points: Tensor,
+                              eps: float) -> PairFeatureMap:
+    r"""The tables :math:`U = \phi(q)`, :math:`V = \phi(k)` of the
+    random-feature estimate :math:`f = U^\top V / (m^2 R)`, whose pairwise
+    log-similarity :math:`\log(f^2 + \epsilon)` is the ``'log_square'``
+    link with :math:`c = 1/(m^2 R)`, for stacked sets :obj:`points`
+    :math:`(m, H, R, D)`."""
+    num_sets, num_points = points.size(0), points.size(2)
+    return PairFeatureMap(fourier_features(query, points),
+                          fourier_features(key, points), 'log_square',
+                          1.0 / (num_points * num_sets**2), eps)
 
 
 def fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,

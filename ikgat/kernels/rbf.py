@@ -3,6 +3,7 @@ from torch import Tensor
 
 from ikgat.kernels.base import (
     Kernel,
+    PairFeatureMap,
     check_positive,
     scaled_anchor_distance_sq,
     scaled_anchor_dot,
@@ -41,6 +42,7 @@ class RBFKernel(Kernel):
         tensor([0.3679, 0.3679, 0.3679])
     """
     pairs_vectors = True
+    has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int, lengthscale: float = 1.0,
                  *, pairing: str = 'anchor'):
@@ -61,6 +63,11 @@ class RBFKernel(Kernel):
         # -|q - k|^2 / 2l^2 = q^T k / l^2 - (|q|^2 + |k|^2) / 2l^2: the
         # dot-product logit itself.
         return (query * key).sum(-1) / self.lengthscale**2
+
+    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+        # The reduced logit q^T k / l^2: the dot itself, identity link.
+        return PairFeatureMap(query, key, 'identity', self.lengthscale**-2,
+                              0.0)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

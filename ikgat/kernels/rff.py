@@ -7,6 +7,7 @@ from torch import Tensor
 from ikgat.kernels.base import (
     DeprecatedNumFeatures,
     Kernel,
+    PairFeatureMap,
     check_num_spectral_points,
     check_positive,
     renamed_argument,
@@ -17,6 +18,7 @@ from ikgat.kernels.random_features import (
     fourier_estimate,
     fourier_log_similarities,
     fourier_log_similarity,
+    fourier_pair_feature_map,
 )
 
 
@@ -53,6 +55,7 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     has_spectral_points = True
     can_redraw = True
     pairs_vectors = True
+    has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int,
                  num_spectral_points: int = 64, lengthscale: float = 1.0,
@@ -115,6 +118,11 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
                               for points in self.spectral_point_sets])
         return edge_fourier_log_similarity(query, key, points.unsqueeze(0),
                                            src, dst, self.eps, edge_key)
+
+    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+        points = torch.stack([points.to(query.dtype)
+                              for points in self.spectral_point_sets])
+        return fourier_pair_feature_map(query, key, points, self.eps)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:

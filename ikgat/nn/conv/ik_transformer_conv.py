@@ -15,9 +15,12 @@ from torch_geometric.utils import (
     to_edge_index,
 )
 
+import ikgat.nn.graph_cache as graph_cache
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
 from ikgat.kernels.implicit import finite_mean, finite_sums
+from ikgat.kernels.triton_runtime import triton_usable
+from ikgat.nn import triton_transformer
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
@@ -28,8 +31,10 @@ from ikgat.nn.conv.checks import (
 )
 from ikgat.nn.conv.decomposition import AttentionDecomposition
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
+from ikgat.nn.conv.ikgat_conv import CSR
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
+from ikgat.nn.triton_attention import prepare_csr
 
 
 class IKTransformerConv(TransformerConv):
@@ -82,6 +87,33 @@ class IKTransformerConv(TransformerConv):
     (:mod:`ikgat.kernels.pairwise_fourier`): :math:`O(E H R)` work and no
     :math:`E \times H \times 2R` tensor, with or without edge features.
 
+    **Fast paths.**  The attention runs as one fused Triton pass per
+    direction (:func:`~ikgat.nn.triton_transformer.fused_transformer_attention`:
+    online softmax, attention dropout inside, launches independent of the
+    graph's size) when all of these hold:
+
+    1. the inputs are float32 CUDA tensors (any device with
+       :attr:`fused_attention` ``= 'always'``, for tests through Triton's
+       interpreter), and Triton is usable
+       (:func:`~ikgat.kernels.triton_runtime.triton_usable`);
+    2. the kernel has a pair feature map
+       (:attr:`~ikgat.kernels.Kernel.has_pair_feature_map`: ``rbf``,
+       ``exp``, ``rff``, ``rff_ns``, ``direct``, ``implicit``), and one
+       sample of spectral points serves every node (one graph, :math:`G =
+       1`);
+    3. there are no edge features (:obj:`edge_dim` is :obj:`None`),
+       :obj:`edge_index` is a dense :class:`torch.Tensor`, and the attention
+       weights are not requested;
+    4. :attr:`fused_attention` is not :obj:`False`.
+
+    The node tables (:math:`\tilde q, \tilde k`, or :math:`\phi(\tilde q),
+    \phi(\tilde k)` for the random-feature kernels, :math:`O(NHR)`) are
+    PyTorch operations; an implicit kernel's :obj:`num_samples` draws in
+    evaluation are one pass over :math:`SH` heads.  Otherwise the PyTorch
+    path below runs.  When Triton cannot build a kernel on the machine,
+    the call raises :class:`~ikgat.kernels.triton_runtime.KernelBuildError`
+    naming ``fused_attention=False``, the switch that avoids it.
+
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
             to derive it lazily; a tuple for bipartite graphs.
@@ -125,6 +157,11 @@ class IKTransformerConv(TransformerConv):
         ...                atol=1e-5)
         True
     """
+    #: Whether :meth:`forward` runs the fused Triton attention on CUDA
+    #: (:obj:`True`), never (:obj:`False`), or on any device (``'always'``,
+    #: for tests through Triton's interpreter); see *Fast paths*.
+    fused_attention: Union[bool, str] = True
+
     def __init__(
         self,
         in_channels: Union[int, Tuple[int, int]],
@@ -216,11 +253,22 @@ class IKTransformerConv(TransformerConv):
         if self.lin_edge is not None:
             edge_key = self.lin_edge(edge_attr).view(-1, H, C)
 
-        alpha = self._attention(query, key, edge_key, src, dst, ptr, batch,
-                                batch_size).to(value.dtype)
-        dropped = F.dropout(alpha, p=self.dropout, training=self.training)
-        out = self._aggregate(dropped, value, edge_key, src, dst, ptr,
-                              query.size(0))
+        num_graphs = 1
+        if self.kernel.stochastic:
+            num_graphs = self._num_graphs(batch, batch_size)
+        fused = self._fused_kernels(edge_index, edge_key, query,
+                                    return_attention_weights)
+        if fused is not None and num_graphs == 1:
+            assert isinstance(edge_index, Tensor)
+            out = self._fused_attention(query, key, value, edge_index,
+                                        use_triton=fused == 'triton')
+        else:
+            alpha = self._attention(query, key, edge_key, src, dst, ptr,
+                                    batch, num_graphs).to(value.dtype)
+            dropped = F.dropout(alpha, p=self.dropout,
+                                training=self.training)
+            out = self._aggregate(dropped, value, edge_key, src, dst, ptr,
+                                  query.size(0))
 
         if self.concat:
             out = out.view(-1, H * C)
@@ -241,10 +289,75 @@ class IKTransformerConv(TransformerConv):
             return out, (edge_index, alpha)
         return out
 
+    def _fused_kernels(self, edge_index: Adj, edge_key: OptTensor,
+                       query: Tensor,
+                       return_attention_weights: Optional[bool]
+                       ) -> Optional[str]:
+        r"""How :func:`~ikgat.nn.triton_transformer.fused_transformer_attention`
+        replaces the attention: ``'triton'`` (its Triton kernels),
+        ``'torch'`` (its registered operator's PyTorch implementation, while
+        :func:`torch.compile` traces off CUDA), or :obj:`None` (not fused);
+        rules in the class docstring (the graph count is checked by the
+        caller)."""
+        if self.fused_attention not in (True, False, 'always'):
+            raise ValueError(f"{type(self).__name__}: 'fused_attention' must "
+                             f"be True, False or 'always' (got "
+                             f"{self.fused_attention!r})")
+        if (self.fused_attention is False or query.dtype != torch.float32
+                or edge_key is not None
+                or isinstance(return_attention_weights, bool)
+                or type(edge_index) is not Tensor
+                or edge_index.layout != torch.strided
+                or not self.kernel.has_pair_feature_map):
+            return None
+        if ((self.fused_attention == 'always'
+             or query.device.type == 'cuda') and triton_usable()):
+            return 'triton'
+        return 'torch' if torch.compiler.is_compiling() else None
+
+    def _fused_attention(self, query: Tensor, key: Tensor, value: Tensor,
+                         edge_index: Tensor, use_triton: bool) -> Tensor:
+        r""":math:`\sum_j \alpha_{ij} v_j`, :math:`(N_t, H, C)`, in one
+        fused pass: the kernel's node tables (:math:`\lambda(c\,
+        U_i^\top V_j)` is :meth:`~ikgat.kernels.Kernel.edge_log_similarity`)
+        and the source terms :math:`s_j` of :meth:`_source_terms`; the
+        draws of a stochastic kernel in evaluation are heads of one pass,
+        whose outputs are averaged (the output is linear in
+        :math:`\alpha`)."""
+        scale = self.out_channels**-0.25
+        query, key = query * scale, key * scale
+        heads, num_src, num_dst = self.heads, key.size(0), query.size(0)
+        if self.kernel.stochastic:
+            draws = 1 if self.training else self.kernel.num_samples
+            self._prepare_kernel(query, key, None, 1,
+                                 sample=self.training or draws > 1,
+                                 num_draws=draws)
+        tables = self.kernel.pair_feature_map(query, key)
+        draws = tables.query.size(1) // heads
+        # Every draw's heads share the keys' terms and the values:
+        terms = self._key_terms(key)
+        if terms is None:
+            terms = key.new_zeros(num_src, heads * draws)
+        elif draws > 1:
+            terms = terms.repeat(1, draws)
+        if draws > 1:
+            value = value.repeat(1, draws, 1)
+        csr = graph_cache.cached(edge_index, CSR, (num_src, num_dst),
+                                 lambda: prepare_csr(edge_index, num_src,
+                                                     num_dst))
+        out = triton_transformer.fused_transformer_attention(
+            tables.query, tables.key, terms, value, csr, num_dst, tables.link,
+            tables.scale, tables.eps,
+            dropout=self.dropout if self.training else 0.0,
+            use_triton=use_triton)
+        if draws > 1:
+            out = out.view(num_dst, draws, heads, -1).mean(1)
+        return out
+
     def _attention(self, query: Tensor, key: Tensor, edge_key: OptTensor,
                    src: Tensor, dst: Tensor, ptr: OptTensor,
                    batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                   batch_size: Optional[int]) -> Tensor:
+                   num_graphs: int) -> Tensor:
         r"""The attention weights :math:`\alpha` :math:`(E, H)`; a
         stochastic kernel in evaluation averages those of its
         :obj:`num_samples` draws."""
@@ -256,7 +369,7 @@ class IKTransformerConv(TransformerConv):
         passes = 1
         if self.kernel.stochastic:
             passes = 1 if self.training else self.kernel.num_samples
-            self._prepare_kernel(query, key, batch, batch_size,
+            self._prepare_kernel(query, key, batch, num_graphs,
                                  sample=self.training or passes > 1,
                                  num_draws=passes)
         source_terms = self._source_terms(key, edge_key, src)
@@ -281,6 +394,15 @@ class IKTransformerConv(TransformerConv):
         out (for the RBF kernel with :math:`l = 1` and :math:`p = 2` the
         two cancel exactly).  The query's terms are constant over a
         softmax group and are left out."""
+        if edge_key is not None:  # per edge, as the keys are
+            return self._key_terms(key.index_select(0, src) + edge_key)
+        terms = self._key_terms(key)
+        return None if terms is None else terms.index_select(0, src)
+
+    def _key_terms(self, keys: Tensor) -> OptTensor:
+        r"""The source terms of :meth:`_source_terms` of keys
+        :math:`(*, H, C)`, :math:`(*, H)`, or :obj:`None` where none
+        remain."""
         gamma = self.kernel.node_norm_coefficient
         squared = 0.0
         if self.magnitude and self.p == 2.0:
@@ -290,27 +412,25 @@ class IKTransformerConv(TransformerConv):
         lp = self.magnitude and self.p != 2.0
         if squared == 0.0 and not lp:
             return None
-        if edge_key is not None:  # per edge, as the keys are
-            keys = key.index_select(0, src) + edge_key
-        else:
-            keys = key
-        terms = keys.new_zeros(keys.shape[:2])
+        terms: OptTensor = None
         if squared != 0.0:
-            terms = terms + squared * (keys * keys).sum(-1)
+            terms = squared * (keys * keys).sum(-1)
         if lp:
-            terms = terms + 0.5 * lp_norm_squared(keys, self.p)
-        return terms if edge_key is not None else terms.index_select(0, src)
+            norm = 0.5 * lp_norm_squared(keys, self.p)
+            terms = norm if terms is None else terms + norm
+        return terms
+
+    def _num_graphs(self, batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                    batch_size: Optional[int]) -> int:
+        batch_src, batch_dst = _sides(batch)
+        return count_graphs(type(self).__name__, batch_src, batch_dst,
+                            batch_size)
 
     def _prepare_kernel(self, query: Tensor, key: Tensor,
                         batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                        batch_size: Optional[int], sample: bool,
+                        num_graphs: int, sample: bool,
                         num_draws: int) -> None:
-        if isinstance(batch, (tuple, list)):
-            batch_src, batch_dst = batch
-        else:
-            batch_src = batch_dst = batch
-        num_graphs = count_graphs(type(self).__name__, batch_src, batch_dst,
-                                  batch_size)
+        batch_src, batch_dst = _sides(batch)
         if num_draws == 1:
             self.kernel.prepare(key, query, batch_src, batch_dst, num_graphs,
                                 sample)
@@ -515,6 +635,14 @@ class IKTransformerConv(TransformerConv):
         return (f'{type(self).__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads}, '
                 f'kernel={type(self.kernel).__name__})')
+
+
+def _sides(batch: Union[OptTensor, Tuple[Tensor, Tensor]]
+           ) -> Tuple[OptTensor, OptTensor]:
+    r"""The source and target graph indices of :obj:`batch`."""
+    if isinstance(batch, (tuple, list)):
+        return batch[0], batch[1]
+    return batch, batch
 
 
 def _edges(edge_index: Adj, edge_attr: OptTensor

@@ -1,0 +1,641 @@
+r"""Dot-product kernel attention in one fused pass per neighbourhood, for
+:class:`~ikgat.IKTransformerConv` (issue #29, item 3).
+
+:func:`fused_transformer_attention` computes, from node tables
+:math:`U` :math:`(N_t, H, D)` (targets), :math:`V` :math:`(N_s, H, D)`
+(sources), source terms :math:`s` :math:`(N_s, H)` and values :math:`X`
+:math:`(N_s, H, C)`,
+
+.. math::
+    t_{e,h} = c\, U_{i,h}^\top V_{j,h}, \qquad
+    \ell_{e,h} = \lambda(t_{e,h}) + s_{j,h}, \qquad
+    \mathrm{out}_{i,h} = \sum_{e = (j \to i)} \tilde\alpha_{e,h} X_{j,h},
+    \qquad \alpha_{e,h} = \frac{\exp(\ell_{e,h} - m_{i,h})}
+    {\sum_{e' \to i} \exp(\ell_{e',h} - m_{i,h}) + 10^{-16}},
+
+for every edge :math:`e = (j \to i)` and head :math:`h`, with the *link*
+:math:`\lambda` one of
+
+* ``'identity'``: :math:`\lambda(t) = t`, the dot-product logit itself
+  (the RBF kernel's :math:`\tilde q^\top\tilde k / l^2` with :math:`U =
+  \tilde q`, :math:`V = \tilde k`, :math:`c = 1/l^2`; the exponential
+  kernel's :math:`c\,\tilde q^\top\tilde k`);
+* ``'log_square'``: :math:`\lambda(t) = \log(t^2 + \epsilon)`, the
+  random-feature kernels' log-similarity with :math:`U = \phi(\tilde q)`,
+  :math:`V = \phi(\tilde k)` (:math:`D = 2R`) and :math:`c = 1/(m^2 R)`,
+  so that :math:`t = f(\tilde q_i, \tilde k_j)`.
+
+The kernels give the tables, link and :math:`c`
+(:meth:`ikgat.kernels.Kernel.pair_feature_map`), so that
+:math:`\lambda(t) = ` :meth:`~ikgat.kernels.Kernel.reduced_pair_log_similarity`.
+The tables are :math:`O(N H D)`; autograd carries their gradients back to
+the queries, keys and spectral points.  Attention dropout,
+:math:`\tilde\alpha_e = \mu_e \alpha_e / (1 - p)`, is the one of
+:mod:`ikgat.nn.triton_attention`: a Philox draw keyed by a seed and the CSR
+position :math:`e H + h`, drawn again in each backward kernel and never
+stored; the softmax sums are those of :math:`\alpha`.
+
+**Programs.**  Each kernel runs one program per node and block of
+:math:`B_H` heads (all heads while :math:`B_H \max(D, C)` fits
+:data:`ROW_ELEMENTS`: one program per node in the common case, see
+:func:`tiling`); per edge of a tile it loads the edge's indices once and
+gathers one contiguous row of :math:`B_H` heads of each table, so that the
+tiles are :math:`B_E \times B_H \times B_D` (and :math:`\times B_C`).
+One program per node and head, as first written, made :math:`N H` programs
+of a few edges each, bound by the latency of their dependent loads.
+
+**Forward** (per target :math:`i`): tiles of :math:`B_E` in-edges gather
+:math:`V_j` and :math:`X_j`; an online softmax
+(FlashAttention's recurrence, as in :mod:`ikgat.nn.triton_attention`)
+accumulates :math:`\sum \exp(\ell - m) \mu X_j`; the row maximum :math:`m`
+and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats.
+
+**Backward.**  With :math:`G = \partial L/\partial\mathrm{out}`,
+:math:`\partial L/\partial\tilde\alpha_e = G_i^\top X_j` and, as in
+FlashAttention, :math:`D_{i,h} = G_{i,h}^\top\mathrm{out}_{i,h}` (one
+:math:`N_t \times H` reduction in torch):
+
+.. math::
+    \frac{\partial L}{\partial \ell_e} = \alpha_e\Big(\frac{\mu_e}{1-p}
+    G_i^\top X_j - D_i\Big), \qquad
+    \frac{\partial L}{\partial t_e} = \lambda'(t_e)
+    \frac{\partial L}{\partial \ell_e}, \quad \lambda'(t) = 1 \text{ or }
+    \frac{2t}{t^2 + \epsilon},
+
+1. per target and block of heads, over its in-edges (CSR):
+   :math:`\partial L/\partial U_i = c \sum_e \partial L/\partial t_e\,
+   V_j`;
+2. per source and block of heads, over its out-edges (the CSC order of
+   :func:`~ikgat.nn.triton_attention.prepare_csr`):
+   :math:`\partial L/\partial V_j = c \sum_e \partial L/\partial t_e\,
+   U_i`, :math:`\partial L/\partial s_j = \sum_e \partial L/\partial
+   \ell_e` and :math:`\partial L/\partial X_j = \sum_e \tilde\alpha_e G_i`.
+
+Each pass recomputes :math:`t` and :math:`\alpha` from the tables and the
+saved row statistics; every gradient is written once, without atomics
+(deterministic).  The backward pass is not itself differentiable.
+
+**Registered operators**, as in :mod:`ikgat.nn.triton_attention`:
+``ikgat::fused_transformer_attention`` and its ``_backward``
+(``torch.library.custom_op``, fake implementations, registered autograd),
+each with the Triton kernels and a PyTorch implementation on :math:`(E, H)`
+tensors (:math:`E \times H \times D` temporaries; its dropout mask comes
+from a :class:`torch.Generator` seeded with the seed's value), for CPU
+tensors under :func:`torch.compile` and for tests.  On CPU the kernels run
+in Triton's interpreter (``TRITON_INTERPRET=1``); on the ``meta`` device
+the fake implementations run and nothing is launched.
+
+Compiled for sm_80 and sm_90 without spill and within 128 registers
+(``benchmarks.gpu_compile``, up to :math:`D = 256`, :math:`C = 64`); wider
+tables take smaller blocks of heads.
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+import os
+from typing import Optional, Union
+
+import torch
+from torch import Tensor
+
+from ikgat.kernels.triton_fourier import next_power_of_2
+from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
+from ikgat.nn import triton_attention
+from ikgat.nn.dtypes import accumulation_dtype
+from ikgat.nn.triton_attention import (
+    TILE_ELEMENTS,
+    AttentionCSR,
+    _keep_scale,
+    _torch_keep,
+    edge_tiling,
+    prepare_csr,
+)
+
+#: The links :math:`\lambda` of the logit (see the module docstring).
+IDENTITY, LOG_SQUARE = 'identity', 'log_square'
+LINKS = (IDENTITY, LOG_SQUARE)
+
+# Filled by kernels() on first use; the kernel bodies read them as module
+# globals when Triton compiles (or interprets) them.
+triton = None
+tl = None
+_keep = None
+_link = None
+_KERNELS = None
+
+
+# ---------------------------------------------------------------------------
+# Kernel bodies (jitted by kernels()).  Tensors are contiguous: tables
+# (N, H, D), source terms (N_s, H), values (N_s, H, C).
+
+
+def _link_body(t, eps, LOG_SQUARE: tl.constexpr):
+    # lambda(t) and lambda'(t): log(t^2 + eps), 2t / (t^2 + eps); or t, 1.
+    if LOG_SQUARE:
+        square = t * t + eps
+        return tl.log(square), tl.fdiv(2. * t, square)
+    return t, tl.full(t.shape, 1., tl.float32)
+
+
+def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
+                  scale, eps, dropout, keep_scale, H, D, C,
+                  LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+    # One program per target i and block of heads: each in-edge gathers
+    # one contiguous row of B_H x D table floats and B_H x C values.
+    i = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    u_i = tl.load(u + (i * H + offs_h[:, None]) * D + offs_d[None, :],
+                  mask=mask_hd, other=0.).to(tl.float32)  # [B_H, B_D]
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        v_j = tl.load(v + row[:, :, None] * D + offs_d[None, None, :],
+                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
+                      other=0.).to(tl.float32)
+        t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)  # [B_E, B_H]
+        logit, _ = _link(t, eps, LOG_SQUARE)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        # Online softmax per head; a head without a logit yet keeps max
+        # -inf and shifts by 0 (no inf - inf):
+        new_max = tl.maximum(running_max, tl.max(logit, axis=0))
+        shift = tl.where(new_max == float('-inf'), 0., new_max)
+        rescale = tl.exp(running_max - shift)
+        p = tl.exp(logit - shift[None, :])
+        running_sum = running_sum * rescale + tl.sum(p, axis=0)
+        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        if HAS_DROPOUT:  # the output sums the dropped terms
+            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
+        acc = acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
+        running_max = new_max
+    den = running_sum + 1e-16  # PyG's softmax denominator
+    tl.store(out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
+             tl.fdiv(acc, den[:, None]), mask=mask_hc)
+    tl.store(row_max + i * H + offs_h, running_max, mask=mask_h)
+    tl.store(row_den + i * H + offs_h, den, mask=mask_h)
+
+
+def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
+                       grad_out, grad_u, seed, scale, eps, dropout,
+                       keep_scale, H, D, C, LOG_SQUARE: tl.constexpr,
+                       HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                       BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+                       BLOCK_C: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    u_i = tl.load(u + (i * H + offs_h[:, None]) * D + offs_d[None, :],
+                  mask=mask_hd, other=0.).to(tl.float32)
+    g_i = tl.load(grad_out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
+                  mask=mask_hc, other=0.).to(tl.float32)
+    m = tl.load(row_max + i * H + offs_h, mask=mask_h, other=0.)
+    den = tl.load(row_den + i * H + offs_h, mask=mask_h, other=1.)
+    d = tl.load(delta + i * H + offs_h, mask=mask_h, other=0.)
+    acc_u = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        row = j[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        v_j = tl.load(v + row[:, :, None] * D + offs_d[None, None, :],
+                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
+                      other=0.).to(tl.float32)
+        t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)
+        logit, slope = _link(t, eps, LOG_SQUARE)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m[None, :]),
+                                          den[None, :]), 0.)
+        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        # dL/dalpha = m/(1-p) <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
+        d_alpha = tl.sum(x * g_i[None, :, :], axis=2)
+        if HAS_DROPOUT:
+            d_alpha *= _keep(seed, e, offs_h, H, dropout, keep_scale)
+        d_t = alpha * (d_alpha - d[None, :]) * slope * scale
+        acc_u += tl.sum(d_t[:, :, None] * v_j, axis=0)
+    tl.store(grad_u + (i * H + offs_h[:, None]) * D + offs_d[None, :], acc_u,
+             mask=mask_hd)
+
+
+def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
+                       row_den, delta, grad_out, grad_v, grad_s, grad_values,
+                       seed, scale, eps, dropout, keep_scale, H, D, C,
+                       LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+    j = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(colptr + j).to(tl.int64)
+    stop = tl.load(colptr + j + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    v_j = tl.load(v + (j * H + offs_h[:, None]) * D + offs_d[None, :],
+                  mask=mask_hd, other=0.).to(tl.float32)
+    x_j = tl.load(values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+                  mask=mask_hc, other=0.).to(tl.float32)
+    s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
+    acc_v = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        k = first + offs_e
+        mask_e = k < stop
+        # The CSR position and the target of each out-edge:
+        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
+        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
+        row = i[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        u_i = tl.load(u + row[:, :, None] * D + offs_d[None, None, :],
+                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
+                      other=0.).to(tl.float32)
+        t = scale * tl.sum(u_i * v_j[None, :, :], axis=2)
+        logit, slope = _link(t, eps, LOG_SQUARE)
+        m = tl.load(row_max + row, mask=mask_eh, other=0.)
+        den = tl.load(row_den + row, mask=mask_eh, other=1.)
+        d = tl.load(delta + row, mask=mask_eh, other=0.)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit + s_j[None, :] - m),
+                                          den), 0.)
+        g = tl.load(grad_out + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        d_alpha = tl.sum(g * x_j[None, :, :], axis=2)
+        kept = alpha  # the dropped weight a~ (alpha without dropout)
+        if HAS_DROPOUT:
+            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
+            d_alpha *= keep
+            kept = keep * alpha
+        d_logit = alpha * (d_alpha - d)
+        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
+        acc_s += tl.sum(d_logit, axis=0)
+        acc_v += tl.sum((d_logit * slope * scale)[:, :, None] * u_i, axis=0)
+    tl.store(grad_v + (j * H + offs_h[:, None]) * D + offs_d[None, :], acc_v,
+             mask=mask_hd)
+    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+             acc_x, mask=mask_hc)
+    tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
+
+
+def kernels():
+    r"""The jitted kernels by name (Triton is imported and the kernels are
+    jitted on the first call)."""
+    global triton, tl, _keep, _link, _KERNELS
+    if _KERNELS is None:
+        try:
+            import triton as triton_module
+            import triton.language as tl_module
+        except ImportError as error:
+            raise ImportError(
+                "fused_transformer_attention needs Triton; install it with "
+                "'pip install triton' (or ikgat[test])") from error
+        triton, tl = triton_module, tl_module
+        # The dropout draw of the GAT kernels (its module's jitted helper):
+        triton_attention.kernels()
+        _keep = triton_attention._keep
+        _link = triton.jit(_link_body)
+        _KERNELS = dict(
+            forward=triton.jit(_forward_body),
+            backward_dst=triton.jit(_backward_dst_body),
+            backward_src=triton.jit(_backward_src_body),
+        )
+    return _KERNELS
+
+
+# ---------------------------------------------------------------------------
+# The registered operators (see the module docstring); 'use_triton' picks
+# the Triton kernels, else the PyTorch implementation below.
+
+_INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
+               'Tensor csc_edge, Tensor csc_dst')
+_OPTIONS = 'float scale, float eps, float dropout, bool log_square'
+_FORWARD_SCHEMA = (
+    f'(Tensor u, Tensor v, Tensor s, Tensor values, {_INDEX_ARGS}, '
+    f'Tensor seed, {_OPTIONS}, bool use_triton) -> (Tensor, Tensor, Tensor)')
+_BACKWARD_SCHEMA = (
+    f'(Tensor grad_out, Tensor u, Tensor v, Tensor s, Tensor values, '
+    f'{_INDEX_ARGS}, Tensor seed, Tensor out, Tensor row_max, '
+    f'Tensor row_den, {_OPTIONS}, bool use_triton, bool[] needs) '
+    f'-> (Tensor, Tensor, Tensor, Tensor)')
+
+
+#: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
+#: and of one edge tile of the three kernels: half the GAT kernels'
+#: :data:`~ikgat.nn.triton_attention.TILE_ELEMENTS`.  Their 3-D tiles
+#: (edges x heads x features) keep more registers live per element than
+#: the GAT kernels' 2-D ones: at 2,048-element tiles the backward kernels
+#: reached 128 registers (16 resident warps per SM) and spilled with
+#: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
+ROW_ELEMENTS = TILE_ELEMENTS // 2
+
+
+def head_block(heads: int, width: int, channels: int) -> int:
+    r""":math:`B_H`: all heads in one program while a gathered row of
+    :math:`B_H \times \max(B_D, B_C)` floats fits :data:`ROW_ELEMENTS`,
+    else the largest power of two that does (the grid's second axis walks
+    the head blocks)."""
+    row = max(next_power_of_2(width), next_power_of_2(channels))
+    return max(1, min(next_power_of_2(heads), ROW_ELEMENTS // row))
+
+
+def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+           channels: int) -> dict:
+    r"""The block constants and warps of the three kernels: :math:`B_H`
+    (:func:`head_block`), :math:`B_D`, :math:`B_C` and the edge block of
+    :func:`~ikgat.nn.triton_attention.edge_tiling` for rows of :math:`B_H
+    \times \max(B_D, B_C)` elements, tiles of :data:`ROW_ELEMENTS` (at
+    least two edges: 8 warps above)."""
+    block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
+    block_h = head_block(heads, width, channels)
+    return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
+                **edge_tiling(num_edges, num_nodes,
+                              block_h * max(block_d, block_c),
+                              ROW_ELEMENTS))
+
+
+def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
+    r"""One program per node and block of :math:`B_H` heads."""
+    return (num_nodes, -(-heads // constants['BLOCK_H']))
+
+
+def _forward(u, v, s, values, rowptr, src, dst, colptr, csc_edge, csc_dst,
+             seed, scale, eps, dropout, log_square, use_triton):
+    num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
+        values.size(2)
+    if not use_triton:
+        return _torch_forward(u, v, s, values, src, dst, seed, num_dst,
+                              scale, eps, dropout, log_square)
+    jitted = kernels()
+    out = values.new_empty(num_dst, heads, channels)
+    row_max = values.new_empty(num_dst, heads,
+                               dtype=accumulation_dtype(values.dtype))
+    row_den = torch.empty_like(row_max)
+    if num_dst == 0 or heads == 0:
+        return out, row_max, row_den
+    constants = tiling(src.numel(), num_dst, heads, u.size(2), channels)
+    launch(jitted['forward'], grid(num_dst, heads, constants),
+           u, v, s, values, rowptr, src, out, row_max, row_den, seed, scale,
+           eps, dropout, _keep_scale(dropout), heads, u.size(2), channels,
+           LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
+           switch=ATTENTION_SWITCH, **constants)
+    return out, row_max, row_den
+
+
+def _forward_fake(u, v, s, values, rowptr, src, dst, colptr, csc_edge,
+                  csc_dst, seed, scale, eps, dropout, log_square,
+                  use_triton):
+    num_dst, heads = rowptr.size(0) - 1, values.size(1)
+    row_max = values.new_empty(num_dst, heads,
+                               dtype=accumulation_dtype(values.dtype))
+    return (values.new_empty(num_dst, heads, values.size(2)), row_max,
+            torch.empty_like(row_max))
+
+
+def _backward(grad_out, u, v, s, values, rowptr, src, dst, colptr, csc_edge,
+              csc_dst, seed, out, row_max, row_den, scale, eps, dropout,
+              log_square, use_triton, needs):
+    need_u, need_v, need_s, need_values = needs
+    # D_i = <G_i, out_i> (FlashAttention's D):
+    dtype = accumulation_dtype(values.dtype)
+    delta = (grad_out.to(dtype) * out.to(dtype)).sum(-1)
+    if not use_triton:
+        return _torch_backward(grad_out, u, v, s, values, src, dst, seed,
+                               row_max, row_den, delta, scale, eps, dropout,
+                               log_square)
+    jitted = kernels()
+    grad_out = grad_out.contiguous()
+    num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
+        values.size(2)
+    num_src, num_edges, width = values.size(0), src.numel(), u.size(2)
+    grad_u, grad_v = torch.empty_like(u), torch.empty_like(v)
+    grad_s, grad_values = torch.empty_like(s), torch.empty_like(values)
+    common = dict(LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
+                  switch=ATTENTION_SWITCH)
+    options = (seed, scale, eps, dropout, _keep_scale(dropout), heads, width,
+               channels)
+    if need_u and num_dst > 0 and heads > 0:
+        constants = tiling(num_edges, num_dst, heads, width, channels)
+        launch(jitted['backward_dst'], grid(num_dst, heads, constants),
+               u, v, s, values, rowptr, src, row_max, row_den, delta,
+               grad_out, grad_u, *options, **constants, **common)
+    if (need_v or need_s or need_values) and num_src > 0 and heads > 0:
+        constants = tiling(num_edges, num_src, heads, width, channels)
+        launch(jitted['backward_src'], grid(num_src, heads, constants),
+               u, v, s, values, colptr, csc_edge, csc_dst, row_max, row_den,
+               delta, grad_out, grad_v, grad_s, grad_values, *options,
+               **constants, **common)
+    return grad_u, grad_v, grad_s, grad_values
+
+
+def _backward_fake(grad_out, u, v, s, values, rowptr, src, dst, colptr,
+                   csc_edge, csc_dst, seed, out, row_max, row_den, scale,
+                   eps, dropout, log_square, use_triton, needs):
+    return (torch.empty_like(u), torch.empty_like(v), torch.empty_like(s),
+            torch.empty_like(values))
+
+
+_forward_op = torch.library.custom_op(
+    'ikgat::fused_transformer_attention', _forward, mutates_args=(),
+    schema=_FORWARD_SCHEMA)
+_forward_op.register_fake(_forward_fake)
+_backward_op = torch.library.custom_op(
+    'ikgat::fused_transformer_attention_backward', _backward,
+    mutates_args=(), schema=_BACKWARD_SCHEMA)
+_backward_op.register_fake(_backward_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    (u, v, s, values, *index, seed, scale, eps, dropout, log_square,
+     use_triton) = inputs
+    out, row_max, row_den = output
+    ctx.save_for_backward(u, v, s, values, *index, seed, out, row_max,
+                          row_den)
+    ctx.options = (scale, eps, dropout, log_square, use_triton)
+    ctx.mark_non_differentiable(row_max, row_den)
+
+
+def _autograd_backward(ctx, grad_out, _grad_max, _grad_den):
+    (u, v, s, values, *index, seed, out, row_max,
+     row_den) = ctx.saved_tensors
+    needs = list(ctx.needs_input_grad[:4])
+    if grad_out is None:
+        grad_out = torch.zeros_like(out)
+    grads = _backward_op(grad_out, u, v, s, values, *index, seed, out,
+                         row_max, row_den, *ctx.options, needs)
+    return tuple(grad if need else None for grad, need in zip(grads, needs)
+                 ) + (None, ) * 12
+
+
+_forward_op.register_autograd(_autograd_backward,
+                              setup_context=_setup_context)
+
+
+# ---------------------------------------------------------------------------
+# The PyTorch implementation of both operators: the same formulas on (E, H)
+# tensors in CSR order.
+
+
+def _torch_logits(u, v, s, src, dst, scale, eps, log_square, dtype):
+    t = scale * (u.to(dtype)[dst] * v.to(dtype)[src]).sum(-1)  # [E, H]
+    if log_square:
+        square = t * t + eps
+        return square.log() + s.to(dtype)[src], 2 * t / square
+    return t + s.to(dtype)[src], torch.ones_like(t)
+
+
+def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
+                   dropout, log_square):
+    src, dst = src.long(), dst.long()
+    heads, dtype = values.size(1), accumulation_dtype(values.dtype)
+    logit, _ = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
+                             dtype)
+    row_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
+        0, dst, logit, 'amax')
+    p = (logit - row_max[dst]).exp()
+    row_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
+    weight = p / row_den[dst] * _torch_keep(seed, logit.shape, dropout,
+                                            logit).to(dtype)
+    out = logit.new_zeros(num_dst, heads, values.size(2))
+    out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(dtype)[src])
+    return out.to(values.dtype), row_max, row_den
+
+
+def _torch_backward(grad_out, u, v, s, values, src, dst, seed, row_max,
+                    row_den, delta, scale, eps, dropout, log_square):
+    src, dst = src.long(), dst.long()
+    dtype = accumulation_dtype(values.dtype)
+    logit, slope = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
+                                 dtype)
+    alpha = (logit - row_max.to(dtype)[dst]).exp() / row_den.to(dtype)[dst]
+    keep = _torch_keep(seed, logit.shape, dropout, logit).to(dtype)
+    g = grad_out.to(dtype)[dst]  # [E, H, C]
+    d_logit = alpha * (keep * (g * values.to(dtype)[src]).sum(-1)
+                       - delta.to(dtype)[dst])
+    d_t = (d_logit * slope * scale).unsqueeze(-1)
+
+    def scatter(index, rows, like):
+        return torch.zeros(like.shape, dtype=dtype, device=like.device
+                           ).index_add_(0, index, rows).to(like.dtype)
+
+    return (scatter(dst, d_t * v.to(dtype)[src], u),
+            scatter(src, d_t * u.to(dtype)[dst], v),
+            scatter(src, d_logit, s),
+            scatter(src, (keep * alpha).unsqueeze(-1) * g, values))
+
+
+def fused_transformer_attention(
+    u: Tensor,
+    v: Tensor,
+    s: Tensor,
+    values: Tensor,
+    edge_index_or_csr: Union[Tensor, AttentionCSR],
+    num_dst: int,
+    link: str = IDENTITY,
+    scale: float = 1.0,
+    eps: float = 0.0,
+    dropout: float = 0.0,
+    use_triton: Optional[bool] = None,
+) -> Tensor:
+    r"""Dot-product kernel attention in one fused pass per neighbourhood:
+    returns :math:`\mathrm{out}` of shape :math:`(N_t, H, C)` (see the
+    module docstring for the formula).
+
+    Args:
+        u (torch.Tensor): Target table :math:`U`, :math:`(N_t, H, D)`.
+        v (torch.Tensor): Source table :math:`V`, :math:`(N_s, H, D)`.
+        s (torch.Tensor): Source terms :math:`s`, :math:`(N_s, H)`.
+        values (torch.Tensor): Values :math:`X`, :math:`(N_s, H, C)`.
+        edge_index_or_csr (torch.Tensor or AttentionCSR): Edge indices
+            :math:`(2, E)`, or their
+            :func:`~ikgat.nn.triton_attention.prepare_csr`.
+        num_dst (int): The number of targets :math:`N_t`.
+        link (str, optional): :math:`\lambda`, one of :data:`LINKS`.
+            (default: :obj:`'identity'`)
+        scale (float, optional): :math:`c`. (default: :obj:`1.0`)
+        eps (float, optional): :math:`\epsilon` of ``'log_square'``.
+            (default: :obj:`0.0`)
+        dropout (float, optional): Attention dropout probability :math:`p`
+            (pass :obj:`0` in evaluation). (default: :obj:`0`)
+        use_triton (bool, optional): The Triton kernels (:obj:`True`) or the
+            PyTorch implementation (:obj:`False`); by default the kernels on
+            CUDA and ``meta`` tensors, and on CPU when
+            ``TRITON_INTERPRET=1``. (default: :obj:`None`)
+    """
+    if link not in LINKS:
+        raise ValueError(f"fused_transformer_attention: unknown 'link' "
+                         f"{link!r}; choose one of {list(LINKS)}")
+    num_dst = int(num_dst)
+    heads = values.size(1) if values.dim() == 3 else -1
+    if (u.dim() != 3 or v.dim() != 3 or values.dim() != 3
+            or u.shape[1:] != v.shape[1:] or u.size(0) != num_dst
+            or v.shape[:2] != values.shape[:2] or s.shape != v.shape[:2]):
+        raise ValueError(f"fused_transformer_attention: expected u (N_dst="
+                         f"{num_dst}, H, D), v (N_src, H, D), s (N_src, H) "
+                         f"and values (N_src, H, C) (got u "
+                         f"{tuple(u.shape)}, v {tuple(v.shape)}, s "
+                         f"{tuple(s.shape)}, values {tuple(values.shape)}, "
+                         f"H = {heads})")
+    if not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"fused_transformer_attention: 'dropout' must lie "
+                         f"in [0, 1] (got {dropout!r})")
+    if isinstance(edge_index_or_csr, AttentionCSR):
+        csr = edge_index_or_csr
+        if (csr.num_src, csr.num_dst) != (v.size(0), num_dst) or (
+                csr.self_loops is not None):
+            raise ValueError(f"fused_transformer_attention: the CSR is for "
+                             f"{csr.num_src} sources and {csr.num_dst} "
+                             f"targets (self_loops={csr.self_loops}), the "
+                             f"inputs have {v.size(0)} and {num_dst}; call "
+                             f"prepare_csr(edge_index, N_src, N_dst)")
+    else:
+        csr = prepare_csr(edge_index_or_csr, v.size(0), num_dst)
+    device = values.device
+    if use_triton is None:
+        use_triton = device.type in ('cuda', 'meta') or (
+            os.environ.get('TRITON_INTERPRET') == '1')
+    if use_triton:
+        if not torch.compiler.is_compiling():
+            kernels()  # a missing Triton is reported here
+        if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
+            raise RuntimeError("fused_transformer_attention runs Triton "
+                               "kernels: pass CUDA tensors, or set "
+                               "TRITON_INTERPRET=1 before importing triton "
+                               "(slow; for tests), or use_triton=False")
+    # The dropout mask's seed, drawn on the device (no host read;
+    # torch.manual_seed repeats a run); unread without dropout:
+    seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
+            else csr.rowptr)
+    out, _, _ = _forward_op(
+        u.contiguous(), v.contiguous(), s.contiguous(), values.contiguous(),
+        csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge, csr.csc_dst,
+        seed, float(scale), float(eps), float(dropout), link == LOG_SQUARE,
+        bool(use_triton))
+    return out

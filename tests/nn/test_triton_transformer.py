@@ -1,0 +1,260 @@
+"""The fused dot-product kernel attention of IKTransformerConv: the Triton
+kernels against the registered operator's PyTorch implementation (checked
+itself by gradcheck), the layers' fused path against their PyTorch path,
+and attention dropout (keep rate, one mask forward and backward, seeds).
+
+Without CUDA the kernels run in Triton's interpreter, switched on by
+tests/conftest.py before Triton is first imported; the graphs are small.
+"""
+import math
+
+import pytest
+import torch
+
+pytest.importorskip('triton')
+
+import ikgat.nn.conv.ik_transformer_conv as transformer_module  # noqa: E402
+from ikgat import IKTransformerConv, MIKANTransformerConv  # noqa: E402
+from ikgat.nn.triton_transformer import (  # noqa: E402
+    IDENTITY,
+    LINKS,
+    LOG_SQUARE,
+    fused_transformer_attention,
+    head_block,
+)
+from tests.helpers import DEVICE  # noqa: E402
+from tests.nn.test_triton_attention import graph  # noqa: E402
+
+#: (N_src, N_dst): a graph and a bipartite one, each with isolated targets,
+#: repeated edges and self-loops (see graph()).
+SIZES = [(9, 9), (11, 6)]
+
+
+def tables(num_src, num_dst, heads, width, channels, seed, dtype):
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=generator, dtype=dtype).to(
+            DEVICE).requires_grad_()
+
+    return (randn(num_dst, heads, width), randn(num_src, heads, width),
+            randn(num_src, heads), randn(num_src, heads, channels))
+
+
+def run(leaves, edge_index, num_dst, link, dropout=0.0, use_triton=True,
+        seed=0):
+    torch.manual_seed(seed)  # the seed of the dropout mask
+    return fused_transformer_attention(
+        *leaves, edge_index, num_dst, link, 0.7,
+        1e-3 if link == LOG_SQUARE else 0.0, dropout=dropout,
+        use_triton=use_triton)
+
+
+def values_and_gradients(leaves, edge_index, num_dst, link, **kwargs):
+    leaves = [leaf.detach().requires_grad_() for leaf in leaves]
+    out = run(leaves, edge_index, num_dst, link, **kwargs)
+    upstream = torch.linspace(-1, 1, out.numel(), device=out.device,
+                              dtype=out.dtype).view_as(out)
+    (out * upstream).sum().backward()
+    return [out] + [leaf.grad for leaf in leaves]
+
+
+@pytest.mark.parametrize('link', LINKS)
+def test_pytorch_implementation_passes_gradcheck(link):
+    leaves = tables(6, 5, 2, 4, 3, seed=0, dtype=torch.float64)
+    edge_index = graph(6, 5, 12, seed=1)
+    assert torch.autograd.gradcheck(
+        lambda *args: run(args, edge_index, 5, link, use_triton=False),
+        leaves)
+
+
+@pytest.mark.parametrize('link', LINKS)
+@pytest.mark.parametrize('num_src, num_dst', SIZES)
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+def test_kernels_equal_the_pytorch_implementation(link, num_src, num_dst,
+                                                  dtype):
+    leaves = tables(num_src, num_dst, 2, 6, 3, seed=2, dtype=dtype)
+    edge_index = graph(num_src, num_dst, 30, seed=3)
+    fused = values_and_gradients(leaves, edge_index, num_dst, link)
+    reference = values_and_gradients(leaves, edge_index, num_dst, link,
+                                     use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    # Isolated targets (the last two) get zeros, and no gradient:
+    assert fused[0][-2:].abs().max() == 0
+    assert fused[1][-2:].abs().max() == 0
+
+
+@pytest.mark.parametrize('link', LINKS)
+def test_kernels_walk_blocks_of_heads(link):
+    # D = 200 pads to 256: two heads per program (head_block), so that 3
+    # heads take two programs per node, the second half masked.
+    assert head_block(3, 200, 3) == 2
+    leaves = tables(11, 6, 3, 200, 3, seed=11, dtype=torch.float32)
+    edge_index = graph(11, 6, 30, seed=12)
+    fused = values_and_gradients(leaves, edge_index, 6, link)
+    reference = values_and_gradients(leaves, edge_index, 6, link,
+                                     use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize('use_triton, width', [
+    (True, 4), pytest.param(True, 200, marks=pytest.mark.slow), (False, 4)])
+def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,
+                                                               width):
+    # With values one-hot per source and head, out[i, h, j] is the dropped
+    # weight of the edge j -> i (no repeated edges here).  Width 200: two
+    # blocks of heads per node (head_block), one mask all the same.
+    num_src, num_dst, heads, dropout = 24, 20, 3, 0.4
+    edge_index = torch.stack([
+        torch.arange(num_src).repeat(num_dst),
+        torch.arange(num_dst).repeat_interleave(num_src)]).to(DEVICE)
+    u, v, s, _ = tables(num_src, num_dst, heads, width, 1, seed=4,
+                        dtype=torch.float32)
+    values = torch.eye(num_src, device=DEVICE).unsqueeze(1).repeat(
+        1, heads, 1).requires_grad_()
+    leaves = (u, v, s, values)
+    plain = run(leaves, edge_index, num_dst, IDENTITY, 0.0, use_triton)
+    out = run(leaves, edge_index, num_dst, IDENTITY, dropout, use_triton,
+              seed=5)
+    kept = out > 0
+    rate = kept.float().mean().item()
+    half_width = 3.9 * math.sqrt(dropout * (1 - dropout) / kept.numel())
+    assert abs(rate - (1 - dropout)) < half_width, rate
+    assert torch.allclose(out[kept], plain[kept] / (1 - dropout), rtol=1e-5)
+    # The backward pass draws the same mask: out is linear in the values,
+    # so its gradient is the dropped weights themselves.
+    upstream = torch.randn(out.shape, device=DEVICE)
+    (out * upstream).sum().backward()
+    # dL/dvalues[j, h, c] = sum_i a~[i, h, j] G[i, h, c]:
+    expected = torch.einsum('ihj,ihc->jhc', out.detach(), upstream)
+    assert torch.allclose(values.grad, expected, atol=1e-5)
+    # A seed repeats the mask, another seed draws another:
+    again = run(leaves, edge_index, num_dst, IDENTITY, dropout, use_triton,
+                seed=5)
+    other = run(leaves, edge_index, num_dst, IDENTITY, dropout, use_triton,
+                seed=6)
+    assert torch.equal(out, again)
+    assert not torch.equal(out > 0, other > 0)
+
+
+def count_fused_calls(monkeypatch):
+    calls = []
+    fused = transformer_module.triton_transformer.fused_transformer_attention
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(transformer_module.triton_transformer,
+                        'fused_transformer_attention', counted)
+    return calls
+
+
+LAYERS = ['rbf', 'exp', 'rff', 'direct', 'implicit', 'mikan']
+
+
+def build(name, training):
+    torch.manual_seed(1)
+    if name == 'mikan':
+        layer = MIKANTransformerConv((5, 4), 4, heads=2,
+                                     num_spectral_points=8, num_samples=3)
+    else:
+        layer = IKTransformerConv(
+            (5, 4), 4, heads=2, kernel=name, num_spectral_points=8,
+            kernel_kwargs=dict(num_samples=3) if name == 'implicit' else None)
+    return layer.to(DEVICE).train(training)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', LAYERS)
+@pytest.mark.parametrize('training', [True, False])
+def test_layer_fused_path_equals_its_pytorch_path(name, training,
+                                                  monkeypatch):
+    calls = count_fused_calls(monkeypatch)
+    layer = build(name, training)
+    num_src, num_dst = 11, 7
+    edge_index = graph(num_src, num_dst, 30, seed=7)
+    generator = torch.Generator().manual_seed(8)
+    x = (torch.randn(num_src, 5, generator=generator).to(DEVICE),
+         torch.randn(num_dst, 4, generator=generator).to(DEVICE))
+    results = []
+    for mode in ('always', False):
+        layer.fused_attention = mode
+        layer.zero_grad()
+        leaves = tuple(part.clone().requires_grad_() for part in x)
+        torch.manual_seed(9)  # the same spectral draws on both paths
+        out = layer(leaves, edge_index)
+        out.square().sum().backward()
+        results.append([out, *(leaf.grad for leaf in leaves)] + [
+            parameter.grad for parameter in layer.parameters()
+            if parameter.grad is not None])
+    assert len(calls) == 1
+    assert len(results[0]) == len(results[1])
+    for got, expected in zip(*results):
+        assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_layer_takes_the_pytorch_path_where_the_rule_says(monkeypatch):
+    calls = count_fused_calls(monkeypatch)
+    edge_index = graph(9, 9, 20, seed=10)
+    x = torch.randn(9, 5, device=DEVICE)
+    layer = IKTransformerConv(5, 4, heads=2, kernel='rbf').to(DEVICE)
+    layer.fused_attention = 'always'
+    layer(x, edge_index, return_attention_weights=True)  # weights asked
+    layer.fused_attention = False
+    layer(x, edge_index)
+    IKTransformerConv(5, 4, heads=2, kernel='linear').to(DEVICE)(
+        x, edge_index)  # no pair feature map
+    assert calls == []
+    layer.fused_attention = 'always'
+    layer(x, edge_index)
+    assert calls == [1]
+    layer.fused_attention = 'sometimes'
+    with pytest.raises(ValueError, match="'fused_attention' must be"):
+        layer(x, edge_index)
+
+
+class _FailingKernel:
+    # A jitted kernel whose build fails as Triton's compiler fails.
+    def __init__(self, name, error):
+        self.error = error
+        self.fn = lambda: None
+        self.fn.__name__ = name
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            raise self.error
+        return run
+
+
+def test_a_kernel_that_does_not_build_is_one_line_naming_the_switch(
+        monkeypatch):
+    # As the GAT kernels' test (tests/benchmarks/test_gpu_compile.py), on
+    # the layer's path: the error names the kernel, Triton's reason and
+    # the switch that avoids the kernel, in one line.
+    from triton.compiler.errors import CompilationError
+
+    from ikgat.kernels.triton_runtime import KernelBuildError
+    inner = CompilationError('def f():\n    return 1.', None,
+                             'Return type mismatch: <[8, 8], fp32> and fp32')
+    outer = CompilationError('p = p * _keep(...)\n        ^', None, None)
+    outer.__cause__ = inner
+    transformer_module.triton_transformer.kernels()
+    monkeypatch.setattr(transformer_module.triton_transformer, '_KERNELS', {
+        key: _FailingKernel(f'_{key}_body', outer)
+        for key in ('forward', 'backward_dst', 'backward_src')})
+    layer = IKTransformerConv(5, 4, heads=2, kernel='rbf').to(DEVICE)
+    layer.fused_attention = 'always'
+    x = torch.randn(9, 5, device=DEVICE)
+    with pytest.raises(KernelBuildError) as caught:
+        layer(x, graph(9, 9, 20, seed=13))
+    message = str(caught.value)
+    assert '\n' not in message
+    assert '_forward_body' in message
+    assert 'fused_attention=False' in message
+    assert 'Return type mismatch' in message
+    assert caught.value.__cause__ is None
+    layer.fused_attention = False  # the switch avoids it
+    assert layer(x, graph(9, 9, 20, seed=13)).shape == (9, 8)
