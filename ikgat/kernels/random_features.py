@@ -59,12 +59,17 @@ def fourier_features(x: Tensor,
                      ) -> Tensor:
     r"""Return :math:`\phi(x)` of shape :math:`(*, H, 2R)` for vectors
     :obj:`x` of shape :math:`(*, H, D)` and spectral point sets of shape
-    :math:`(H, R, D)` (or stacked, :math:`(m, H, R, D)`): the angles are
-    one contraction, :math:`m \times {*} \times H \times R`."""
-    if not isinstance(spectral_points, Tensor):
-        spectral_points = torch.stack(list(spectral_points))
-    angle = torch.einsum('...hd,mhrd->m...hr', x, spectral_points)
-    return torch.cat([angle.cos(), angle.sin()], dim=-1).sum(0)
+    :math:`(H, R, D)` (one contraction per set; stacked sets, :math:`(m,
+    H, R, D)`, too), or broadcastable to :math:`(*, H, R, D)` (points per
+    row)."""
+    features = 0
+    for points in spectral_points:
+        if points.dim() == 3:
+            angle = torch.einsum('...hd,hrd->...hr', x, points)
+        else:
+            angle = (x.unsqueeze(-2) * points).sum(-1)  # [*, H, R]
+        features = features + torch.cat([angle.cos(), angle.sin()], dim=-1)
+    return features
 
 
 def fourier_estimate(x: Tensor, y: Tensor,

@@ -568,8 +568,9 @@ class IKTransformerConv(TransformerConv):
         if self.lin_edge is not None:
             edge_key = self.lin_edge(edge_attr).view(-1, H, C)
         with without_autocast(x_src.device):
+            num_graphs = self._num_graphs(batch, batch_size)
             alpha = self._attention(query, key, edge_key, src, dst, ptr,
-                                    batch, batch_size)
+                                    batch, num_graphs)
             dtype = alpha.dtype
             scale = self.out_channels**-0.25
             query, key = query.to(dtype) * scale, key.to(dtype) * scale
@@ -584,7 +585,7 @@ class IKTransformerConv(TransformerConv):
                 # Each graph's own points, at the density's mean (the
                 # random-feature kernels have gamma = 0: the reduced
                 # log-similarity is the log-similarity):
-                self._prepare_kernel(query, key, batch, batch_size,
+                self._prepare_kernel(query, key, batch, num_graphs,
                                      sample=False, num_draws=1)
                 log_similarity = kernel.edge_log_similarity(
                     query, key, src, dst, edge_key)
