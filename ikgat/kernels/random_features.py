@@ -59,15 +59,18 @@ def fourier_features(x: Tensor,
                      ) -> Tensor:
     r"""Return :math:`\phi(x)` of shape :math:`(*, H, 2R)` for vectors
     :obj:`x` of shape :math:`(*, H, D)` and spectral point sets of shape
-    :math:`(H, R, D)` (one contraction per set; stacked sets, :math:`(m,
-    H, R, D)`, too), or broadcastable to :math:`(*, H, R, D)` (points per
-    row)."""
+    :math:`(H, R, D)` or stacked, :math:`(m, H, R, D)` (the angles of every
+    set in one contraction), or sets broadcastable to :math:`(*, H, R, D)`
+    (points per row)."""
+    if isinstance(spectral_points, Tensor) or all(
+            points.dim() == 3 for points in spectral_points):
+        stacked = (spectral_points if isinstance(spectral_points, Tensor)
+                   else torch.stack(list(spectral_points)))
+        angle = torch.einsum('...hd,mhrd->m...hr', x, stacked)
+        return torch.cat([angle.cos(), angle.sin()], dim=-1).sum(0)
     features = 0
     for points in spectral_points:
-        if points.dim() == 3:
-            angle = torch.einsum('...hd,hrd->...hr', x, points)
-        else:
-            angle = (x.unsqueeze(-2) * points).sum(-1)  # [*, H, R]
+        angle = (x.unsqueeze(-2) * points).sum(-1)  # [*, H, R]
         features = features + torch.cat([angle.cos(), angle.sin()], dim=-1)
     return features
 

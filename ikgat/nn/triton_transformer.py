@@ -97,9 +97,9 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
+import ikgat.nn.triton_attention as triton_attention
 from ikgat.kernels.triton_fourier import next_power_of_2
 from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
-from ikgat.nn import triton_attention
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.triton_attention import (
     TILE_ELEMENTS,

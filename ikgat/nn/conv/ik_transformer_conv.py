@@ -16,11 +16,11 @@ from torch_geometric.utils import (
 )
 
 import ikgat.nn.graph_cache as graph_cache
+import ikgat.nn.triton_transformer as triton_transformer
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
 from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.kernels.triton_runtime import triton_usable
-from ikgat.nn import triton_transformer
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
