@@ -1,11 +1,13 @@
 """The transformer speed study (``python -m benchmarks.transformer_speed``)
 runs end to end on a tiny graph (no timing assertions)."""
+import pytest
 import torch
 
 from benchmarks import transformer_speed
 from benchmarks.speed_steps import synthetic_graph
 
 
+@pytest.mark.slow
 def test_smoke_mode_writes_the_tables(tmp_path, capsys):
     out = tmp_path / 'transformer_speed.md'
     text = transformer_speed.main(['--smoke', '--out', str(out)])

@@ -37,9 +37,11 @@ class MIKANTransformerConv(IKTransformerConv):
     ``copula=True``).  Add :meth:`kl_divergence` (or
     :func:`ikgat.nn.kl_divergence` of the model) to the loss.
 
+    ``in_channels``, ``out_channels``, ``heads``, ``concat``, ``beta``,
+    ``dropout``, ``edge_dim``, ``bias`` and ``root_weight`` are those of
+    :class:`~ikgat.IKTransformerConv` (TransformerConv's).
+
     Args:
-        in_channels, out_channels, heads, concat, beta, dropout, edge_dim,
-        bias, root_weight: As :class:`~ikgat.IKTransformerConv`.
         num_spectral_points (int, optional): :math:`R`, even.
             (default: :obj:`64`)
         p (float, optional): The :math:`p` of the magnitude's norms.
