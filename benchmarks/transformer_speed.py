@@ -163,8 +163,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         'Cora PubMed arxiv)')
     parser.add_argument('--num-spectral-points', type=int, default=64,
                         help='R of the random-feature kernels (default: 64)')
-    parser.add_argument('--reps', type=int, default=5,
-                        help='timed rounds per graph (default: 5)')
+    parser.add_argument('--reps', type=int, default=3,
+                        help='timed rounds per graph (default: 3; an '
+                        'arxiv-size round of the five layers takes minutes '
+                        'on one thread)')
     parser.add_argument('--warmup', type=int, default=1,
                         help='untimed rounds first (default: 1)')
     parser.add_argument('--threads', type=int, default=None,
