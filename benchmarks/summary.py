@@ -314,12 +314,14 @@ def _comparison_lines(cells: List[CellStats], dataset: str, name: str,
 
 def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
                    'final', results: str = DEFAULT_RESULTS,
-                   output: str = DEFAULT_SUMMARY) -> str:
+                   output: str = DEFAULT_SUMMARY,
+                   command: Optional[str] = None) -> str:
     r"""The Markdown summary: per dataset, a table of model × configuration
     with test accuracy mean ± std, 95% CI, seeds, validation accuracy, time
     per run and the paper's number; then one sentence per ikgat model
     comparing it with our own ``gat`` run; then the commands that reproduce
-    every cell."""
+    every cell.  :obj:`command`, when given, is the command of the runs,
+    written at the top."""
     cells, duplicates = summarize(rows, tag)
     lines = [
         '# Planetoid benchmark (public split)', '',
@@ -335,6 +337,8 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
         f'`python -m benchmarks.planetoid summary --results {results} '
         f'--tag {tag} '
         f'--output {output}`.', '']
+    if command:
+        lines[2:2] = [f'Command of the runs: `{command}`', '']
     if duplicates:
         lines += [f'{duplicates} repeated rows (same dataset, model, seed, '
                   'configuration and tag) were counted once.', '']

@@ -417,3 +417,16 @@ def test_self_loops_are_one_per_node():
     with pytest.raises(ValueError, match='self_loops=False'):
         net(torch.randn(5, 4), torch.sparse_coo_tensor(
             edge_index, torch.ones(4), (5, 5)))
+
+
+def test_summary_writes_the_command_of_the_runs_at_the_top(tmp_path):
+    results = str(tmp_path / 'runs.csv')
+    run_benchmark(['Tiny'], ['transformer', 'ikt-rbf'], [0, 1],
+                  results=results, tag='test', protocol_overrides=QUICK,
+                  device='cpu', progress=False, load_dataset=tiny_loader)
+    text = render_summary(read_results(results), tag='test',
+                          results=results, command='python -m x --y')
+    assert text.splitlines()[2] == 'Command of the runs: `python -m x --y`'
+    assert 'self-loop per node' in text
+    assert 'compared with our own transformer run' in text
+    assert 'No `gat` runs' not in text
