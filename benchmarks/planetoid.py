@@ -376,6 +376,10 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     summary.add_argument('--results', default=DEFAULT_RESULTS)
     summary.add_argument('--tag', default='final')
     summary.add_argument('--output', default=DEFAULT_SUMMARY)
+    summary.add_argument('--command', default=None,
+                         help='the command of the runs, written at the top '
+                         '(default: none; the reproduce section lists one '
+                         'per cell)')
     summary.add_argument('--search-results', default=DEFAULT_SEARCH_RESULTS,
                          help='also rewrite search.md when this CSV exists')
     summary.set_defaults(run=_run_summary)
@@ -425,7 +429,8 @@ def _run_summary(args: argparse.Namespace) -> None:
         raise SystemExit(f'{args.results} does not exist: run '
                          f'`python -m benchmarks.planetoid` first')
     text = render_summary(read_results(args.results), tag=args.tag,
-                          results=args.results, output=args.output)
+                          results=args.results, output=args.output,
+                          command=args.command)
     write_text(args.output, text)
     print(f'wrote {args.output}')
     if args.search_results and osp.isfile(args.search_results):

@@ -231,21 +231,23 @@ def _paper(model: str, dataset: str) -> str:
     return f'{value[0]:.1f} ± {value[1]:.1f} ({key})' if value else '-'
 
 
-def _reference_gat(cells: List[CellStats], dataset: str
+def _reference_gat(cells: List[CellStats], dataset: str, name: str = 'gat'
                    ) -> Optional[CellStats]:
     candidates = [c for c in cells if c.dataset == dataset
-                  and c.model == 'gat']
+                  and c.model == name]
     return max(candidates, key=lambda c: c.test.n) if candidates else None
 
 
-def compare_to_gat(cell: CellStats, gat: CellStats) -> str:
-    r"""One sentence: difference of mean test accuracy to our ``gat`` run
-    and whether the 95% confidence intervals overlap."""
+def compare_to_gat(cell: CellStats, gat: CellStats, name: str = 'gat'
+                   ) -> str:
+    r"""One sentence: difference of mean test accuracy to our run of the
+    reference model :obj:`name` (``gat``, or ``transformer`` for its
+    family) and whether the 95% confidence intervals overlap."""
     diff = cell.test.mean - gat.test.mean
     where = ('above' if diff > 0 else 'below' if diff < 0 else 'equal to')
     amount = '' if diff == 0 else f'{abs(diff):.2f} points '
     text = (f'{cell.model} ({_pct(cell.test)}, n={cell.test.n}) is {amount}'
-            f'{where} our gat ({_pct(gat.test)}, n={gat.test.n})')
+            f'{where} our {name} ({_pct(gat.test)}, n={gat.test.n})')
     if cell.test.n < 2 or gat.test.n < 2:
         return text + '; too few seeds for confidence intervals.'
     overlap = cell.test.low <= gat.test.high and gat.test.low <= cell.test.high
@@ -263,14 +265,63 @@ def _config_label(cell: CellStats) -> str:
     return ', '.join(parts) or '-'
 
 
+def reference_model(model: str) -> str:
+    r"""The model that :obj:`model` is compared with: the PyG layer of its
+    family (``gat`` for GATConv's drop-ins, ``transformer`` for
+    TransformerConv's)."""
+    family = MODELS[model].family if model in MODELS else 'gat'
+    return next(name for name, spec in MODELS.items()
+                if spec.family == family and spec.layer == 'pyg')
+
+
+def _comparison_lines(cells: List[CellStats], dataset: str, name: str,
+                      others: List[CellStats]) -> List[str]:
+    r"""The sentences comparing :obj:`others` with our run of the
+    reference model :obj:`name` on :obj:`dataset`."""
+    lines: List[str] = []
+    gat = _reference_gat(cells, dataset, name)
+    if gat is None:
+        lines += [f'No `{name}` runs on {dataset}: nothing to compare '
+                  'with.', '']
+    elif others:
+        better = sorted({c.model for c in others
+                         if c.test.n > 1 and gat.test.n > 1
+                         and c.test.low > gat.test.high})
+        above = sorted({c.model for c in others
+                        if c.test.mean > gat.test.mean} - set(better))
+        below = sorted({c.model for c in others
+                        if c.test.mean <= gat.test.mean})
+        lines.append(
+            f'On {dataset}, compared with our own {name} run: '
+            f'clearly better (CIs do not overlap): '
+            f'{", ".join(better) or "none"}; higher mean but '
+            f'overlapping CIs: {", ".join(above) or "none"}; not above '
+            f'{name}: {", ".join(below) or "none"}.')
+        lines.append('')
+        for c in others:
+            sentence = compare_to_gat(c, gat, name)
+            paper = PAPER_RESULTS.get(MODELS[c.model].paper or '', {}
+                                      ) if c.model in MODELS else {}
+            if dataset in paper and c.model not in ('gat-rbf', 'ikt-rbf'):
+                ref = paper[dataset][0]
+                side = 'at or above' if c.test.mean >= ref else 'below'
+                sentence += (f' Against the paper\'s {ref:.1f}: {side} '
+                             f'({c.test.mean - ref:+.2f}).')
+            lines.append(f'- {sentence}')
+        lines.append('')
+    return lines
+
+
 def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
                    'final', results: str = DEFAULT_RESULTS,
-                   output: str = DEFAULT_SUMMARY) -> str:
+                   output: str = DEFAULT_SUMMARY,
+                   command: Optional[str] = None) -> str:
     r"""The Markdown summary: per dataset, a table of model × configuration
     with test accuracy mean ± std, 95% CI, seeds, validation accuracy, time
     per run and the paper's number; then one sentence per ikgat model
     comparing it with our own ``gat`` run; then the commands that reproduce
-    every cell."""
+    every cell.  :obj:`command`, when given, is the command of the runs,
+    written at the top."""
     cells, duplicates = summarize(rows, tag)
     lines = [
         '# Planetoid benchmark (public split)', '',
@@ -286,6 +337,8 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
         f'`python -m benchmarks.planetoid summary --results {results} '
         f'--tag {tag} '
         f'--output {output}`.', '']
+    if command:
+        lines[2:2] = [f'Command of the runs: `{command}`', '']
     if duplicates:
         lines += [f'{duplicates} repeated rows (same dataset, model, seed, '
                   'configuration and tag) were counted once.', '']
@@ -296,6 +349,15 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
     lines += ['Models: ' + '; '.join(
         f'`{name}`: {MODELS[name].description}' for name in
         _ordered_models(c.model for c in cells) if name in MODELS) + '.', '']
+    if any(MODELS[c.model].family == 'transformer' for c in cells
+           if c.model in MODELS):
+        lines += [
+            'The transformer family (`transformer`, `ikt-*`) is the same '
+            'two-layer recipe with the layer swapped for TransformerConv or '
+            'a drop-in (its defaults: root weight on, no gate), and one '
+            'self-loop per node added before the layers for every one of '
+            'them (TransformerConv adds none; GATConv adds them itself); '
+            'each is compared with our `transformer` run.', '']
     # Overview: one line per model, one column per dataset.
     models = _ordered_models(c.model for c in cells)
     lines += ['## Overview (test accuracy %, mean ± std, seeds)', '',
@@ -324,37 +386,12 @@ def render_summary(rows: Iterable[Dict[str, str]], tag: Optional[str] =
                     f'{c.epochs:.0f} | {c.seconds:.1f} | '
                     f'{_paper(model, dataset)} |')
         lines.append('')
-        gat = _reference_gat(cells, dataset)
-        others = [c for c in dataset_cells if c.model != 'gat']
-        if gat is None:
-            lines += [f'No `gat` runs on {dataset}: nothing to compare '
-                      'with.', '']
-        elif others:
-            better = sorted({c.model for c in others
-                             if c.test.n > 1 and gat.test.n > 1
-                             and c.test.low > gat.test.high})
-            above = sorted({c.model for c in others
-                            if c.test.mean > gat.test.mean} - set(better))
-            below = sorted({c.model for c in others
-                            if c.test.mean <= gat.test.mean})
-            lines.append(
-                f'On {dataset}, compared with our own gat run: '
-                f'clearly better (CIs do not overlap): '
-                f'{", ".join(better) or "none"}; higher mean but '
-                f'overlapping CIs: {", ".join(above) or "none"}; not above '
-                f'gat: {", ".join(below) or "none"}.')
-            lines.append('')
-            for c in others:
-                sentence = compare_to_gat(c, gat)
-                paper = PAPER_RESULTS.get(MODELS[c.model].paper or '', {}
-                                          ) if c.model in MODELS else {}
-                if dataset in paper and c.model != 'gat-rbf':
-                    ref = paper[dataset][0]
-                    side = 'at or above' if c.test.mean >= ref else 'below'
-                    sentence += (f' Against the paper\'s {ref:.1f}: {side} '
-                                 f'({c.test.mean - ref:+.2f}).')
-                lines.append(f'- {sentence}')
-            lines.append('')
+        for reference_name in _ordered_models(
+                reference_model(c.model) for c in dataset_cells):
+            lines += _comparison_lines(
+                cells, dataset, reference_name,
+                [c for c in dataset_cells if c.model != reference_name
+                 and reference_model(c.model) == reference_name])
     lines += ['## Reproduce', '',
               'Each cell, with the seeds it holds (`--resume` skips finished '
               'runs):', '', '```']

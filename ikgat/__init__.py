@@ -2,6 +2,8 @@ r"""ikgat: kernelized graph attention for PyTorch Geometric.
 
 GAT's attention factorises into similarity kernels times an exponential of
 norms; :class:`IKGATConv` generalises both parts (Implicit Kernel Attention).
+:class:`IKTransformerConv` and :class:`MIKANTransformerConv` do the same for
+TransformerConv's scaled dot product.
 """
 from ikgat import kernels
 from ikgat.nn import (

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.typing import Adj
+from torch_geometric.utils import add_self_loops, remove_self_loops
 
 from ikgat.nn.dropout import nonzero_dropout
 from ikgat.nn.layerwise import layer_over_full_graph
@@ -35,13 +36,19 @@ class TwoLayerGAT(torch.nn.Module):
         out_conv_kwargs (dict, optional): Arguments of the output layer
             only, added to (and overriding) :obj:`conv_kwargs`, e.g.
             ``{'magnitude': False}``. (default: :obj:`None`)
+        self_loops (bool, optional): Replace the self-loops of the graph by
+            one per node before the layers, for layers that add none
+            (PyG's ``TransformerConv`` and its drop-ins), as GATConv does
+            inside. (default: :obj:`False`)
     """
     def __init__(self, in_channels: int, hidden_channels: int,
                  out_channels: int, conv: Type[torch.nn.Module], heads: int = 8,
                  out_heads: int = 1, dropout: float = 0.6,
                  conv_kwargs: Optional[Dict[str, Any]] = None,
-                 out_conv_kwargs: Optional[Dict[str, Any]] = None):
+                 out_conv_kwargs: Optional[Dict[str, Any]] = None,
+                 self_loops: bool = False):
         super().__init__()
+        self.self_loops = bool(self_loops)
         kwargs = dict(conv_kwargs or {})
         out_kwargs = {**kwargs, **(out_conv_kwargs or {})}
         self.dropout = dropout
@@ -59,6 +66,7 @@ class TwoLayerGAT(torch.nn.Module):
         r"""The class logits :math:`(N, \text{out})`: dropout, the first
         layer and ELU, dropout, the second layer; :obj:`kwargs` go to both
         layers."""
+        edge_index = self._with_self_loops(edge_index, x.size(0))
         x = nonzero_dropout(x, p=self.dropout, training=self.training)
         x = F.elu(self.conv1(x, edge_index, **kwargs))
         x = F.dropout(x, p=self.dropout, training=self.training)
@@ -75,6 +83,22 @@ class TwoLayerGAT(torch.nn.Module):
         equals ``model(x, edge_index)``, the implicit kernels included
         (their density comes from the full graph); the evaluation after
         mini-batch training, as in PyG's examples."""
+        edge_index = self._with_self_loops(edge_index, x.size(0))
         x = F.elu(layer_over_full_graph(self.conv1, x, edge_index,
                                         batch_size))
         return layer_over_full_graph(self.conv2, x, edge_index, batch_size)
+
+    def _with_self_loops(self, edge_index: Adj, num_nodes: int) -> Adj:
+        # GATConv's own rule (remove, then add one loop per node), applied
+        # once for both layers.
+        if not self.self_loops:
+            return edge_index
+        if not isinstance(edge_index, Tensor) or edge_index.is_sparse:
+            raise ValueError(
+                f'TwoLayerGAT(self_loops=True) takes an edge_index tensor of '
+                f'shape (2, E) (got {type(edge_index).__name__}); add the '
+                f'self-loops to the sparse adjacency and pass '
+                f'self_loops=False')
+        edge_index, _ = remove_self_loops(edge_index)
+        edge_index, _ = add_self_loops(edge_index, num_nodes=num_nodes)
+        return edge_index

@@ -1,6 +1,8 @@
-r"""The models table of the benchmarks (``gat`` ... ``mikan``) and the GAT
-paper's protocol per dataset.  This is benchmark configuration: the layers
+r"""The models table of the benchmarks (``gat`` ... ``mikan``, and the graph
+transformer family ``transformer`` ... ``ikt-mikan``) and the GAT paper's
+protocol per dataset.  This is benchmark configuration: the layers
 in :mod:`ikgat.nn` know nothing about it."""
+import importlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -19,15 +21,19 @@ class ModelSpec:
 
     Args:
         name: The name used on the command line and in the results.
-        layer: ``'gat'`` (PyG's GATConv), ``'ikgat'`` (:class:`IKGATConv`
-            with :obj:`kernel`) or ``'mikan'`` (:class:`ikgat.MIKANConv`).
-        kernel: The IKGATConv kernel name.
+        layer: ``'pyg'`` (the family's PyG layer), ``'ik'`` (the family's
+            kernel layer with :obj:`kernel`) or ``'mikan'`` (the family's
+            MIKAN layer); :data:`LAYERS` names the classes.
+        kernel: The kernel name of the ``'ik'`` layer.
         uses_p: Whether the :math:`L^p` magnitude (and so :math:`p`) applies.
         uses_num_features: Whether the kernel has :math:`R` spectral points.
         variational: Whether the loss adds :math:`\beta \cdot \mathrm{KL}`.
         fixed_p: A :math:`p` that the model defines (``gat-rbf``: 2).
         paper: The key of :data:`PAPER_RESULTS` to print beside it.
         description: One line for the Markdown summary.
+        family: ``'gat'`` (GATConv and its drop-ins) or ``'transformer'``
+            (TransformerConv and its drop-ins, trained with a self-loop on
+            every node: TransformerConv adds none, GATConv does).
     """
     name: str
     layer: str
@@ -38,35 +44,72 @@ class ModelSpec:
     fixed_p: Optional[float] = None
     paper: Optional[str] = None
     description: str = ''
+    family: str = 'gat'
+
+    @property
+    def self_loops(self) -> bool:
+        r"""Whether the model adds a self-loop to every node before its
+        layers (the transformer family: TransformerConv adds none, while
+        GATConv adds them itself)."""
+        return self.family == 'transformer'
+
+
+#: ``(family, layer)`` → ``(module, class name)`` of the layer, imported
+#: when a model is built.
+LAYERS: Dict[Tuple[str, str], Tuple[str, str]] = {
+    ('gat', 'pyg'): ('torch_geometric.nn', 'GATConv'),
+    ('gat', 'ik'): ('ikgat.nn', 'IKGATConv'),
+    ('gat', 'mikan'): ('ikgat', 'MIKANConv'),
+    ('transformer', 'pyg'): ('torch_geometric.nn', 'TransformerConv'),
+    ('transformer', 'ik'): ('ikgat', 'IKTransformerConv'),
+    ('transformer', 'mikan'): ('ikgat', 'MIKANTransformerConv'),
+}
 
 
 _MODEL_SPECS = [
-    ModelSpec('gat', 'gat', paper='GAT',
+    ModelSpec('gat', 'pyg', paper='GAT',
               description="PyG's GATConv (our own GAT run)"),
-    ModelSpec('gat-rbf', 'ikgat', 'rbf', fixed_p=2.0, paper='GAT',
+    ModelSpec('gat-rbf', 'ik', 'rbf', fixed_p=2.0, paper='GAT',
               description='IKGATConv(kernel="rbf", p=2): GAT written as '
               'kernel x magnitude, the same function as GATConv'),
-    ModelSpec('rbf-only', 'ikgat', 'rbf_only',
+    ModelSpec('rbf-only', 'ik', 'rbf_only',
               description='RBF similarity without the magnitude term'),
-    ModelSpec('expsin', 'ikgat', 'expsin', uses_p=True,
+    ModelSpec('expsin', 'ik', 'expsin', uses_p=True,
               description='exp-sine-squared similarity, L^p magnitude'),
-    ModelSpec('linear', 'ikgat', 'linear', uses_p=True,
+    ModelSpec('linear', 'ik', 'linear', uses_p=True,
               description='linear (elu+1 feature) similarity, L^p magnitude'),
-    ModelSpec('ika', 'ikgat', 'rff', uses_p=True, uses_num_features=True,
+    ModelSpec('ika', 'ik', 'rff', uses_p=True, uses_num_features=True,
               description='IKA: stationary random Fourier features (fixed)'),
-    ModelSpec('ika-ns', 'ikgat', 'rff_ns', uses_p=True,
+    ModelSpec('ika-ns', 'ik', 'rff_ns', uses_p=True,
               uses_num_features=True,
               description='IKA: non-stationary random Fourier features'),
-    ModelSpec('ikan-direct', 'ikgat', 'direct', uses_p=True,
+    ModelSpec('ikan-direct', 'ik', 'direct', uses_p=True,
               uses_num_features=True, paper='IKAN-direct',
               description='IKAN-direct: learned spectral points'),
-    ModelSpec('ikan', 'ikgat', 'implicit', uses_p=True,
+    ModelSpec('ikan', 'ik', 'implicit', uses_p=True,
               uses_num_features=True, variational=True,
               description='IKAN: implicit spectral density, beta*KL'),
     ModelSpec('mikan', 'mikan', uses_p=True, uses_num_features=True,
               variational=True, paper='MIKAN',
               description='MIKAN: heads coupled by a Gaussian copula, '
               'beta*KL'),
+    ModelSpec('transformer', 'pyg', family='transformer',
+              description="PyG's TransformerConv (self-loops added)"),
+    ModelSpec('ikt-rbf', 'ik', 'rbf', fixed_p=2.0, family='transformer',
+              description='IKTransformerConv(kernel="rbf", p=2): '
+              'TransformerConv written as kernel x magnitude'),
+    ModelSpec('ikt-direct', 'ik', 'direct', uses_p=True,
+              uses_num_features=True, family='transformer',
+              description='IKTransformerConv, IKAN-direct: learned '
+              'spectral points'),
+    ModelSpec('ikt-implicit', 'ik', 'implicit', uses_p=True,
+              uses_num_features=True, variational=True, family='transformer',
+              description='IKTransformerConv, IKAN: implicit spectral '
+              'density, beta*KL'),
+    ModelSpec('ikt-mikan', 'mikan', uses_p=True, uses_num_features=True,
+              variational=True, family='transformer',
+              description='MIKANTransformerConv: implicit density, heads '
+              'coupled by a Gaussian copula, beta*KL'),
 ]
 #: The models table, by name, in the order of the Markdown tables.
 MODELS: 'OrderedDict[str, ModelSpec]' = OrderedDict(
@@ -207,9 +250,10 @@ def conv_factory(model: str, p: Optional[float] = None,
     :data:`ikgat.kernels.random_features.NODE_PATHS`): it changes speed and
     memory, not the function computed."""
     spec = MODELS[check_models([model])[0]]
-    if spec.layer == 'gat':
-        from torch_geometric.nn import GATConv
-        return GATConv, {}
+    module, name = LAYERS[(spec.family, spec.layer)]
+    conv = getattr(importlib.import_module(module), name)
+    if spec.layer == 'pyg':
+        return conv, {}
     hyper = model_hyperparameters(model, p, R)
     kwargs: Dict[str, Any] = {}
     if hyper['p'] is not None:
@@ -218,12 +262,9 @@ def conv_factory(model: str, p: Optional[float] = None,
         kwargs['num_spectral_points'] = hyper['R']
         kwargs['kernel_kwargs'] = dict(
             node_path=check_node_path(model, node_path))
-    if spec.layer == 'mikan':
-        from ikgat import MIKANConv
-        return MIKANConv, kwargs
-    from ikgat.nn import IKGATConv
-    kwargs['kernel'] = spec.kernel
-    return IKGATConv, kwargs
+    if spec.layer == 'ik':
+        kwargs['kernel'] = spec.kernel
+    return conv, kwargs
 
 
 def build_model(model: str, in_channels: int, out_channels: int,
@@ -236,11 +277,14 @@ def build_model(model: str, in_channels: int, out_channels: int,
     RNG in the same order (IKGATConv creates GATConv's parameters in GATConv's
     order and the RBF kernel draws nothing), so after the same
     ``torch.manual_seed`` they start from identical weights: their
-    equivalence is checked by training, not by copying a state dict.
+    equivalence is checked by training, not by copying a state dict; the
+    same holds for ``transformer`` and ``ikt-rbf``.  The transformer family
+    trains with a self-loop on every node (:attr:`ModelSpec.self_loops`).
     """
     from ikgat.models import TwoLayerGAT
     conv, conv_kwargs = conv_factory(model, p, R, node_path)
     return TwoLayerGAT(in_channels, protocol['hidden'], out_channels, conv,
                        heads=protocol['heads'],
                        out_heads=protocol['out_heads'],
-                       dropout=protocol['dropout'], conv_kwargs=conv_kwargs)
+                       dropout=protocol['dropout'], conv_kwargs=conv_kwargs,
+                       self_loops=MODELS[model].self_loops)

@@ -38,7 +38,8 @@ def parse_seeds(text: str) -> List[int]:
 
 
 def compact_seeds(seeds: Iterable[int]) -> str:
-    r"""The inverse of :func:`parse_seeds`: ``[0, 1, 2, 5]`` → ``'0-2,5'``."""
+    r"""The inverse of :func:`parse_seeds`: ``[0, 1, 2, 5]`` → ``'0-2,5'``,
+    ``[3]`` → ``'3-3'``."""
     values = sorted(set(int(s) for s in seeds))
     parts, start = [], None
     for i, value in enumerate(values):
@@ -47,7 +48,9 @@ def compact_seeds(seeds: Iterable[int]) -> str:
         if i + 1 == len(values) or values[i + 1] != value + 1:
             parts.append(str(start) if start == value else f'{start}-{value}')
             start = None
-    return ','.join(parts)
+    text = ','.join(parts)
+    # One seed alone would read as a count ('3' is 0-2): write it as a range.
+    return f'{text}-{text}' if text.isdigit() else text
 
 
 def resolve_device(device: str = 'auto') -> torch.device:

@@ -159,7 +159,10 @@ def _first_math(doc: str) -> List[str]:
 
 class KernelTable(SphinxDirective):
     r"""``.. kernel-table::``: the kernels of :data:`ikgat.kernels.KERNELS`,
-    with their formula and declared capabilities."""
+    with their formula, declared capabilities and whether they pair two
+    vectors (:attr:`~ikgat.kernels.base.Kernel.pairs_vectors`, the kernels
+    of :func:`ikgat.kernels.vector_kernels` that
+    :class:`ikgat.IKTransformerConv` takes)."""
     has_content = False
 
     def run(self):
@@ -168,9 +171,10 @@ class KernelTable(SphinxDirective):
         flags = ['uses_magnitude', 'has_spectral_points', 'can_redraw',
                  'has_kl', 'stochastic']
         rst = ['.. list-table::', '   :header-rows: 1',
-               '   :widths: 10 22 40 28', '',
+               '   :widths: 10 20 38 22 10', '',
                '   * - ``kernel=``', '     - class',
-               '     - what it computes', '     - declares']
+               '     - what it computes', '     - declares',
+               '     - pairs two vectors (IKTransformerConv)']
         for name, cls in KERNELS.items():
             doc = inspect.getdoc(cls) or ''
             rst += [f'   * - ``{name!r}``',
@@ -183,6 +187,7 @@ class KernelTable(SphinxDirective):
             declared = [f'``{flag}``' for flag in flags
                         if getattr(cls, flag)]
             rst.append(f"     - {', '.join(declared) or '—'}")
+            rst.append(f"     - {'yes' if cls.pairs_vectors else '—'}")
         container = nodes.container()
         self.state.nested_parse(StringList(rst, source='kernel-table'),
                                 self.content_offset, container)

@@ -357,3 +357,76 @@ def test_mini_batch_regime_from_the_protocol(tmp_path, monkeypatch):
     full = protocol_for('Cora')
     assert full['batch_size'] is None and bench.training_regime(
         full, None, None, 0) == {}
+
+
+TRANSFORMER_LAYERS = {'transformer': 'TransformerConv',
+                      'ikt-rbf': 'IKTransformerConv',
+                      'ikt-direct': 'IKTransformerConv',
+                      'ikt-implicit': 'IKTransformerConv',
+                      'ikt-mikan': 'MIKANTransformerConv'}
+
+
+def test_transformer_family_swaps_the_layer_and_adds_self_loops():
+    for name, layer in TRANSFORMER_LAYERS.items():
+        spec = MODELS[name]
+        assert spec.family == 'transformer' and spec.self_loops
+        net = build_model(name, 12, 3, protocol_for('PubMed'), R=8)
+        assert type(net.conv1).__name__ == layer
+        assert net.self_loops
+        # the GAT recipe: 8 heads x 8 concatenated, 8 averaged outputs.
+        assert (net.conv1.heads, net.conv1.out_channels,
+                net.conv1.concat) == (8, 8, True)
+        assert (net.conv2.heads, net.conv2.concat) == (8, False)
+        assert net.conv1.dropout == 0.6
+    assert not any(spec.self_loops for spec in MODELS.values()
+                   if spec.family == 'gat')
+    assert MODELS['ikt-rbf'].fixed_p == 2.0
+    assert build_model('ikt-direct', 12, 3, protocol_for('Cora'),
+                       R=8).conv1.kernel.num_spectral_points == 8
+
+
+def test_transformer_and_ikt_rbf_start_equal_and_compute_the_same():
+    data = tiny_graph()
+    outputs = []
+    for name in ('transformer', 'ikt-rbf'):
+        torch.manual_seed(0)
+        net = build_model(name, data.num_features, 3,
+                          protocol_for('Cora')).eval()
+        outputs.append(net(data.x, data.edge_index))
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=1e-4, atol=1e-5)
+
+
+def test_self_loops_are_one_per_node():
+    from torch_geometric.nn import TransformerConv
+
+    from ikgat.models import TwoLayerGAT
+    seen = []
+
+    class Recording(TransformerConv):
+        def forward(self, x, edge_index, *args, **kwargs):
+            seen.append(edge_index)
+            return super().forward(x, edge_index, *args, **kwargs)
+
+    net = TwoLayerGAT(4, 2, 3, Recording, heads=2, self_loops=True).eval()
+    edge_index = torch.tensor([[0, 1, 2, 2], [1, 2, 0, 2]])
+    net(torch.randn(5, 4), edge_index)
+    for used in seen:
+        loops = used[0] == used[1]
+        assert sorted(used[0, loops].tolist()) == [0, 1, 2, 3, 4]
+        assert used.size(1) == 3 + 5
+    with pytest.raises(ValueError, match='self_loops=False'):
+        net(torch.randn(5, 4), torch.sparse_coo_tensor(
+            edge_index, torch.ones(4), (5, 5)))
+
+
+def test_summary_writes_the_command_of_the_runs_at_the_top(tmp_path):
+    results = str(tmp_path / 'runs.csv')
+    run_benchmark(['Tiny'], ['transformer', 'ikt-rbf'], [0, 1],
+                  results=results, tag='test', protocol_overrides=QUICK,
+                  device='cpu', progress=False, load_dataset=tiny_loader)
+    text = render_summary(read_results(results), tag='test',
+                          results=results, command='python -m x --y')
+    assert text.splitlines()[2] == 'Command of the runs: `python -m x --y`'
+    assert 'self-loop per node' in text
+    assert 'compared with our own transformer run' in text
+    assert 'No `gat` runs' not in text

@@ -37,19 +37,11 @@ class MIKANTransformerConv(IKTransformerConv):
     ``copula=True``).  Add :meth:`kl_divergence` (or
     :func:`ikgat.nn.kl_divergence` of the model) to the loss.
 
+    ``in_channels``, ``out_channels``, ``heads``, ``concat``, ``beta``,
+    ``dropout``, ``edge_dim``, ``bias`` and ``root_weight`` are those of
+    :class:`~ikgat.IKTransformerConv` (TransformerConv's).
+
     Args:
-        in_channels (int or tuple): As in TransformerConv.
-        out_channels (int): Size of each output sample per head :math:`d`.
-        heads (int, optional): Number of heads :math:`H`. (default: :obj:`1`)
-        concat (bool, optional): As in TransformerConv.
-            (default: :obj:`True`)
-        beta (bool, optional): As in TransformerConv. (default: :obj:`False`)
-        dropout (float, optional): As in TransformerConv. (default: :obj:`0`)
-        edge_dim (int, optional): As in TransformerConv.
-            (default: :obj:`None`)
-        bias (bool, optional): As in TransformerConv. (default: :obj:`True`)
-        root_weight (bool, optional): As in TransformerConv.
-            (default: :obj:`True`)
         num_spectral_points (int, optional): :math:`R`, even.
             (default: :obj:`64`)
         p (float, optional): The :math:`p` of the magnitude's norms.
