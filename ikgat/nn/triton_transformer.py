@@ -110,8 +110,9 @@ from ikgat.nn.triton_attention import (
     prepare_csr,
 )
 
-#: The links :math:`\lambda` of the logit (see the module docstring).
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
+#: The links :math:`\lambda` of the logit (see the module docstring):
+#: ``'identity'`` and ``'log_square'``.
 LINKS = (IDENTITY, LOG_SQUARE)
 
 # Filled by kernels() on first use; the kernel bodies read them as module
