@@ -31,7 +31,7 @@ from ikgat.nn.conv.checks import (
 )
 from ikgat.nn.conv.decomposition import AttentionDecomposition
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
-from ikgat.nn.conv.ikgat_conv import CSR
+from ikgat.nn.conv.ikgat_conv import CSR, implicit_sampling_caveat
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.triton_attention import prepare_csr
@@ -240,18 +240,12 @@ class IKTransformerConv(TransformerConv):
             batch_size (int, optional): The number of graphs in
                 :obj:`batch`. (default: :obj:`None`)
         """
-        if batch is None and self.graph_batch is not None:
-            batch, batch_size = self.graph_batch
+        batch, batch_size = self._given_batch(batch, batch_size)
         x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
+        query, key, edge_key, (src, dst, ptr) = self._project(
+            x_src, x_dst, edge_index, edge_attr, batch)
         H, C = self.heads, self.out_channels
-        query = self.lin_query(x_dst).view(-1, H, C)
-        key = self.lin_key(x_src).view(-1, H, C)
         value = self.lin_value(x_src).view(-1, H, C)
-        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
-        edge_key = None
-        if self.lin_edge is not None:
-            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
 
         num_graphs = 1
         if self.kernel.stochastic:
@@ -467,15 +461,7 @@ class IKTransformerConv(TransformerConv):
     def sampling_caveat(self) -> Optional[str]:
         r"""What differs on a sampled subgraph beyond the neighbours left
         out, in one sentence (:obj:`None`: nothing)."""
-        if not self.kernel.stochastic:
-            return None
-        return (f'{type(self).__name__}: the implicit spectral density is '
-                f'inferred from the mean over the nodes of each sampled '
-                f'subgraph, so a seed node\'s output depends on which '
-                f'other nodes were sampled (in training this acts like a '
-                f'batch statistic); evaluate layer-wise over the full graph '
-                f'(TwoLayerGAT.inference), or within '
-                f'full_graph_summary(x), to get the full graph\'s outputs')
+        return implicit_sampling_caveat(self)
 
     @contextmanager
     def full_graph_summary(self, x: Union[Tensor, PairTensor],
@@ -556,17 +542,10 @@ class IKTransformerConv(TransformerConv):
         :obj:`num_samples` draws where the kernel averages them).  Takes the
         inputs of :meth:`forward`; the terms and weights are float32 for a
         float16 or bfloat16 model."""
-        if batch is None and self.graph_batch is not None:
-            batch, batch_size = self.graph_batch
+        batch, batch_size = self._given_batch(batch, batch_size)
         x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
-        H, C = self.heads, self.out_channels
-        query = self.lin_query(x_dst).view(-1, H, C)
-        key = self.lin_key(x_src).view(-1, H, C)
-        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
-        edge_key = None
-        if self.lin_edge is not None:
-            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
+        query, key, edge_key, (src, dst, ptr) = self._project(
+            x_src, x_dst, edge_index, edge_attr, batch)
         with without_autocast(x_src.device):
             num_graphs = self._num_graphs(batch, batch_size)
             alpha = self._attention(query, key, edge_key, src, dst, ptr,
@@ -599,6 +578,32 @@ class IKTransformerConv(TransformerConv):
         return AttentionDecomposition(torch.stack([src, dst]), log_similarity,
                                       log_magnitude,
                                       torch.zeros_like(log_similarity), alpha)
+
+    def _given_batch(self, batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                     batch_size: Optional[int]) -> Tuple[Any, Optional[int]]:
+        r""":obj:`batch` and :obj:`batch_size` as given, else those of
+        :func:`ikgat.nn.graph_batch`."""
+        if batch is None and self.graph_batch is not None:
+            return self.graph_batch
+        return batch, batch_size
+
+    def _project(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
+                 edge_attr: OptTensor,
+                 batch: Union[OptTensor, Tuple[Tensor, Tensor]]
+                 ) -> Tuple[Tensor, Tensor, OptTensor,
+                            Tuple[Tensor, Tensor, OptTensor]]:
+        r"""Check the inputs; return the queries and keys :math:`(N, H,
+        C)`, the edge keys :math:`(E, H, C)` (with :obj:`edge_dim`) and
+        the edges' sources, targets and target pointer."""
+        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
+        H, C = self.heads, self.out_channels
+        query = self.lin_query(x_dst).view(-1, H, C)
+        key = self.lin_key(x_src).view(-1, H, C)
+        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
+        edge_key = None
+        if self.lin_edge is not None:
+            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
+        return query, key, edge_key, (src, dst, ptr)
 
     def _check_inputs(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
                       edge_attr: OptTensor,

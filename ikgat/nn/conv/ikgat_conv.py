@@ -558,15 +558,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
 
     @property
     def sampling_caveat(self) -> Optional[str]:
-        if not self.kernel.stochastic:
-            return None
-        return (f'{type(self).__name__}: the implicit spectral density is '
-                f'inferred from the mean over the nodes of each sampled '
-                f'subgraph, so a seed node\'s output depends on which '
-                f'other nodes were sampled (in training this acts like a '
-                f'batch statistic); evaluate layer-wise over the full graph '
-                f'(TwoLayerGAT.inference), or within '
-                f'full_graph_summary(x), to get the full graph\'s outputs')
+        return implicit_sampling_caveat(self)
 
     @contextmanager
     def full_graph_summary(self, x: Union[Tensor, OptPairTensor],
@@ -795,3 +787,18 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
+
+
+def implicit_sampling_caveat(layer: torch.nn.Module) -> Optional[str]:
+    r"""The :attr:`sampling_caveat` of a layer whose :obj:`kernel` may be
+    stochastic: the implicit density is a statistic of the nodes a forward
+    pass gets (:obj:`None` for the other kernels)."""
+    if not layer.kernel.stochastic:
+        return None
+    return (f'{type(layer).__name__}: the implicit spectral density is '
+            f'inferred from the mean over the nodes of each sampled '
+            f'subgraph, so a seed node\'s output depends on which '
+            f'other nodes were sampled (in training this acts like a '
+            f'batch statistic); evaluate layer-wise over the full graph '
+            f'(TwoLayerGAT.inference), or within '
+            f'full_graph_summary(x), to get the full graph\'s outputs')
