@@ -790,7 +790,7 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
 
 
 def implicit_sampling_caveat(layer: torch.nn.Module) -> Optional[str]:
-    r"""The :attr:`sampling_caveat` of a layer whose :obj:`kernel` may be
+    r"""The ``sampling_caveat`` of a layer whose :obj:`kernel` may be
     stochastic: the implicit density is a statistic of the nodes a forward
     pass gets (:obj:`None` for the other kernels)."""
     if not layer.kernel.stochastic:
