@@ -14,17 +14,23 @@ and the edge's log-similarity is :math:`\log(f^2 + \epsilon)` (see
 would be :math:`E \times H \times 2R`.  :func:`edge_fourier_log_similarity`
 instead computes them per node (:math:`\phi(q)` and :math:`\phi(k)`, one
 head group at a time so that the tables stay small) and takes the
-:math:`2R`-dot of each edge in chunks; the backward pass recomputes the
-features, scatters the gradients of the edge dots into per-node feature
-gradients and maps them back through the angles.  With edge features the
-key is :math:`k_j + e_{ij}`, per edge: its features are computed per edge
-chunk, in the forward and again in the backward pass.  Memory:
-:math:`O(E H)` saved for backward, and :math:`O(N H_g R)` plus one chunk of
-scratch.
+:math:`2R`-dots of all edges of a head at once, as a sampled dense-dense
+product over the edges compressed by target (SDDMM,
+:func:`torch.sparse.sampled_addmm`): no feature row is gathered per edge.
+The backward pass recomputes the features; the gradient of
+:math:`\phi(q_i)` is :math:`\sum_j g_{ij} \phi(k_j)` and that of
+:math:`\phi(k_j)` is :math:`\sum_i g_{ij} \phi(q_i)`, two sparse-dense
+products (SpMM, by target and by source), mapped back through the angles.
+With edge features the key is :math:`k_j + e_{ij}`, per edge: its features
+are computed per edge chunk, in the forward and again in the backward pass.
+Memory: :math:`O(E H)` saved for backward, and :math:`O(N H_g R)` plus one
+chunk of scratch.  Inputs below float32 are computed in float32 (the
+sparse products' smallest precision) and the results cast back.
 
 Per-graph spectral points (IKAN's draws for a mini-batch of graphs,
 :math:`G > 1`) pair each node, and each edge, with the points of its graph.
 """
+import warnings
 from typing import Optional, Tuple
 
 import torch
@@ -99,69 +105,72 @@ class _Points:
 
 
 def _angles(x: Tensor, points: _Points, graph: Optional[Tensor]) -> Tensor:
-    r""":math:`W_s x` of rows :math:`x` :math:`(n, H_g, C)`, the sets side
-    by side: :math:`(n, H_g, mR)` (a view of a head-major product); with
-    :obj:`graph`, each row against the points of its graph."""
+    r""":math:`W_s x` of rows :math:`x` :math:`(n, H_g, C)`, head-major and
+    the sets side by side: :math:`(H_g, n, mR)`; with :obj:`graph`, each row
+    against the points of its graph."""
     if graph is None:
-        return torch.bmm(x.transpose(0, 1), points.matrix[0]).transpose(0, 1)
-    return torch.einsum('nhc,nhcq->nhq', x, points.matrix[graph])
+        return torch.bmm(x.transpose(0, 1), points.matrix[0])
+    return torch.einsum('nhc,nhcq->hnq', x, points.matrix[graph])
 
 
 def _angles_backward(grad: Tensor, x: Tensor, points: _Points,
                      graph: Optional[Tensor]) -> Tensor:
-    r"""The gradient of :func:`_angles` with respect to :obj:`x`; adds the
-    one with respect to the points to :obj:`points.grad`."""
+    r"""The gradient of :func:`_angles` with respect to :obj:`x`, from
+    :obj:`grad` :math:`(H_g, n, mR)`; adds the one with respect to the
+    points to :obj:`points.grad`."""
     if graph is None:
-        head_major = grad.transpose(0, 1)  # [Hg, n, mR]
-        points.grad[0] += torch.bmm(x.permute(1, 2, 0), head_major)
-        return torch.bmm(head_major,
-                         points.matrix[0].transpose(1, 2)).transpose(0, 1)
-    points.grad.index_add_(0, graph, torch.einsum('nhq,nhc->nhcq', grad, x))
-    return torch.einsum('nhq,nhcq->nhc', grad, points.matrix[graph])
+        points.grad[0] += torch.bmm(x.permute(1, 2, 0), grad)
+        return torch.bmm(grad, points.matrix[0].transpose(1, 2)).transpose(
+            0, 1)
+    points.grad.index_add_(0, graph, torch.einsum('hnq,nhc->nhcq', grad, x))
+    return torch.einsum('hnq,nhcq->nhc', grad, points.matrix[graph])
 
 
 def _cos_sin(angles: Tensor) -> Tuple[Tensor, Tensor]:
-    r"""The cosines and sines of the angles, row-major :math:`(n, H_g,
-    mR)` whatever the layout of :obj:`angles`."""
-    cos = angles.new_empty(angles.shape)
-    sin = angles.new_empty(angles.shape)
-    torch.cos(angles, out=cos)
-    torch.sin(angles, out=sin)
-    return cos, sin
+    r"""The cosines and sines of the angles (contiguous)."""
+    return torch.cos(angles), torch.sin(angles)
+
+
+def _sum_sets(values: Tensor, num_points: int, out: Tensor) -> None:
+    r"""Write :math:`\sum_s v_s` of :obj:`values` :math:`(H_g, n, mR)` (the
+    sets side by side) into :obj:`out` :math:`(H_g, n, R)`."""
+    sets = values.unflatten(2, (-1, num_points))
+    if sets.size(2) == 1:
+        out.copy_(sets[:, :, 0])
+        return
+    torch.add(sets[:, :, 0], sets[:, :, 1], out=out)
+    for index in range(2, sets.size(2)):
+        out += sets[:, :, index]
 
 
 def _features(cos: Tensor, sin: Tensor, num_points: int,
               out: Optional[Tensor] = None) -> Tensor:
-    r""":math:`\phi = [\sum_s \cos;\, \sum_s \sin]` of shape :math:`(n,
-    H_g, 2R)` from :func:`_cos_sin` (into :obj:`out` if given)."""
-    n, heads, width = cos.shape
+    r""":math:`\phi = [\sum_s \cos;\, \sum_s \sin]` of shape :math:`(H_g, n,
+    2R)` from :func:`_cos_sin` (into :obj:`out` if given)."""
     if out is None:
-        out = cos.new_empty(n, heads, 2 * num_points)
-    for half, values in ((slice(0, num_points), cos),
-                         (slice(num_points, None), sin)):
-        sets = values.view(n, heads, width // num_points, num_points)
-        torch.sum(sets, dim=2, out=out[..., half])
+        out = cos.new_empty(*cos.shape[:2], 2 * num_points)
+    _sum_sets(cos, num_points, out[..., :num_points])
+    _sum_sets(sin, num_points, out[..., num_points:])
     return out
 
 
 def _features_backward(grad: Tensor, cos: Tensor, sin: Tensor,
                        num_points: int) -> Tensor:
     r"""The gradient of :func:`_features` with respect to the angles,
-    :math:`\partial\phi/\partial a = [-\sin;\, \cos]` per set."""
-    n, heads, width = cos.shape
-    shape = (n, heads, width // num_points, num_points)
+    :math:`\partial\phi/\partial a = [-\sin;\, \cos]` per set, from
+    :obj:`grad` :math:`(H_g, n, 2R)`."""
     grad_cos = grad[..., :num_points].unsqueeze(2)
     grad_sin = grad[..., num_points:].unsqueeze(2)
-    out = cos.view(shape) * grad_sin
-    out -= sin.view(shape) * grad_cos
-    return out.view(n, heads, width)
+    out = cos.unflatten(2, (-1, num_points)) * grad_sin
+    out.addcmul_(sin.unflatten(2, (-1, num_points)), grad_cos, value=-1)
+    return out.flatten(2)
 
 
 class _NodeSide:
     r"""One side's (queries' or keys') features in a head group, written
-    into :obj:`table` :math:`(n, H_g, 2R)` row chunk by row chunk (cache-
+    into :obj:`table` :math:`(H_g, n, 2R)` row chunk by row chunk (cache-
     sized temporaries), with the cosines and sines kept in :obj:`cache`
-    if given (else recomputed by :meth:`backward`)."""
+    :math:`(H_g, n, mR)` if given (else recomputed by :meth:`backward`)."""
 
     def __init__(self, x: Tensor, points: _Points, graph: Optional[Tensor],
                  table: Tensor,
@@ -170,7 +179,7 @@ class _NodeSide:
         self.table, self.cache = table, cache
         for a, b in self._row_chunks():
             _features(*self._cos_sin(a, b), points.num_points,
-                      out=table[a:b])
+                      out=table[:, a:b])
 
     def _row_chunks(self):
         per_row = self.points.matrix[0].numel()
@@ -185,7 +194,7 @@ class _NodeSide:
         angles = _angles(self.x[a:b], self.points, self._graph(a, b))
         if self.cache is None:
             return _cos_sin(angles)
-        cos, sin = self.cache[0][a:b], self.cache[1][a:b]
+        cos, sin = self.cache[0][:, a:b], self.cache[1][:, a:b]
         torch.cos(angles, out=cos)
         torch.sin(angles, out=sin)
         return cos, sin
@@ -196,14 +205,56 @@ class _NodeSide:
         grad_x = torch.empty_like(self.x)
         for a, b in self._row_chunks():
             if self.cache is not None:
-                cos, sin = self.cache[0][a:b], self.cache[1][a:b]
+                cos, sin = self.cache[0][:, a:b], self.cache[1][:, a:b]
             else:
                 cos, sin = self._cos_sin(a, b)
             grad_x[a:b] = _angles_backward(
-                _features_backward(grad_table[a:b], cos, sin,
+                _features_backward(grad_table[:, a:b], cos, sin,
                                    self.points.num_points),
                 self.x[a:b], self.points, self._graph(a, b))
         return grad_x
+
+
+class _Adjacency:
+    r"""The edges :math:`j \to i` as compressed rows: by target (rows
+    :math:`i`, columns :math:`j`) and, for the backward pass, by source.
+    :meth:`by_target` and :meth:`by_source` make the sparse matrix of one
+    head's edge values, with which the edge dots are one sampled product
+    (SDDMM) and their gradients one sparse-dense product (SpMM): no
+    gathered feature rows."""
+
+    def __init__(self, src: Tensor, dst: Tensor, num_dst: int,
+                 num_src: int, transposed: bool = False):
+        self.shape = (num_dst, num_src)
+        self.target = self._compress(dst, src, num_dst)
+        self.source = (self._compress(src, dst, num_src)
+                       if transposed else None)
+
+    @staticmethod
+    def _compress(rows: Tensor, cols: Tensor, num_rows: int):
+        order = torch.argsort(rows, stable=True)
+        counts = torch.bincount(rows, minlength=num_rows)
+        pointers = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        return order, pointers, cols.index_select(0, order)
+
+    @staticmethod
+    def _matrix(compressed, values: Tensor, shape) -> Tensor:
+        _, pointers, cols = compressed
+        with warnings.catch_warnings():  # "beta state"
+            warnings.simplefilter('ignore', UserWarning)
+            return torch.sparse_csr_tensor(pointers, cols, values, shape,
+                                           check_invariants=False)
+
+    def by_target(self, values: Tensor) -> Tensor:
+        r"""The :math:`(N_t, N_s)` matrix of :obj:`values` given in the
+        order of :obj:`self.target[0]`."""
+        return self._matrix(self.target, values, self.shape)
+
+    def by_source(self, values: Tensor) -> Tensor:
+        r"""The :math:`(N_s, N_t)` matrix of :obj:`values` given in the
+        order of :obj:`self.source[0]`."""
+        assert self.source is not None
+        return self._matrix(self.source, values, self.shape[::-1])
 
 
 def _group_size(num_heads: int, rows: int, width: int) -> int:
@@ -223,8 +274,14 @@ def _edge_chunk(points: _Points, heads: int, per_edge_points: bool) -> int:
     return max(1, CHUNK_ELEMENTS // width)
 
 
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    r"""The tables' precision: the inputs', at least float32 (the sparse
+    products' smallest)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 # The estimate as a pair of registered operators (forward, backward): one
-# opaque node under torch.compile (its edge and node chunks are loops over
+# opaque node under torch.compile (its head groups and chunks are loops over
 # sizes), a fake implementation that also serves the 'meta' device, and
 # autograd through the backward operator, which recomputes the features (so
 # the operator is differentiable once).
@@ -239,31 +296,58 @@ def edge_fourier_estimate(query: Tensor, key: Tensor,
     :math:`f`, both :math:`(E, H)` (see
     :func:`edge_fourier_log_similarity`); only :math:`\ell` is
     differentiable, :math:`f` is what its backward pass needs."""
+    dtype = query.dtype
+    query, key, points = (t.to(_compute_dtype(dtype))
+                          for t in (query, key, points))
+    if edge_key is not None:
+        edge_key = edge_key.to(query.dtype)
     heads, width = query.size(1), 2 * points.size(3)
     normaliser = points.size(3) * points.size(1)**2
-    estimate = query.new_empty(src.numel(), heads)
     size = _group_size(heads, max(query.size(0), key.size(0)), width)
     # One pair of tables for every head group (allocated once):
-    query_table = query.new_empty(query.size(0), size, width)
-    key_table = (key.new_empty(key.size(0), size, width)
-                 if edge_key is None else None)
+    query_table = query.new_empty(size, query.size(0), width)
+    if edge_key is None:
+        key_table = key.new_empty(size, key.size(0), width)
+        adjacency = _Adjacency(src, dst, query.size(0), key.size(0))
+        dots = query.new_empty(heads, src.numel())  # in target order
+    else:
+        estimate = query.new_empty(src.numel(), heads)
     for start in range(0, heads, size):
         group = slice(start, start + size)
         group_points = _Points(points, group)
         _NodeSide(query[:, group], group_points, graph_dst, query_table)
-        if key_table is not None:
+        if edge_key is None:
             _NodeSide(key[:, group], group_points, graph_src, key_table)
-        _edge_dots(query_table, key_table, key[:, group],
-                   None if edge_key is None else edge_key[:, group],
-                   group_points, src, dst, graph_dst, estimate[:, group])
+            for head in range(size):
+                dots[start + head] = _sampled_dots(
+                    adjacency, query_table[head], key_table[head])
+        else:
+            _edge_dots(query_table, key[:, group], edge_key[:, group],
+                       group_points, src, dst, graph_dst,
+                       estimate[:, group])
+    if edge_key is None:
+        estimate = dots.new_empty(src.numel(), heads)
+        estimate.index_copy_(0, adjacency.target[0], dots.t())
     estimate /= normaliser
-    return (estimate * estimate + eps).log(), estimate
+    return (estimate * estimate + eps).log().to(dtype), estimate.to(dtype)
 
 
 @edge_fourier_estimate.register_fake
 def _(query, key, edge_key, points, src, dst, graph_dst, graph_src, eps):
     shape = (src.size(0), query.size(1))
     return query.new_empty(shape), query.new_empty(shape)
+
+
+def _sampled_dots(adjacency: _Adjacency, query_table: Tensor,
+                  key_table: Tensor) -> Tensor:
+    r"""One head's edge dots :math:`\phi(q_i)^\top\phi(k_j)`, in the
+    order of :obj:`adjacency.target`, from its tables :math:`(N, 2R)`."""
+    if adjacency.target[2].numel() == 0:
+        return query_table.new_empty(0)
+    pattern = adjacency.by_target(
+        query_table.new_zeros(adjacency.target[2].numel()))
+    return torch.sparse.sampled_addmm(pattern, query_table, key_table.t(),
+                                      beta=0.0).values()
 
 
 @torch.library.custom_op('ikgat::edge_fourier_estimate_backward',
@@ -277,6 +361,13 @@ def edge_fourier_estimate_backward(
     r"""The gradients of :func:`edge_fourier_estimate`'s :math:`\ell` with
     respect to the queries, the keys, the edge keys (empty without them)
     and the points."""
+    dtypes = [t.dtype for t in (query, key, edge_key, points)
+              if t is not None]
+    compute = _compute_dtype(query.dtype)
+    grad_log, query, key, points, estimate = (
+        t.to(compute) for t in (grad_log, query, key, points, estimate))
+    if edge_key is not None:
+        edge_key = edge_key.to(compute)
     normaliser = points.size(3) * points.size(1)**2
     # d log(f^2 + eps) / d(dot) with f = dot / normaliser:
     grad_dot = grad_log * 2 * estimate / (
@@ -290,18 +381,28 @@ def edge_fourier_estimate_backward(
     size = _group_size(heads, max(query.size(0), key.size(0)), width)
     tables = _BackwardTables(query, key, edge_key is None, size, width,
                              points.size(1) * points.size(3))
+    edges = (_EdgeGradients(grad_dot, src, dst, query.size(0),
+                            key.size(0)) if edge_key is None else None)
     for start in range(0, heads, size):
         group = slice(start, start + size)
         group_points = _Points(points, group)
-        grads = _group_backward(
-            grad_dot[:, group], query[:, group], key[:, group],
-            None if edge_key is None else edge_key[:, group], group_points,
-            src, dst, graph_dst, graph_src, tables)
-        grad_query[:, group], grad_key[:, group] = grads[:2]
-        if grads[2] is not None:
+        if edges is None:
+            assert edge_key is not None
+            grads = _group_backward_edge_keys(
+                grad_dot[:, group], query[:, group], key[:, group],
+                edge_key[:, group], group_points, src, dst, graph_dst,
+                tables)
             grad_edge_key[:, group] = grads[2]
+        else:
+            grads = _group_backward(edges, group, query[:, group],
+                                    key[:, group], group_points, graph_dst,
+                                    graph_src, tables)
+        grad_query[:, group], grad_key[:, group] = grads[:2]
         grad_points[:, :, group] = group_points.grad_points()
-    return grad_query, grad_key, grad_edge_key, grad_points
+    grads = (grad_query, grad_key, grad_edge_key, grad_points)
+    if edge_key is None:
+        dtypes.insert(2, grad_edge_key.dtype)
+    return tuple(g.to(d) for g, d in zip(grads, dtypes))
 
 
 @edge_fourier_estimate_backward.register_fake
@@ -342,53 +443,102 @@ edge_fourier_estimate.register_autograd(_backward,
 
 
 class _BackwardTables:
-    r"""The backward pass's per-node tables, allocated once and reused by
-    every head group: features and their gradients for the queries and
-    (without edge features) the keys, and the cosines and sines of a side
-    whose table fits :data:`TABLE_ELEMENTS`."""
+    r"""The backward pass's per-node tables :math:`(H_g, n, 2R)`, allocated
+    once and reused by every head group: features and their gradients for
+    the queries and (without edge features) the keys, and the cosines and
+    sines of a side whose table fits :data:`TABLE_ELEMENTS`."""
 
     def __init__(self, query: Tensor, key: Tensor, node_keys: bool,
                  size: int, width: int, angles: int):
         def side(x: Tensor):
-            features = x.new_empty(x.size(0), size, width)
+            features = x.new_empty(size, x.size(0), width)
             cache = None
             if x.size(0) * size * angles <= TABLE_ELEMENTS:
-                cache = (x.new_empty(x.size(0), size, angles),
-                         x.new_empty(x.size(0), size, angles))
+                cache = (x.new_empty(size, x.size(0), angles),
+                         x.new_empty(size, x.size(0), angles))
             return features, torch.empty_like(features), cache
 
         self.query = side(query)
         self.key = side(key) if node_keys else None
 
 
-def _edge_dots(query_table: Tensor, key_table: Optional[Tensor],
-               key: Tensor, edge_key: Optional[Tensor], points: _Points,
-               src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
-               out: Tensor) -> None:
-    r"""Write the edge dots :math:`\phi(q_i)^\top\phi(k_j)` of one head
-    group into :obj:`out` :math:`(E, H_g)`."""
-    per_edge_points = edge_key is not None and graph_dst is not None
-    for a, b in chunks(src.numel(), _edge_chunk(points, query_table.size(1),
+class _EdgeGradients:
+    r"""The gradients of the edge dots, :math:`(E, H)`, as one sparse
+    matrix per head by target and by source: the gradient of
+    :math:`\phi(q_i)` is :math:`\sum_j g_{ij} \phi(k_j)`, a sparse-dense
+    product, and that of :math:`\phi(k_j)` the transposed one."""
+
+    def __init__(self, grad_dot: Tensor, src: Tensor, dst: Tensor,
+                 num_dst: int, num_src: int):
+        self.adjacency = _Adjacency(src, dst, num_dst, num_src,
+                                    transposed=True)
+        assert self.adjacency.source is not None
+        # [H, E] in the orders of the two compressions:
+        self.by_target = grad_dot.index_select(
+            0, self.adjacency.target[0]).t().contiguous()
+        self.by_source = grad_dot.index_select(
+            0, self.adjacency.source[0]).t().contiguous()
+
+    def query_features(self, head: int, key_table: Tensor,
+                       out: Tensor) -> None:
+        r"""Write the gradient of one head's query features into
+        :obj:`out` :math:`(N_t, 2R)`."""
+        torch.mm(self.adjacency.by_target(self.by_target[head]), key_table,
+                 out=out)
+
+    def key_features(self, head: int, query_table: Tensor,
+                     out: Tensor) -> None:
+        r"""Write the gradient of one head's key features into
+        :obj:`out` :math:`(N_s, 2R)`."""
+        torch.mm(self.adjacency.by_source(self.by_source[head]),
+                 query_table, out=out)
+
+
+def _group_backward(edges: _EdgeGradients, group: slice, query: Tensor,
+                    key: Tensor, points: _Points, graph_dst: Optional[Tensor],
+                    graph_src: Optional[Tensor], tables: _BackwardTables
+                    ) -> Tuple[Tensor, Tensor]:
+    r"""One head group's gradients with respect to the queries and the keys
+    (the points' are added to :obj:`points.grad`), for keys per node."""
+    assert tables.key is not None
+    query_features, grad_query_features, query_cache = tables.query
+    key_features, grad_key_features, key_cache = tables.key
+    query_side = _NodeSide(query, points, graph_dst, query_features,
+                           query_cache)
+    key_side = _NodeSide(key, points, graph_src, key_features, key_cache)
+    for offset, head in enumerate(range(group.start, group.stop)):
+        edges.query_features(head, key_features[offset],
+                             grad_query_features[offset])
+        edges.key_features(head, query_features[offset],
+                           grad_key_features[offset])
+    return (query_side.backward(grad_query_features),
+            key_side.backward(grad_key_features))
+
+
+def _edge_dots(query_table: Tensor, key: Tensor, edge_key: Tensor,
+               points: _Points, src: Tensor, dst: Tensor,
+               graph_dst: Optional[Tensor], out: Tensor) -> None:
+    r"""Write the edge dots :math:`\phi(q_i)^\top\phi(k_j + e_{ij})` of one
+    head group into :obj:`out` :math:`(E, H_g)`, the key features made per
+    edge chunk."""
+    per_edge_points = graph_dst is not None
+    for a, b in chunks(src.numel(), _edge_chunk(points, query_table.size(0),
                                                 per_edge_points)):
-        key_chunk, _ = _edge_key_features(key, edge_key, key_table, points,
-                                          src, dst, graph_dst, a, b)
-        product = query_table.index_select(0, dst[a:b])
+        key_chunk, _ = _edge_key_features(key, edge_key, points, src, dst,
+                                          graph_dst, a, b)
+        product = query_table.index_select(1, dst[a:b])
         product *= key_chunk
-        torch.sum(product, dim=-1, out=out[a:b])
+        torch.sum(product, dim=-1, out=out[a:b].t())
 
 
-def _edge_key_features(key: Tensor, edge_key: Optional[Tensor],
-                       key_table: Optional[Tensor], points: _Points,
+def _edge_key_features(key: Tensor, edge_key: Tensor, points: _Points,
                        src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
                        a: int, b: int
-                       ) -> Tuple[Tensor, Optional[Tuple[Tensor, Tensor,
-                                                         Tensor,
-                                                         Optional[Tensor]]]]:
-    r"""The key features of edges :obj:`a` to :obj:`b`, and, for per-edge
-    keys, what their backward needs (keys, cosines, sines, graphs)."""
-    if edge_key is None:
-        assert key_table is not None
-        return key_table.index_select(0, src[a:b]), None
+                       ) -> Tuple[Tensor, Tuple[Tensor, Tensor, Tensor,
+                                                Optional[Tensor]]]:
+    r"""The key features :math:`(H_g, E_c, 2R)` of edges :obj:`a` to
+    :obj:`b`, and what their backward needs (keys, cosines, sines,
+    graphs)."""
     keys = key.index_select(0, src[a:b]) + edge_key[a:b]
     graph = None if graph_dst is None else graph_dst.index_select(
         0, dst[a:b])
@@ -397,50 +547,34 @@ def _edge_key_features(key: Tensor, edge_key: Optional[Tensor],
             (keys, cos, sin, graph))
 
 
-def _group_backward(grad_dot: Tensor, query: Tensor, key: Tensor,
-                    edge_key: Optional[Tensor], points: _Points, src: Tensor,
-                    dst: Tensor, graph_dst: Optional[Tensor],
-                    graph_src: Optional[Tensor], tables: _BackwardTables
-                    ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+def _group_backward_edge_keys(grad_dot: Tensor, query: Tensor, key: Tensor,
+                              edge_key: Tensor, points: _Points,
+                              src: Tensor, dst: Tensor,
+                              graph_dst: Optional[Tensor],
+                              tables: _BackwardTables
+                              ) -> Tuple[Tensor, Tensor, Tensor]:
     r"""One head group's gradients with respect to the queries, the keys
-    and the edge keys (the points' are added to :obj:`points.grad`)."""
+    and the edge keys (the points' are added to :obj:`points.grad`), the
+    key features made again per edge chunk."""
     query_features, grad_query_features, query_cache = tables.query
     query_side = _NodeSide(query, points, graph_dst, query_features,
                            query_cache)
     grad_query_features.zero_()
-    key_side = grad_key_features = grad_key = None
-    if tables.key is not None:
-        key_features, grad_key_features, key_cache = tables.key
-        key_side = _NodeSide(key, points, graph_src, key_features, key_cache)
-        grad_key_features.zero_()
-    else:
-        grad_key = torch.zeros_like(key)
-    grad_edge_key = None if edge_key is None else torch.empty_like(edge_key)
-    per_edge_points = edge_key is not None and graph_dst is not None
+    grad_key = torch.zeros_like(key)
+    grad_edge_key = torch.empty_like(edge_key)
     for a, b in chunks(src.numel(),
-                       _edge_chunk(points, query.size(1), per_edge_points)):
-        weight = grad_dot[a:b].unsqueeze(-1)
-        query_chunk = query_features.index_select(0, dst[a:b])
-        key_chunk, saved = _edge_key_features(
-            key, edge_key, None if key_side is None else key_side.table,
-            points, src, dst, graph_dst, a, b)
+                       _edge_chunk(points, query.size(1),
+                                   graph_dst is not None)):
+        weight = grad_dot[a:b].t().unsqueeze(-1)
+        query_chunk = query_features.index_select(1, dst[a:b])
+        key_chunk, (keys, cos, sin, graph) = _edge_key_features(
+            key, edge_key, points, src, dst, graph_dst, a, b)
         key_chunk *= weight
-        grad_query_features.index_add_(0, dst[a:b], key_chunk)
+        grad_query_features.index_add_(1, dst[a:b], key_chunk)
         query_chunk *= weight
-        if saved is None:
-            assert grad_key_features is not None
-            grad_key_features.index_add_(0, src[a:b], query_chunk)
-            continue
-        keys, cos, sin, graph = saved
         grad_keys = _angles_backward(
             _features_backward(query_chunk, cos, sin, points.num_points),
             keys, points, graph)
-        assert grad_edge_key is not None and grad_key is not None
         grad_edge_key[a:b] = grad_keys
         grad_key.index_add_(0, src[a:b], grad_keys)
-    grad_query = query_side.backward(grad_query_features)
-    if key_side is not None:
-        assert grad_key_features is not None
-        grad_key = key_side.backward(grad_key_features)
-    assert grad_key is not None
-    return grad_query, grad_key, grad_edge_key
+    return query_side.backward(grad_query_features), grad_key, grad_edge_key

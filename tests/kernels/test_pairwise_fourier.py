@@ -176,3 +176,23 @@ def test_the_estimate_is_unbiased_for_the_rbf_kernel(lengthscale):
         last = estimates[-heads:].float()
         torch.testing.assert_close((log.exp() - kernel.eps).view(-1),
                                    last * last, atol=1e-5, rtol=1e-4)
+
+
+def test_low_precision_inputs_are_computed_in_float32():
+    # The sparse products have no bfloat16 kernel on the CPU: the operator
+    # computes in float32 and returns the inputs' dtype, values and
+    # gradients within bfloat16's resolution of the float32 ones.
+    query, key, points, src, dst, *_ = case(num_sets=2)
+    leaves = [t.to(torch.bfloat16).requires_grad_()
+              for t in (query, key, points)]
+    out = pf.edge_fourier_log_similarity(*leaves, src, dst, 1e-2)
+    out.sum().backward()
+    assert out.dtype == torch.bfloat16
+    assert all(t.grad.dtype == torch.bfloat16 for t in leaves)
+    exact = [t.detach().float().requires_grad_() for t in leaves]
+    expected = pf.edge_fourier_log_similarity(*exact, src, dst, 1e-2)
+    expected.sum().backward()
+    torch.testing.assert_close(out.float(), expected, atol=2e-2, rtol=2e-2)
+    for got, want in zip(leaves, exact):
+        torch.testing.assert_close(got.grad.float(), want.grad, atol=5e-2,
+                                   rtol=5e-2)
