@@ -7,11 +7,14 @@ and tensors (so it loads with ``weights_only=True``):
 
 * ``format``/``version``: ``'ikgat-checkpoint'``, :obj:`1`;
 * ``layer``: the layer class name, ``'IKGATConv'``, ``'MIKANConv'``,
-  ``'KEPGATConv'``, ``'GATConv'``, ``'IKTransformerConv'`` or
-  ``'MIKANTransformerConv'``;
-* ``model_kwargs``: the :class:`~ikgat.models.TwoLayerGAT` sizes
-  (``in_channels``, ``hidden_channels``, ``out_channels``, ``heads``,
-  ``out_heads``, ``dropout``);
+  ``'KEPGATConv'``, ``'GATConv'``, ``'IKTransformerConv'``,
+  ``'MIKANTransformerConv'`` or ``'TransformerConv'``;
+* ``model_kwargs``: the :class:`~ikgat.models.TwoLayerGAT` constructor
+  arguments other than the layer and its arguments (``in_channels``,
+  ``hidden_channels``, ``out_channels``, ``heads``, ``out_heads``,
+  ``dropout``, ``self_loops``); one missing from an older checkpoint takes
+  the constructor's default (a checkpoint written before ``self_loops`` was
+  saved loads with :obj:`False`, as it did then);
 * ``conv_kwargs``: the extra layer arguments (``kernel``, ``p``,
   ``num_spectral_points``, ...; a checkpoint written with the former name
   ``num_features`` loads too);
@@ -37,7 +40,7 @@ VERSION = 1
 
 def layer_classes() -> Dict[str, type]:
     r"""The layer classes a checkpoint can name."""
-    from torch_geometric.nn import GATConv
+    from torch_geometric.nn import GATConv, TransformerConv
 
     from ikgat.nn import (
         IKGATConv,
@@ -49,7 +52,8 @@ def layer_classes() -> Dict[str, type]:
     return {'IKGATConv': IKGATConv, 'MIKANConv': MIKANConv,
             'KEPGATConv': KEPGATConv, 'GATConv': GATConv,
             'IKTransformerConv': IKTransformerConv,
-            'MIKANTransformerConv': MIKANTransformerConv}
+            'MIKANTransformerConv': MIKANTransformerConv,
+            'TransformerConv': TransformerConv}
 
 
 @dataclass
@@ -76,6 +80,9 @@ class Checkpoint:
 
 
 def _model_kwargs(model: torch.nn.Module) -> Dict[str, Any]:
+    # Every TwoLayerGAT constructor argument but the layer class and its
+    # arguments (saved apart): load_checkpoint passes them all back, so a
+    # model rebuilt from a checkpoint is the model that was saved.
     from ikgat.models import TwoLayerGAT
     if not isinstance(model, TwoLayerGAT):
         raise TypeError(f'save_checkpoint saves an ikgat.models.TwoLayerGAT '
@@ -84,7 +91,8 @@ def _model_kwargs(model: torch.nn.Module) -> Dict[str, Any]:
     return dict(in_channels=conv1.in_channels,
                 hidden_channels=conv1.out_channels,
                 out_channels=conv2.out_channels, heads=conv1.heads,
-                out_heads=conv2.heads, dropout=float(model.dropout))
+                out_heads=conv2.heads, dropout=float(model.dropout),
+                self_loops=bool(model.self_loops))
 
 
 def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
@@ -158,14 +166,10 @@ def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
     try:
         model_kwargs = dict(payload['model_kwargs'])
         conv_kwargs = _current_names(dict(payload['conv_kwargs']))
-        model = TwoLayerGAT(model_kwargs['in_channels'],
-                            model_kwargs['hidden_channels'],
-                            model_kwargs['out_channels'],
-                            classes[payload['layer']],
-                            heads=model_kwargs['heads'],
-                            out_heads=model_kwargs['out_heads'],
-                            dropout=model_kwargs['dropout'],
-                            conv_kwargs=conv_kwargs)
+        # Every saved argument goes back to the constructor; one that an
+        # older checkpoint lacks (self_loops) takes its default.
+        model = TwoLayerGAT(conv=classes[payload['layer']],
+                            conv_kwargs=conv_kwargs, **model_kwargs)
         model.load_state_dict(payload['state_dict'])
     except (KeyError, TypeError, ValueError, RuntimeError) as error:
         raise ValueError(f'{path} is a damaged ikgat checkpoint: its model '

@@ -376,7 +376,8 @@ PLOT_NEEDS = {
 #: checkpoint of a transformer layer.
 TRANSFORMER_OPTIONS = {'--layer ikgat': '--layer transformer',
                        '--layer mikan': '--layer mikan-transformer'}
-TRANSFORMER_LAYERS = ('IKTransformerConv', 'MIKANTransformerConv')
+TRANSFORMER_LAYERS = ('IKTransformerConv', 'MIKANTransformerConv',
+                      'TransformerConv')
 
 
 def _has_what_it_draws(kind: str, model: torch.nn.Module) -> bool:

@@ -201,7 +201,7 @@ def layer_checkpoints(cora, tmp_path_factory):
 
 
 @pytest.mark.parametrize('layer', list(LAYER_SUMMARIES))
-def test_train_each_layer(layer, layer_checkpoints):
+def test_train_each_layer(layer, layer_checkpoints, cora):
     from ikgat.checkpoints import load_checkpoint
     path, lines = layer_checkpoints[layer]
     described, draws = LAYER_SUMMARIES[layer]
@@ -211,6 +211,14 @@ def test_train_each_layer(layer, layer_checkpoints):
     assert '2 epochs in' in summary
     checkpoint = load_checkpoint(path)
     assert checkpoint.layer == described.split('(')[0].split(' ')[0]
+    # The rebuilt model is the one trained: it gives the saved validation
+    # accuracy (of the deterministic evaluation, without draws).
+    data = cora[0]
+    with torch.no_grad():
+        out = checkpoint.model(data.x, data.edge_index)
+    val_acc = float((out[data.val_mask].argmax(-1) ==
+                     data.y[data.val_mask]).float().mean())
+    assert val_acc == pytest.approx(checkpoint.info['val_acc'], abs=1e-6)
     if draws is None:
         assert 'ECE' not in summary and 'draws' not in summary
         assert checkpoint.info['test_ece'] is None

@@ -184,7 +184,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         #: :math:`h_s` of shape :math:`(1, H, 2C)` to use instead of the
         #: summary of the nodes a forward pass gets (evaluation on sampled
         #: subgraphs with the full graph's density); set and cleared by
-        #: :meth:`ikgat.IKGATConv.full_graph_summary`.
+        #: the layers' ``full_graph_summary``
+        #: (:func:`ikgat.nn.conv.ikgat_conv.implicit_full_graph_summary`).
         self.fixed_summary: Optional[Tensor] = None
         self.reset_parameters()
 

@@ -76,7 +76,9 @@ of their input.
 softmax sums stay those of :math:`\alpha`.  The mask is never stored: a
 counter-based generator (Philox, ``tl.rand``) keyed by a seed and the
 position :math:`e H + h` (:math:`e` the CSR position) draws it again in
-each kernel, as Triton's low-memory dropout does.  The seed is drawn from
+each kernel, as Triton's low-memory dropout does
+(:mod:`ikgat.nn.triton_softmax`, shared with
+:mod:`ikgat.nn.triton_transformer`).  The seed is drawn from
 torch's generator on the device for every call (no host read;
 :func:`torch.manual_seed` repeats a run).  With :math:`G`, :math:`g` the
 gradients of :math:`\mathrm{out}` and of the returned (dropped) weights,
@@ -122,8 +124,10 @@ from typing import NamedTuple, Optional, Tuple, Union
 import torch
 from torch import Tensor
 
+import ikgat.nn.triton_softmax as triton_softmax
 from ikgat.kernels.triton_fourier import next_power_of_2
 from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
+from ikgat.nn.triton_softmax import keep_scale, torch_keep
 
 # Filled by kernels() on first use; the kernel bodies below read them as
 # module globals when Triton compiles (or interprets) them.
@@ -132,6 +136,7 @@ tl = None
 _edge_slope = None
 _edge_logit = None
 _keep = None
+_online_softmax = None
 _KERNELS = None
 
 #: Upper bound on the elements of one edges x heads x channels tile at 4
@@ -242,17 +247,6 @@ def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
     return logit, positive
 
 
-def _keep_body(seed, e, offs_h, H, dropout, keep_scale):
-    # F.dropout's factor m / (1 - p), m ~ Bernoulli(1 - p), for CSR edge
-    # positions e (B_E,) and heads: a counter-based draw keyed by the seed
-    # and e H + h, the same in the forward and both backward kernels.
-    # Called only under 'if HAS_DROPOUT:' (a helper that returned a tile in
-    # one constexpr branch and a scalar in the other is rejected by
-    # Triton's compiler, though its interpreter accepts it).
-    u = tl.rand(tl.load(seed), e[:, None] * H + offs_h[None, :])
-    return tl.where(u >= dropout, keep_scale, 0.)
-
-
 def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                   group_max, group_den, seed, negative_slope, dropout,
                   keep_scale, H, C, BROADCAST: tl.constexpr,
@@ -293,13 +287,10 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
         logit = tl.where(mask_eh, logit, float('-inf'))
-        # Online softmax: rescale by exp(old max - new max).  A head with
-        # no logit yet keeps max -inf; shift by 0 there to avoid inf - inf.
-        new_max = tl.maximum(running_max, tl.max(logit, axis=0))
-        shift = tl.where(new_max == float('-inf'), 0., new_max)
-        scale = tl.exp(running_max - shift)
-        p = tl.exp(logit - shift[None, :])
-        running_sum = running_sum * scale + tl.sum(p, axis=0)
+        # Online softmax (ikgat.nn.triton_softmax): rescale by
+        # exp(old max - new max).
+        new_max, scale, p, running_sum = _online_softmax(
+            running_max, running_sum, logit)
         x = tl.load(x_src + j[:, None, None] * H * C
                     + offs_h[None, :, None] * C + offs_c[None, None, :],
                     mask=mask_e[:, None, None] & mask_hc[None, :, :],
@@ -487,7 +478,8 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
 def kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
-    global triton, tl, _edge_slope, _edge_logit, _keep, _KERNELS
+    global triton, tl, _edge_slope, _edge_logit, _keep, _online_softmax
+    global _KERNELS
     if _KERNELS is None:
         try:
             import triton as triton_module
@@ -499,7 +491,10 @@ def kernels():
         triton, tl = triton_module, tl_module
         _edge_slope = triton.jit(_edge_slope_body)
         _edge_logit = triton.jit(_edge_logit_body)
-        _keep = triton.jit(_keep_body)
+        # The online softmax and the dropout draw, shared with
+        # ikgat.nn.triton_transformer:
+        shared = triton_softmax.helpers()
+        _online_softmax, _keep = shared['online_softmax'], shared['keep']
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             alpha=triton.jit(_alpha_body),
@@ -544,11 +539,6 @@ _BACKWARD_SCHEMA = (
     '-> (Tensor, Tensor, Tensor, Tensor)')
 
 
-def _keep_scale(dropout: float) -> float:
-    # F.dropout's 1/(1 - p); every weight is dropped for p = 1.
-    return 0.0 if dropout >= 1.0 else 1.0 / (1.0 - dropout)
-
-
 def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
                        dst, colptr, csc_edge, csc_dst, seed, negative_slope,
                        dropout, broadcast, need_alpha, use_triton):
@@ -575,7 +565,7 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
                   switch=ATTENTION_SWITCH)
     launch(jitted['forward'], (num_dst, ),
            score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
-           group_den, seed, negative_slope, dropout, _keep_scale(dropout),
+           group_den, seed, negative_slope, dropout, keep_scale(dropout),
            heads, channels,
            BLOCK_C=block_c, **edge_tiling(num_edges, num_dst, block_h * block_c),
            **common)
@@ -583,7 +573,7 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
         launch(jitted['alpha'], (num_dst, ),
                score_src, score_dst, gate_arg, rowptr, src, group_max,
                group_den, alpha, seed, negative_slope, dropout,
-               _keep_scale(dropout), heads,
+               keep_scale(dropout), heads,
                **edge_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
                **common)
     return out, alpha, group_max, group_den
@@ -642,7 +632,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
                group_max, group_den, delta, grad_out,
                grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
                grad_logit if need_logit else dummy, seed, negative_slope,
-               dropout, _keep_scale(dropout), heads, channels,
+               dropout, keep_scale(dropout), heads, channels,
                *grad_out.stride(), HAS_DROPOUT=dropout > 0.0,
                HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
                BLOCK_C=block_c, **edge_tiling(num_edges, num_src, block_h * block_c),
@@ -722,16 +712,6 @@ _forward_op.register_autograd(_backward, setup_context=_setup_context)
 # pass (reading the value waits for the device off the CPU).
 
 
-def _torch_keep(seed: Tensor, shape, dropout: float, like: Tensor) -> Tensor:
-    if dropout <= 0.0:
-        return like.new_ones(())
-    generator = torch.Generator(device=like.device)
-    generator.manual_seed(int(seed))
-    keep = torch.rand(shape, generator=generator, device=like.device,
-                      dtype=torch.float32) >= dropout
-    return keep.float() * _keep_scale(dropout)
-
-
 def _torch_edges(src: Tensor, dst: Tensor, num_src: int, num_dst: int
                  ) -> Tuple[Tensor, Tensor, Tensor]:
     r"""The CSR's sources and targets as int64 indices, and which entries
@@ -766,8 +746,8 @@ def _torch_forward(score_src, score_dst, x_src, edge_gate, src, dst, seed,
         0, dst, logit, 'amax')
     p = (logit - group_max[dst]).exp().masked_fill(~valid, 0.0)
     group_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
-    weight = p / group_den[dst] * _torch_keep(seed, logit.shape, dropout,
-                                              logit)
+    weight = p / group_den[dst] * torch_keep(seed, logit.shape, dropout,
+                                             logit)
     out = x_src.new_zeros(num_dst, heads, x_src.size(2), dtype=torch.float32)
     out.index_add_(0, dst, weight.unsqueeze(-1) * x_src.float()[src])
     alpha = weight if need_alpha else logit.new_empty(0, heads)
@@ -783,7 +763,7 @@ def _torch_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
                                     dst, valid, broadcast, negative_slope)
     alpha = ((logit - group_max[dst]).exp() / group_den[dst]).masked_fill(
         ~valid, 0.0)
-    keep = _torch_keep(seed, logit.shape, dropout, logit)
+    keep = torch_keep(seed, logit.shape, dropout, logit)
     g_out = grad_out.float()[dst]  # [E, H, C]
     d_alpha = (g_out * x_src.float()[src]).sum(-1)
     if grad_alpha is not None:

@@ -31,9 +31,10 @@ The kernels give the tables, link and :math:`c`
 The tables are :math:`O(N H D)`; autograd carries their gradients back to
 the queries, keys and spectral points.  Attention dropout,
 :math:`\tilde\alpha_e = \mu_e \alpha_e / (1 - p)`, is the one of
-:mod:`ikgat.nn.triton_attention`: a Philox draw keyed by a seed and the CSR
-position :math:`e H + h`, drawn again in each backward kernel and never
-stored; the softmax sums are those of :math:`\alpha`.
+:mod:`ikgat.nn.triton_attention` (both from :mod:`ikgat.nn.triton_softmax`):
+a Philox draw keyed by a seed and the CSR position :math:`e H + h`, drawn
+again in each backward kernel and never stored; the softmax sums are those
+of :math:`\alpha`.
 
 **Programs.**  Each kernel runs one program per node and block of
 :math:`B_H` heads (all heads while :math:`B_H \max(D, C)` fits
@@ -46,7 +47,8 @@ of a few edges each, bound by the latency of their dependent loads.
 
 **Forward** (per target :math:`i`): tiles of :math:`B_E` in-edges gather
 :math:`V_j` and :math:`X_j`; an online softmax
-(FlashAttention's recurrence, as in :mod:`ikgat.nn.triton_attention`)
+(FlashAttention's recurrence, shared with :mod:`ikgat.nn.triton_attention`
+in :mod:`ikgat.nn.triton_softmax`)
 accumulates :math:`\sum \exp(\ell - m) \mu X_j`; the row maximum :math:`m`
 and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats.
 
@@ -97,18 +99,16 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-import ikgat.nn.triton_attention as triton_attention
 from ikgat.kernels.triton_fourier import next_power_of_2
 from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.triton_attention import (
     TILE_ELEMENTS,
     AttentionCSR,
-    _keep_scale,
-    _torch_keep,
     edge_tiling,
     prepare_csr,
 )
+from ikgat.nn.triton_softmax import helpers, keep_scale, torch_keep
 
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
 #: The links :math:`\lambda` of the logit (see the module docstring):
@@ -120,6 +120,7 @@ LINKS = (IDENTITY, LOG_SQUARE)
 triton = None
 tl = None
 _keep = None
+_online_softmax = None
 _link = None
 _KERNELS = None
 
@@ -172,13 +173,9 @@ def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
         logit, _ = _link(t, eps, LOG_SQUARE)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
-        # Online softmax per head; a head without a logit yet keeps max
-        # -inf and shifts by 0 (no inf - inf):
-        new_max = tl.maximum(running_max, tl.max(logit, axis=0))
-        shift = tl.where(new_max == float('-inf'), 0., new_max)
-        rescale = tl.exp(running_max - shift)
-        p = tl.exp(logit - shift[None, :])
-        running_sum = running_sum * rescale + tl.sum(p, axis=0)
+        # Online softmax per head (ikgat.nn.triton_softmax):
+        new_max, rescale, p, running_sum = _online_softmax(
+            running_max, running_sum, logit)
         x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
                     mask=mask_e[:, None, None] & mask_hc[None, :, :],
                     other=0.).to(tl.float32)
@@ -309,7 +306,7 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
 def kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
-    global triton, tl, _keep, _link, _KERNELS
+    global triton, tl, _keep, _online_softmax, _link, _KERNELS
     if _KERNELS is None:
         try:
             import triton as triton_module
@@ -319,9 +316,10 @@ def kernels():
                 "fused_transformer_attention needs Triton; install it with "
                 "'pip install triton' (or ikgat[test])") from error
         triton, tl = triton_module, tl_module
-        # The dropout draw of the GAT kernels (its module's jitted helper):
-        triton_attention.kernels()
-        _keep = triton_attention._keep
+        # The online softmax and the dropout draw of the GAT kernels
+        # (ikgat.nn.triton_softmax):
+        shared = helpers()
+        _online_softmax, _keep = shared['online_softmax'], shared['keep']
         _link = triton.jit(_link_body)
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
@@ -404,7 +402,7 @@ def _forward(u, v, s, values, rowptr, src, dst, colptr, csc_edge, csc_dst,
     constants = tiling(src.numel(), num_dst, heads, u.size(2), channels)
     launch(jitted['forward'], grid(num_dst, heads, constants),
            u, v, s, values, rowptr, src, out, row_max, row_den, seed, scale,
-           eps, dropout, _keep_scale(dropout), heads, u.size(2), channels,
+           eps, dropout, keep_scale(dropout), heads, u.size(2), channels,
            LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
            switch=ATTENTION_SWITCH, **constants)
     return out, row_max, row_den
@@ -440,7 +438,7 @@ def _backward(grad_out, u, v, s, values, rowptr, src, dst, colptr, csc_edge,
     grad_s, grad_values = torch.empty_like(s), torch.empty_like(values)
     common = dict(LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
                   switch=ATTENTION_SWITCH)
-    options = (seed, scale, eps, dropout, _keep_scale(dropout), heads, width,
+    options = (seed, scale, eps, dropout, keep_scale(dropout), heads, width,
                channels)
     if need_u and num_dst > 0 and heads > 0:
         constants = tiling(num_edges, num_dst, heads, width, channels)
@@ -522,8 +520,8 @@ def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
         0, dst, logit, 'amax')
     p = (logit - row_max[dst]).exp()
     row_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
-    weight = p / row_den[dst] * _torch_keep(seed, logit.shape, dropout,
-                                            logit).to(dtype)
+    weight = p / row_den[dst] * torch_keep(seed, logit.shape, dropout,
+                                           logit).to(dtype)
     out = logit.new_zeros(num_dst, heads, values.size(2))
     out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(dtype)[src])
     return out.to(values.dtype), row_max, row_den
@@ -536,7 +534,7 @@ def _torch_backward(grad_out, u, v, s, values, src, dst, seed, row_max,
     logit, slope = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
                                  dtype)
     alpha = (logit - row_max.to(dtype)[dst]).exp() / row_den.to(dtype)[dst]
-    keep = _torch_keep(seed, logit.shape, dropout, logit).to(dtype)
+    keep = torch_keep(seed, logit.shape, dropout, logit).to(dtype)
     g = grad_out.to(dtype)[dst]  # [E, H, C]
     d_logit = alpha * (keep * (g * values.to(dtype)[src]).sum(-1)
                        - delta.to(dtype)[dst])

@@ -44,6 +44,12 @@ def tiny_loader(name: str) -> BenchData:
 
 QUICK = dict(epochs=6, patience=3)
 
+TRANSFORMER_LAYERS = {'transformer': 'TransformerConv',
+                      'ikt-rbf': 'IKTransformerConv',
+                      'ikt-direct': 'IKTransformerConv',
+                      'ikt-implicit': 'IKTransformerConv',
+                      'ikt-mikan': 'MIKANTransformerConv'}
+
 
 def test_end_to_end_writes_one_row_per_run(tmp_path):
     results = str(tmp_path / 'planetoid.csv')
@@ -328,6 +334,37 @@ def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
         assert math.isclose(val_acc, float(row['val_acc']), abs_tol=1e-6)
 
 
+@pytest.mark.parametrize('model', ['gat-rbf', *TRANSFORMER_LAYERS])
+def test_a_saved_checkpoint_computes_what_the_trained_model_did(
+        model, tmp_path, monkeypatch):
+    # `--save-checkpoints` through run_one: the rebuilt model, with what it
+    # was built with (the transformer family's self-loops included), gives
+    # the saved model's outputs with the saved weights.
+    from ikgat.checkpoints import load_checkpoint
+    saved = []
+    original = bench.save_checkpoint
+
+    def spy(path, net, *args, **kwargs):
+        saved.append((path, net, kwargs['state_dict']))
+        return original(path, net, *args, **kwargs)
+
+    monkeypatch.setattr(bench, 'save_checkpoint', spy)
+    run_benchmark(['Tiny'], [model], [0], results=str(tmp_path / 'r.csv'),
+                  tag='test', protocol_overrides=QUICK, device='cpu',
+                  progress=False, load_dataset=tiny_loader,
+                  checkpoint_dir=str(tmp_path / 'checkpoints'))
+    [(path, net, state_dict)] = saved
+    net.load_state_dict(state_dict)
+    net.eval()
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.model.self_loops == MODELS[model].self_loops
+    data = tiny_graph()
+    with torch.no_grad():
+        torch.testing.assert_close(
+            checkpoint.model(data.x, data.edge_index),
+            net(data.x, data.edge_index), rtol=0, atol=0)
+
+
 @needs_sampler
 def test_mini_batch_regime_from_the_protocol(tmp_path, monkeypatch):
     # --batch-size/--fan-out reach the training loop as mini-batches and
@@ -357,13 +394,6 @@ def test_mini_batch_regime_from_the_protocol(tmp_path, monkeypatch):
     full = protocol_for('Cora')
     assert full['batch_size'] is None and bench.training_regime(
         full, None, None, 0) == {}
-
-
-TRANSFORMER_LAYERS = {'transformer': 'TransformerConv',
-                      'ikt-rbf': 'IKTransformerConv',
-                      'ikt-direct': 'IKTransformerConv',
-                      'ikt-implicit': 'IKTransformerConv',
-                      'ikt-mikan': 'MIKANTransformerConv'}
 
 
 def test_transformer_family_swaps_the_layer_and_adds_self_loops():

@@ -1,7 +1,14 @@
 r"""Kernel attention for graph transformers: the IKA decomposition of scaled
 dot-product attention, a drop-in for PyG's ``TransformerConv``."""
-from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Optional,
+    Tuple,
+    Union,
+)
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +26,6 @@ import ikgat.nn.graph_cache as graph_cache
 import ikgat.nn.triton_transformer as triton_transformer
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
-from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.kernels.triton_runtime import triton_usable
 from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
@@ -31,7 +37,11 @@ from ikgat.nn.conv.checks import (
 )
 from ikgat.nn.conv.decomposition import AttentionDecomposition
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
-from ikgat.nn.conv.ikgat_conv import CSR, implicit_sampling_caveat
+from ikgat.nn.conv.ikgat_conv import (
+    CSR,
+    implicit_full_graph_summary,
+    implicit_sampling_caveat,
+)
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.triton_attention import prepare_csr
@@ -463,9 +473,8 @@ class IKTransformerConv(TransformerConv):
         out, in one sentence (:obj:`None`: nothing)."""
         return implicit_sampling_caveat(self)
 
-    @contextmanager
     def full_graph_summary(self, x: Union[Tensor, PairTensor],
-                           chunk_size: int = 65536) -> Iterator[None]:
+                           chunk_size: int = 65536) -> ContextManager[None]:
         r"""Within the block, a stochastic kernel draws its spectral points
         from the summary :math:`h_s = [\operatorname{mean}_i \tilde q_i
         \,\|\, \operatorname{mean}_j \tilde k_j]` of the graph whose node
@@ -474,33 +483,19 @@ class IKTransformerConv(TransformerConv):
         :obj:`chunk_size`.  On a subgraph that holds every in-edge of its
         targets, the targets then get their full-graph outputs.  For
         evaluation only (in training mode this raises); a no-op for the
-        other kernels."""
-        if not self.kernel.stochastic:
-            yield
-            return
-        if self.training:
-            raise RuntimeError(
-                f'{type(self).__name__}.full_graph_summary: the summary is '
-                f'for evaluation; call model.eval() first')
-        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        other kernels
+        (:func:`~ikgat.nn.conv.ikgat_conv.implicit_full_graph_summary`)."""
         H, C = self.heads, self.out_channels
+        x_src = x if isinstance(x, Tensor) else x[0]
         dtype = accumulation_dtype(x_src.dtype)
 
-        def mean(lin: torch.nn.Module, rows: Tensor) -> Tensor:
-            # The scaled projections of _attention, summed chunk by chunk:
-            sums = [finite_sums(lin(chunk).view(-1, H, C).to(dtype) *
-                                C**-0.25)
-                    for chunk in rows.split(chunk_size)]
-            return finite_mean(*map(sum, zip(*sums)))
+        def scaled(lin: torch.nn.Module) -> Callable[[Tensor], Tensor]:
+            # The scaled projections of _attention, q~ = d^(-1/4) W_q x:
+            return lambda rows: (lin(rows).view(-1, H, C).to(dtype) *
+                                 C**-0.25)
 
-        with torch.no_grad():
-            summary = torch.cat([mean(self.lin_query, x_dst),
-                                 mean(self.lin_key, x_src)], dim=-1)
-        self.kernel.fixed_summary = summary
-        try:
-            yield
-        finally:
-            self.kernel.fixed_summary = None
+        return implicit_full_graph_summary(self, x, scaled(self.lin_query),
+                                           scaled(self.lin_key), chunk_size)
 
     def spectral_points(self):
         r"""The spectral point sets of a random-feature kernel, each of shape

@@ -1,6 +1,8 @@
 from contextlib import contextmanager
 from typing import (
     Any,
+    Callable,
+    ContextManager,
     Dict,
     Iterator,
     List,
@@ -560,9 +562,8 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     def sampling_caveat(self) -> Optional[str]:
         return implicit_sampling_caveat(self)
 
-    @contextmanager
     def full_graph_summary(self, x: Union[Tensor, OptPairTensor],
-                           chunk_size: int = 65536) -> Iterator[None]:
+                           chunk_size: int = 65536) -> ContextManager[None]:
         r"""Within the block, a stochastic kernel draws its spectral points
         from the summary :math:`h_s = [\operatorname{mean}_i q_i \,\|\,
         \operatorname{mean}_j k_j]` of the graph whose node features are
@@ -572,33 +573,22 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         :obj:`-1`), the targets then get their full-graph outputs.
 
         For evaluation only (the summary carries no gradient): in training
-        mode this raises.  A no-op for the other kernels.
+        mode this raises.  A no-op for the other kernels
+        (:func:`implicit_full_graph_summary`).
         """
-        if not self.kernel.stochastic:
-            yield
-            return
-        if self.training:
-            raise RuntimeError(
-                f'{type(self).__name__}.full_graph_summary: the summary is '
-                f'for evaluation; call model.eval() first')
-        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-        with torch.no_grad():
-            k_sums = [finite_sums(self._project((chunk, None))[0])
-                      for chunk in x_src.split(chunk_size)]
-            mean_k = finite_mean(*map(sum, zip(*k_sums)))
-            if x_dst is None:
-                mean_q = torch.zeros_like(mean_k)
-            elif isinstance(x, Tensor) and self.lin is not None:
-                mean_q = mean_k  # one projection for sources and targets
-            else:
-                q_sums = [finite_sums(self._project((x_src[:0], chunk))[1])
-                          for chunk in x_dst.split(chunk_size)]
-                mean_q = finite_mean(*map(sum, zip(*q_sums)))
-        self.kernel.fixed_summary = torch.cat([mean_q, mean_k], dim=-1)
-        try:
-            yield
-        finally:
-            self.kernel.fixed_summary = None
+        x_src = x if isinstance(x, Tensor) else x[0]
+
+        def keys(rows: Tensor) -> Tensor:
+            return self._project((rows, None))[0]
+
+        def queries(rows: Tensor) -> Tensor:
+            return self._project((x_src[:0], rows))[1]
+
+        # One projection for sources and targets: the keys' mean is the
+        # queries'.
+        shared = isinstance(x, Tensor) and self.lin is not None
+        return implicit_full_graph_summary(self, x, keys if shared else
+                                           queries, keys, chunk_size)
 
     def spectral_points(self) -> List[Tensor]:
         r"""The spectral point sets of a random-feature kernel, each of shape
@@ -787,6 +777,66 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
+
+
+@contextmanager
+def implicit_full_graph_summary(layer: torch.nn.Module,
+                                x: Union[Tensor, OptPairTensor],
+                                queries: Callable[[Tensor], Tensor],
+                                keys: Callable[[Tensor], Tensor],
+                                chunk_size: int = 65536) -> Iterator[None]:
+    r"""The ``full_graph_summary`` of a layer whose :obj:`kernel` may be
+    stochastic (:class:`IKGATConv`, :class:`~ikgat.IKTransformerConv` and
+    their MIKAN forms).  Within the block the kernel draws its spectral
+    points from the summary of the graph whose node features are :obj:`x`
+    (the full graph) instead of the nodes each forward pass gets: its
+    :attr:`~ikgat.kernels.implicit.ImplicitSpectralKernel.fixed_summary` is
+
+    .. math::
+        h_s = \Big[\frac{1}{N_t} \sum_{i} q_i \,\Big\|\,
+        \frac{1}{N_s} \sum_{j} k_j\Big],
+
+    with :math:`q_i` = :obj:`queries` of the target features and
+    :math:`k_j` = :obj:`keys` of the source features (each :math:`(n, H,
+    C)` for :math:`n` nodes), the means over the nodes whose projection is
+    finite (:func:`~ikgat.kernels.implicit.finite_sums`).  The sums are
+    taken once, without gradient, in node chunks of :obj:`chunk_size` (sums
+    of chunks add up to the sum of the graph).  Without target features
+    (``x=(x_src, None)``) the queries' mean is zero; when :obj:`x` is one
+    tensor and :obj:`queries` is :obj:`keys` (one projection for sources
+    and targets), the keys' mean is the queries'.
+
+    For evaluation only (the summary carries no gradient): in training
+    mode this raises a :class:`RuntimeError`.  A no-op for a kernel that is
+    not stochastic.
+    """
+    if not layer.kernel.stochastic:
+        yield
+        return
+    if layer.training:
+        raise RuntimeError(
+            f'{type(layer).__name__}.full_graph_summary: the summary is '
+            f'for evaluation; call model.eval() first')
+    x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+
+    def mean(project: Callable[[Tensor], Tensor], rows: Tensor) -> Tensor:
+        sums = [finite_sums(project(chunk))
+                for chunk in rows.split(chunk_size)]
+        return finite_mean(*map(sum, zip(*sums)))
+
+    with torch.no_grad():
+        mean_k = mean(keys, x_src)
+        if x_dst is None:
+            mean_q = torch.zeros_like(mean_k)
+        elif x_dst is x_src and queries is keys:
+            mean_q = mean_k
+        else:
+            mean_q = mean(queries, x_dst)
+    layer.kernel.fixed_summary = torch.cat([mean_q, mean_k], dim=-1)
+    try:
+        yield
+    finally:
+        layer.kernel.fixed_summary = None
 
 
 def implicit_sampling_caveat(layer: torch.nn.Module) -> Optional[str]:

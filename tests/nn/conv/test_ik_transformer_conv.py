@@ -539,13 +539,15 @@ def test_kl_divergence_of_a_model_counts_the_transformer_layers():
     assert kl_divergence(deterministic) == 0
 
 
+@pytest.mark.parametrize('self_loops', [False, True])
 @pytest.mark.parametrize('layer, conv_kwargs', [
     ('IKTransformerConv', dict(kernel='direct', p=3.0,
                                num_spectral_points=4)),
     ('IKTransformerConv', dict(kernel='rff', num_spectral_points=4)),
     ('MIKANTransformerConv', dict(p=2.0, num_spectral_points=4)),
+    ('TransformerConv', {}),
 ])
-def test_checkpoint_round_trip(layer, conv_kwargs, tmp_path):
+def test_checkpoint_round_trip(layer, conv_kwargs, self_loops, tmp_path):
     from ikgat.checkpoints import (
         layer_classes,
         load_checkpoint,
@@ -554,7 +556,8 @@ def test_checkpoint_round_trip(layer, conv_kwargs, tmp_path):
     from ikgat.models import TwoLayerGAT
     torch.manual_seed(0)
     model = TwoLayerGAT(5, 3, 2, layer_classes()[layer], heads=2,
-                        conv_kwargs=conv_kwargs).eval()
+                        conv_kwargs=conv_kwargs,
+                        self_loops=self_loops).eval()
     x, edge_index, _ = inputs_of(False, None)
     expected = model(x, edge_index)
     path = str(tmp_path / 'model.pt')
@@ -562,6 +565,7 @@ def test_checkpoint_round_trip(layer, conv_kwargs, tmp_path):
     checkpoint = load_checkpoint(path)
     assert checkpoint.layer == layer
     assert type(checkpoint.model.conv1).__name__ == layer
+    assert checkpoint.model.self_loops == self_loops
     torch.testing.assert_close(checkpoint.model(x, edge_index), expected)
 
 
