@@ -165,7 +165,7 @@ def test_checkpoint_round_trip(tmp_path):
     assert checkpoint.dataset == 'Cora'
     assert checkpoint.model_kwargs == dict(
         in_channels=5, hidden_channels=CHANNELS, out_channels=3,
-        heads=HEADS, out_heads=1, dropout=0.6)
+        heads=HEADS, out_heads=1, dropout=0.6, self_loops=False)
     assert checkpoint.log == {'epoch': [1]}
     assert checkpoint.info == {'test_acc': 0.5}
     assert not checkpoint.model.training
