@@ -173,13 +173,8 @@ OPS: Dict[str, Dict[str, float]] = {
 EAGER_OPS = {'GATConv': 93 - 30, 'rbf': 159 - 58, 'direct': 147 - 60,
              'implicit': 259 - 100, 'rbf@6257efe': 186 - 59,
              'TransformerConv': 121 - 48, 'transformer-rbf': 77 - 37,
-             'transformer-direct': 181 - 98,
-             'transformer-implicit': 305 - 143}
-#: Passes over the :math:`m \times N \times H \times R` angles per side
-#: (queries, keys) of a random-feature IKTransformerConv training step:
-#: counted from the code by :func:`table_passes` (12 forward: the einsum's
-#: output, cos, sin, their concatenation and sum; 17 backward).
-TABLE_PASSES: Optional[float] = None  # table_passes(), on first use
+             'transformer-direct': 91 - 41,
+             'transformer-implicit': 218 - 84}
 #: Passes over N x H C floats in a layer step besides the Triton kernels
 #: and the projection (scores, norms, bias, the backward's D = <G, out>,
 #: their gradients): an assumption, the same for every kernel family.
@@ -629,6 +624,20 @@ def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                         points: int = 64, family: str = 'direct',
                         index_bytes: int = 4, hw: Hardware = H100
                         ) -> List[KernelCost]:
+    r"""The fused attention of IKTransformerConv for kernel family
+    :obj:`family`: :func:`table_kernels` for ``rbf`` (the tables are
+    :math:`\tilde q, \tilde k`), :func:`fourier_pair_kernels` for the
+    random-feature kernels (the features computed in the kernels)."""
+    if family == 'rbf':
+        return table_kernels(graph, heads, channels, 'rbf', index_bytes, hw)
+    return fourier_pair_kernels(graph, heads, channels, points,
+                                NUM_SETS[family], index_bytes, hw)
+
+
+def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
+                  family: str = 'rbf', index_bytes: int = 4,
+                  hw: Hardware = H100, points: int = 64
+                  ) -> List[KernelCost]:
     r"""The fused attention of IKTransformerConv
     (:mod:`ikgat.nn.triton_transformer`), one launch of each kernel per
     layer step, with the grid and blocks of its own
@@ -639,9 +648,10 @@ def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
     :math:`X_j`; the per-source backward :math:`U_i`, the target's
     :math:`m, Z, D` and :math:`G_i`.  :math:`D = 2R` for the random-feature
-    kernels (``'log_square'``: one more log and division per edge and
-    head), :math:`C` for ``rbf``.  No self-loops (TransformerConv adds
-    none)."""
+    kernels' gathered tables (``'log_square'``: one more log and division
+    per edge and head; the code before :mod:`ikgat.nn.triton_fourier_pairs`,
+    kept for comparison), :math:`C` for ``rbf``.  No self-loops
+    (TransformerConv adds none)."""
     from ikgat.nn.triton_transformer import tiling as transformer_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     log_square = family != 'rbf'
@@ -686,44 +696,83 @@ def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     return costs
 
 
-def table_passes(nodes: int = 1000, heads: int = 8, channels: int = 8,
-                 points: int = 64, sets: int = 2) -> float:
-    r"""Passes over the :math:`m \times N \times H \times R` angles per
-    side (queries, keys) of one training step of the random-feature
-    tables (:func:`~ikgat.kernels.random_features.fourier_pair_feature_map`
-    forward, and backward from both tables), counted on the ``meta``
-    device: the bytes that every non-view operation reads and writes of
-    its operands of at least :math:`N H R` elements, in units of
-    :math:`4 m N H R` bytes, per side."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    from ikgat.kernels.random_features import fourier_pair_feature_map
-    unit = sets * nodes * heads * points
-
-    class Bytes(TorchDispatchMode):
-        total = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if not func.is_view:
-                Bytes.total += sum(
-                    t.numel() * 4 for t in tree_flatten((args, kwargs, out))[0]
-                    if isinstance(t, torch.Tensor)
-                    and t.numel() >= unit // sets)
-            return out
-
-    meta = torch.device('meta')
-    query, key = (torch.randn(nodes, heads, channels, device=meta,
-                              requires_grad=True) for _ in range(2))
-    spectral = torch.randn(sets, heads, points, channels, device=meta,
-                           requires_grad=True)
-    grad = torch.ones(nodes, heads, 2 * points, device=meta)
-    with Bytes():
-        tables = fourier_pair_feature_map(query, key, spectral, 1e-5)
-        torch.autograd.backward([tables.query, tables.key], [grad, grad])
-    return Bytes.total / (4 * unit) / 2
+def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
+                         points: int = 64, sets: int = 2,
+                         index_bytes: int = 4, hw: Hardware = H100,
+                         learned: bool = True) -> List[KernelCost]:
+    r"""The fused attention of IKTransformerConv with a random-feature
+    kernel (:mod:`ikgat.nn.triton_fourier_pairs`), one launch of each
+    kernel per layer step, with the blocks of
+    :func:`~ikgat.nn.triton_transformer.tiling` at
+    :data:`~ikgat.nn.triton_transformer.FOURIER_ROW_ELEMENTS`: one program
+    per node and block of :math:`B_H` heads; per edge tile the edge
+    indices, then per edge the other end's :math:`D` floats of :math:`B_H`
+    heads (instead of a :math:`2R` table row) and the rows of the tables
+    kernels (:func:`table_kernels`).  Per issued lane of a :math:`B_E
+    \times B_H \times B_R` tile and per set: the angle (:math:`2D`
+    FLOPs), sin and cos (``OPS['sincos']``) and the two set sums; then the
+    dot (4) and, backward, the two accumulations (4).  Per program: its
+    own node's features, and backward its angle gradients (the angle
+    again, sin and cos, 3) and :math:`\sum_s W_s^\top` (:math:`2D` per
+    angle, :math:`2 B_D` per head and channel); with learned points each
+    backward kernel stores :math:`\partial L/\partial a` (:math:`N H m R`
+    floats).  The spectral points (:math:`m H R D` floats) come from L2."""
+    from ikgat.nn.triton_transformer import FOURIER_ROW_ELEMENTS
+    from ikgat.nn.triton_transformer import tiling as transformer_tiling
+    n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
+    f32, d = 4, channels
+    tile = transformer_tiling(e, n, heads, points, channels,
+                              FOURIER_ROW_ELEMENTS)
+    block_e, block_h = tile['BLOCK_E'], tile['BLOCK_H']
+    block_r, block_c = tile['BLOCK_D'], tile['BLOCK_C']
+    block_d = next_power_of_2(d)
+    head_blocks = -(-heads // block_h)
+    heads_in = min(block_h, heads)
+    programs = n * head_blocks
+    tiles = programs * mean_tiles(lam - 1, block_e)
+    issued = tiles * block_e * block_h  # edge-head lanes issued
+    lanes = issued * block_r  # edge-head-point lanes
+    own = programs * block_h * block_r  # the program's own angles per set
+    feature = sets * (2 * d + OPS['sincos']['flops'] + 2)  # per lane
+    angle_grads = sets * (own * (2 * d + OPS['sincos']['flops'] + 3 + 2 * d)
+                          + programs * block_h * d * 2 * block_d)
+    x_row = sector_bytes(heads_in * d * f32, hw)
+    value_row = sector_bytes(heads_in * channels * f32, hw)
+    head_row = sector_bytes(heads_in * f32, hw)
+    angles = n * heads * sets * points * f32 if learned else 0
+    flags = dict(HAS_DROPOUT=False, BLOCK_E=block_e, BLOCK_H=block_h,
+                 BLOCK_R=block_r, BLOCK_C=block_c)
+    backward_flags = dict(STORE_ANGLES=learned, **flags, BLOCK_D=block_d)
+    costs = []
+    # per_program: floats per head read or written once per program;
+    # per_edge: bytes gathered per edge and program; index: edge indices
+    # per edge and program; flops per lane, per edge-head lane; sfu per
+    # edge-head lane (exp, log, divisions).
+    for name, label, constexprs, per_program, per_edge, index, lane_flops, \
+            flops, sfu, node_flops, stored in (
+            ('_forward_body', 'transformer attention forward (features '
+             'inside)', flags, d + channels + 2,
+             x_row + head_row + value_row, 1, feature + 4,
+             2 * block_c + 6, 3, sets * own * (2 * d + 27), 0),
+            ('_backward_dst_body', 'transformer backward, per target '
+             '(features inside)', backward_flags, 2 * d + channels + 3,
+             x_row + head_row + value_row, 1, feature + 8,
+             2 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
+             angles),
+            ('_backward_src_body', 'transformer backward, per source '
+             '(features inside)', backward_flags,
+             2 * d + 2 * channels + 2,
+             x_row + 3 * head_row + value_row, 2, feature + 8,
+             4 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
+             angles)):
+        costs.append(KernelCost(
+            name, label, (n, head_blocks), dict(constexprs),
+            bytes=n * (2 * index_bytes + heads * per_program * f32) + stored
+            + e * head_blocks * (index * index_bytes + per_edge),
+            flops=lanes * lane_flops + issued * flops + node_flops,
+            transcendentals=issued * sfu + 2 * tiles * block_h,
+            round_trips=programs + 2 * tiles, warps=tile['num_warps']))
+    return costs
 
 
 def transformer_layer(graph: Graph, family: str, heads: int = 8,
@@ -732,19 +781,17 @@ def transformer_layer(graph: Graph, family: str, heads: int = 8,
                       hw: Hardware = H100) -> Step:
     r"""One IKTransformerConv layer's forward + backward on its fused path
     (``family``: ``'rbf'``, ``'direct'``, ``'implicit'``): the three
-    kernels; the four projections (query, key, value, skip); for the
-    random-feature kernels :data:`TABLE_PASSES` over the angles of each
-    side; :data:`NODE_PASSES` over :math:`N \times H C`; the eager
+    kernels (:func:`transformer_kernels`); the four projections (query,
+    key, value, skip); for the random-feature kernels the points'
+    gradient, one product per side reading the angle gradients and the
+    vectors; :data:`NODE_PASSES` over :math:`N \times H C`; the eager
     operations counted by ``benchmarks.launches``."""
     kernels = [(predict(cost, rows, hw), 1) for cost in transformer_kernels(
         graph, heads, channels, points, family, hw=hw)]
-    global TABLE_PASSES
-    if TABLE_PASSES is None:
-        TABLE_PASSES = table_passes()
     sets = NUM_SETS[family]
     other = (_projection_bytes(graph.nodes, graph.features,
                                4 * heads * channels, False)
-             + 2 * TABLE_PASSES * sets * graph.nodes * heads * points * 4
+             + 2 * graph.nodes * heads * (sets * points + channels) * 4
              + NODE_PASSES * graph.nodes * heads * channels * 4)
     return Step(f'IKTransformerConv-{family}', kernels, other,
                 EAGER_OPS[f'transformer-{family}'], hw)
@@ -893,7 +940,12 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
     for family in ('rbf', 'direct'):
         costs = [predict(cost, rows, hw) for cost in transformer_kernels(
             ARXIV, family=family, hw=hw)]
-        out += [f'`{family}` (D = {costs[0].constexprs["BLOCK_D"]}):', '']
+        blocks = costs[0].constexprs
+        out += [f'`{family}` (gathered rows: D = {blocks["BLOCK_D"]})'
+                if family == 'rbf' else
+                f'`{family}` (features computed inside from the D = 8 '
+                f'floats of the other end: 2 sets x R = '
+                f'{blocks["BLOCK_R"]} angles per edge and head):', '']
         out += kernel_table(costs) + ['']
     eager = transformer_conv_step(ARXIV, hw=hw)
     out += ['| step | Triton kernels ms | other ms | host ms | predicted ms '
@@ -909,24 +961,27 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
     out += ['', 'The target: predicted at most TransformerConv\'s eager '
             'time (modelled the same way, so the ratio carries the '
             "model's optimism on both sides).", '']
-    # Why the random-feature kernels miss it: bytes, not launches.
+    # Where the random-feature kernels' time goes now.
     direct = [predict(cost, rows, hw) for cost in transformer_kernels(
         ARXIV, family='direct', hw=hw)]
-    passes = TABLE_PASSES if TABLE_PASSES is not None else table_passes()
-    tables = (2 * passes * NUM_SETS['direct'] * ARXIV.nodes * 8 * 64 * 4
-              / hw.bandwidth)
-    out += [f"Where `direct` goes: its three kernels gather a table row of "
-            f"2R = 128 floats per edge and head, "
-            f"{sum(c.bytes for c in direct) / 1e9:.1f} GB in all, a memory "
-            f"floor of {sum(c.times['memory'] for c in direct) * 1e3:.2f} ms "
-            f"(latency term {sum(c.times['latency'] for c in direct) * 1e3:.2f}"
-            f" ms); the eager random-feature tables make {passes:g} passes "
-            f"per side over the m x N x H x R angles (counted on meta by "
-            f"`table_passes`: 12 forward, 17 backward), "
-            f"{tables * 1e3:.2f} ms. Either alone exceeds TransformerConv's "
-            f"eager step: the tables must shrink (fused into a node-term "
-            f"kernel, or computed inside the attention from q and k) before "
-            f"the kernels' launch shape matters.", '']
+    gathered = [predict(cost, rows, hw) for cost in table_kernels(
+        ARXIV, family='direct', hw=hw)]
+    terms = {term: sum(c.times[term] for c in direct)
+             for term in ('memory', 'compute', 'sfu', 'latency')}
+    out += ["Where `direct` goes: the three kernels compute the features "
+            "of the edge's other end from its 8 floats per head, "
+            f"{sum(c.flops for c in direct) / 1e9:.0f} GFLOP in all (sin "
+            f"and cos as {OPS['sincos']['flops']} FLOPs each): compute "
+            f"{terms['compute'] * 1e3:.2f} ms, memory "
+            f"{terms['memory'] * 1e3:.2f} ms ("
+            f"{sum(c.bytes for c in direct) / 1e9:.2f} GB), latency "
+            f"{terms['latency'] * 1e3:.2f} ms. Gathering 2R-wide tables "
+            "instead (`table_kernels`, the code before the features moved "
+            f"into the kernels) moved {sum(c.bytes for c in gathered) / 1e9:.1f}"
+            f" GB in the kernels alone ({sum(c.predicted for c in gathered) * 1e3:.2f}"
+            " ms), and the eager tables around them made 29 passes per side "
+            "over the m x N x H x R angles: 4.98x TransformerConv's eager "
+            "step in this file at commit 98d0605.", '']
     # The check.
     attention = {cost.kernel: predict(cost, rows, hw)
                  for cost in attention_kernels(ARXIV, hw=hw,
@@ -1024,7 +1079,8 @@ __all__ = ['Hardware', 'H100', 'Graph', 'ARXIV', 'PRODUCTS', 'KernelCost',
            'OPS', 'attention_kernels', 'node_term_kernels', 'predict',
            'find_build', 'load_builds', 'occupancy', 'mean_tiles',
            'ikgat_layer', 'gatconv_step', 'products_two_layer',
-           'transformer_kernels', 'table_passes', 'transformer_layer',
+           'transformer_kernels', 'table_kernels', 'fourier_pair_kernels',
+           'transformer_layer',
            'transformer_conv_step', 'main']
 
 if __name__ == '__main__':

@@ -47,6 +47,13 @@ class PairFeatureMap(NamedTuple):
     link: str  #: ``'identity'`` or ``'log_square'``
     scale: float  #: :math:`c`
     eps: float  #: :math:`\epsilon` of ``'log_square'``
+    #: Stacked sets of spectral points :math:`(m, H', R, D)`, or
+    #: :obj:`None`: with points, :obj:`query` and :obj:`key` are the vectors
+    #: themselves and the tables are their random features
+    #: :math:`U = \phi(q)`, :math:`V = \phi(k)`
+    #: (:func:`~ikgat.kernels.random_features.fourier_features`), which the
+    #: fused attention computes inside its kernels instead of gathering them.
+    points: Optional[Tensor] = None
 
 
 class Kernel(torch.nn.Module):

@@ -309,6 +309,8 @@ def edge_fourier_estimate(query: Tensor, key: Tensor,
     if edge_key is None:
         key_table = key.new_empty(size, key.size(0), width)
         adjacency = _Adjacency(src, dst, query.size(0), key.size(0))
+        # The sampled product's pattern (values unread with beta = 0):
+        pattern = adjacency.by_target(query.new_zeros(src.numel()))
         dots = query.new_empty(heads, src.numel())  # in target order
     else:
         estimate = query.new_empty(src.numel(), heads)
@@ -320,7 +322,7 @@ def edge_fourier_estimate(query: Tensor, key: Tensor,
             _NodeSide(key[:, group], group_points, graph_src, key_table)
             for head in range(size):
                 dots[start + head] = _sampled_dots(
-                    adjacency, query_table[head], key_table[head])
+                    pattern, query_table[head], key_table[head])
         else:
             _edge_dots(query_table, key[:, group], edge_key[:, group],
                        group_points, src, dst, graph_dst,
@@ -338,14 +340,13 @@ def _(query, key, edge_key, points, src, dst, graph_dst, graph_src, eps):
     return query.new_empty(shape), query.new_empty(shape)
 
 
-def _sampled_dots(adjacency: _Adjacency, query_table: Tensor,
+def _sampled_dots(pattern: Tensor, query_table: Tensor,
                   key_table: Tensor) -> Tensor:
-    r"""One head's edge dots :math:`\phi(q_i)^\top\phi(k_j)`, in the
-    order of :obj:`adjacency.target`, from its tables :math:`(N, 2R)`."""
-    if adjacency.target[2].numel() == 0:
+    r"""One head's edge dots :math:`\phi(q_i)^\top\phi(k_j)` at the
+    edges of :obj:`pattern` (:meth:`_Adjacency.by_target`; their order),
+    from its tables :math:`(N, 2R)`."""
+    if pattern.values().numel() == 0:
         return query_table.new_empty(0)
-    pattern = adjacency.by_target(
-        query_table.new_zeros(adjacency.target[2].numel()))
     return torch.sparse.sampled_addmm(pattern, query_table, key_table.t(),
                                       beta=0.0).values()
 

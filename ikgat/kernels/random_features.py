@@ -91,11 +91,11 @@ def fourier_pair_feature_map(query: Tensor, key: Tensor, points: Tensor,
     random-feature estimate :math:`f = U^\top V / (m^2 R)`, whose pairwise
     log-similarity :math:`\log(f^2 + \epsilon)` is the ``'log_square'``
     link with :math:`c = 1/(m^2 R)`, for stacked sets :obj:`points`
-    :math:`(m, H, R, D)`."""
+    :math:`(m, H, R, D)`: given as the queries, keys and points (the
+    fused attention computes the features in its kernels)."""
     num_sets, num_points = points.size(0), points.size(2)
-    return PairFeatureMap(fourier_features(query, points),
-                          fourier_features(key, points), 'log_square',
-                          1.0 / (num_points * num_sets**2), eps)
+    return PairFeatureMap(query, key, 'log_square',
+                          1.0 / (num_points * num_sets**2), eps, points)
 
 
 def fourier_log_similarity(x: Tensor, anchor: Tensor, is_source: bool,

@@ -94,13 +94,15 @@ tables take smaller blocks of heads.
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
 import os
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
+from ikgat.kernels.random_features import fourier_features
 from ikgat.kernels.triton_fourier import next_power_of_2
 from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
+from ikgat.nn import triton_fourier_pairs as fourier_pairs
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.triton_attention import (
     TILE_ELEMENTS,
@@ -337,13 +339,14 @@ _INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
                'Tensor csc_edge, Tensor csc_dst')
 _OPTIONS = 'float scale, float eps, float dropout, bool log_square'
 _FORWARD_SCHEMA = (
-    f'(Tensor u, Tensor v, Tensor s, Tensor values, {_INDEX_ARGS}, '
+    f'(Tensor u, Tensor v, Tensor? points, Tensor s, Tensor values, '
+    f'{_INDEX_ARGS}, '
     f'Tensor seed, {_OPTIONS}, bool use_triton) -> (Tensor, Tensor, Tensor)')
 _BACKWARD_SCHEMA = (
-    f'(Tensor grad_out, Tensor u, Tensor v, Tensor s, Tensor values, '
-    f'{_INDEX_ARGS}, Tensor seed, Tensor out, Tensor row_max, '
-    f'Tensor row_den, {_OPTIONS}, bool use_triton, bool[] needs) '
-    f'-> (Tensor, Tensor, Tensor, Tensor)')
+    f'(Tensor grad_out, Tensor u, Tensor v, Tensor? points, Tensor s, '
+    f'Tensor values, {_INDEX_ARGS}, Tensor seed, Tensor out, '
+    f'Tensor row_max, Tensor row_den, {_OPTIONS}, bool use_triton, '
+    f'bool[] needs) -> (Tensor, Tensor, Tensor, Tensor, Tensor)')
 
 
 #: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
@@ -354,30 +357,42 @@ _BACKWARD_SCHEMA = (
 #: reached 128 registers (16 resident warps per SM) and spilled with
 #: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
 ROW_ELEMENTS = TILE_ELEMENTS // 2
+#: The row of the kernels of :mod:`ikgat.nn.triton_fourier_pairs`
+#: (:math:`B_H \times B_R`, one half of :math:`\phi`; their edge tiles stay
+#: :data:`ROW_ELEMENTS`, at 4 warps): three live tiles per edge (angles,
+#: cosines, sines) besides the softmax's.  With rows of
+#: :data:`ROW_ELEMENTS` the per-source backward with dropout spilled 56
+#: bytes at 8 heads x R = 64, and 24 bytes with half of it
+#: (``benchmarks.gpu_compile``, Triton 3.9, sm_90); a quarter builds
+#: without spill at 128 registers, in four-warp programs of 4 edges.
+FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 
 
-def head_block(heads: int, width: int, channels: int) -> int:
+def head_block(heads: int, width: int, channels: int,
+               row_elements: int = ROW_ELEMENTS) -> int:
     r""":math:`B_H`: all heads in one program while a gathered row of
-    :math:`B_H \times \max(B_D, B_C)` floats fits :data:`ROW_ELEMENTS`,
+    :math:`B_H \times \max(B_D, B_C)` floats fits :obj:`row_elements`,
     else the largest power of two that does (the grid's second axis walks
     the head blocks)."""
     row = max(next_power_of_2(width), next_power_of_2(channels))
-    return max(1, min(next_power_of_2(heads), ROW_ELEMENTS // row))
+    return max(1, min(next_power_of_2(heads), row_elements // row))
 
 
 def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
-           channels: int) -> dict:
+           channels: int, row_elements: int = ROW_ELEMENTS,
+           tile_elements: int = ROW_ELEMENTS) -> dict:
     r"""The block constants and warps of the three kernels: :math:`B_H`
-    (:func:`head_block`), :math:`B_D`, :math:`B_C` and the edge block of
+    (:func:`head_block` for rows of :obj:`row_elements`), :math:`B_D`,
+    :math:`B_C` and the edge block of
     :func:`~ikgat.nn.triton_attention.edge_tiling` for rows of :math:`B_H
-    \times \max(B_D, B_C)` elements, tiles of :data:`ROW_ELEMENTS` (at
+    \times \max(B_D, B_C)` elements, tiles of :obj:`tile_elements` (at
     least two edges: 8 warps above)."""
     block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
-    block_h = head_block(heads, width, channels)
+    block_h = head_block(heads, width, channels, row_elements)
     return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
                 **edge_tiling(num_edges, num_nodes,
                               block_h * max(block_d, block_c),
-                              ROW_ELEMENTS))
+                              tile_elements))
 
 
 def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
@@ -385,31 +400,54 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
     return (num_nodes, -(-heads // constants['BLOCK_H']))
 
 
-def _forward(u, v, s, values, rowptr, src, dst, colptr, csc_edge, csc_dst,
-             seed, scale, eps, dropout, log_square, use_triton):
+def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+            channels: int, points: Optional[Tensor]) -> dict:
+    r""":func:`tiling` of the tables' kernels, or with spectral points
+    that of the kernels of :mod:`ikgat.nn.triton_fourier_pairs`: their
+    rows are one half of :math:`\phi` (:math:`B_R` for :math:`R`)."""
+    if points is None:
+        return tiling(num_edges, num_nodes, heads, width, channels)
+    constants = tiling(num_edges, num_nodes, heads, points.size(2), channels,
+                       FOURIER_ROW_ELEMENTS)
+    constants['BLOCK_R'] = constants.pop('BLOCK_D')
+    return constants
+
+
+def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
+             csc_dst, seed, scale, eps, dropout, log_square, use_triton):
     num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
         values.size(2)
     if not use_triton:
+        if points is not None:
+            u, v = fourier_features(u, points), fourier_features(v, points)
         return _torch_forward(u, v, s, values, src, dst, seed, num_dst,
                               scale, eps, dropout, log_square)
-    jitted = kernels()
     out = values.new_empty(num_dst, heads, channels)
     row_max = values.new_empty(num_dst, heads,
                                dtype=accumulation_dtype(values.dtype))
     row_den = torch.empty_like(row_max)
     if num_dst == 0 or heads == 0:
         return out, row_max, row_den
-    constants = tiling(src.numel(), num_dst, heads, u.size(2), channels)
-    launch(jitted['forward'], grid(num_dst, heads, constants),
-           u, v, s, values, rowptr, src, out, row_max, row_den, seed, scale,
-           eps, dropout, keep_scale(dropout), heads, u.size(2), channels,
-           LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
-           switch=ATTENTION_SWITCH, **constants)
+    constants = _tiling(src.numel(), num_dst, heads, u.size(2), channels,
+                        points)
+    common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH,
+                  **constants)
+    options = (seed, scale, eps, dropout, keep_scale(dropout), heads)
+    if points is None:
+        launch(kernels()['forward'], grid(num_dst, heads, constants),
+               u, v, s, values, rowptr, src, out, row_max, row_den,
+               *options, u.size(2), channels, LOG_SQUARE=log_square,
+               **common)
+    else:
+        launch(fourier_pairs.kernels()['forward'],
+               grid(num_dst, heads, constants), u, v, points, s, values,
+               rowptr, src, out, row_max, row_den, *options, u.size(2),
+               points.size(2), channels, points.size(0), **common)
     return out, row_max, row_den
 
 
-def _forward_fake(u, v, s, values, rowptr, src, dst, colptr, csc_edge,
-                  csc_dst, seed, scale, eps, dropout, log_square,
+def _forward_fake(u, v, points, s, values, rowptr, src, dst, colptr,
+                  csc_edge, csc_dst, seed, scale, eps, dropout, log_square,
                   use_triton):
     num_dst, heads = rowptr.size(0) - 1, values.size(1)
     row_max = values.new_empty(num_dst, heads,
@@ -418,46 +456,82 @@ def _forward_fake(u, v, s, values, rowptr, src, dst, colptr, csc_edge,
             torch.empty_like(row_max))
 
 
-def _backward(grad_out, u, v, s, values, rowptr, src, dst, colptr, csc_edge,
-              csc_dst, seed, out, row_max, row_den, scale, eps, dropout,
-              log_square, use_triton, needs):
-    need_u, need_v, need_s, need_values = needs
+def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
+              csc_edge, csc_dst, seed, out, row_max, row_den, scale, eps,
+              dropout, log_square, use_triton, needs):
+    need_u, need_v, need_points, need_s, need_values = needs
     # D_i = <G_i, out_i> (FlashAttention's D):
     dtype = accumulation_dtype(values.dtype)
     delta = (grad_out.to(dtype) * out.to(dtype)).sum(-1)
     if not use_triton:
-        return _torch_backward(grad_out, u, v, s, values, src, dst, seed,
-                               row_max, row_den, delta, scale, eps, dropout,
-                               log_square)
-    jitted = kernels()
+        return _torch_backward(grad_out, u, v, points, s, values, src, dst,
+                               seed, row_max, row_den, delta, scale, eps,
+                               dropout, log_square)
     grad_out = grad_out.contiguous()
     num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
         values.size(2)
     num_src, num_edges, width = values.size(0), src.numel(), u.size(2)
     grad_u, grad_v = torch.empty_like(u), torch.empty_like(v)
     grad_s, grad_values = torch.empty_like(s), torch.empty_like(values)
-    common = dict(LOG_SQUARE=log_square, HAS_DROPOUT=dropout > 0.0,
-                  switch=ATTENTION_SWITCH)
-    options = (seed, scale, eps, dropout, keep_scale(dropout), heads, width,
-               channels)
-    if need_u and num_dst > 0 and heads > 0:
-        constants = tiling(num_edges, num_dst, heads, width, channels)
+    common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH)
+    options = (seed, scale, eps, dropout, keep_scale(dropout), heads, width)
+    if points is None:
+        jitted = kernels()
+        common.update(LOG_SQUARE=log_square)
+        options += (channels, )
+    else:
+        jitted = fourier_pairs.kernels()
+        store = need_points
+        common.update(STORE_ANGLES=store, BLOCK_D=next_power_of_2(width))
+        options += (points.size(2), channels, points.size(0))
+        # dL/da of both sides' angles, (N, H, m, R), for the points':
+        angle_shape = (heads, points.size(0), points.size(2)) if store \
+            else (0, 0, 0)
+        grad_angles_u = u.new_empty(num_dst if store else 0, *angle_shape)
+        grad_angles_v = v.new_empty(num_src if store else 0, *angle_shape)
+    if (need_u or need_points) and num_dst > 0 and heads > 0:
+        constants = _tiling(num_edges, num_dst, heads, width, channels,
+                            points)
+        extra = () if points is None else (grad_angles_u, )
         launch(jitted['backward_dst'], grid(num_dst, heads, constants),
-               u, v, s, values, rowptr, src, row_max, row_den, delta,
-               grad_out, grad_u, *options, **constants, **common)
-    if (need_v or need_s or need_values) and num_src > 0 and heads > 0:
-        constants = tiling(num_edges, num_src, heads, width, channels)
+               u, v, *([] if points is None else [points]), s, values,
+               rowptr, src, row_max, row_den, delta, grad_out, grad_u,
+               *extra, *options, **constants, **common)
+    if (need_v or need_points or need_s or need_values) and num_src > 0 \
+            and heads > 0:
+        constants = _tiling(num_edges, num_src, heads, width, channels,
+                            points)
+        extra = () if points is None else (grad_angles_v, )
         launch(jitted['backward_src'], grid(num_src, heads, constants),
-               u, v, s, values, colptr, csc_edge, csc_dst, row_max, row_den,
-               delta, grad_out, grad_v, grad_s, grad_values, *options,
-               **constants, **common)
-    return grad_u, grad_v, grad_s, grad_values
+               u, v, *([] if points is None else [points]), s, values,
+               colptr, csc_edge, csc_dst, row_max, row_den, delta, grad_out,
+               grad_v, grad_s, grad_values, *extra, *options, **constants,
+               **common)
+    grad_points = _points_gradient(points, u, v, grad_angles_u,
+                                   grad_angles_v) if (
+        points is not None and need_points) else u.new_empty(0)
+    return grad_u, grad_v, grad_points, grad_s, grad_values
 
 
-def _backward_fake(grad_out, u, v, s, values, rowptr, src, dst, colptr,
-                   csc_edge, csc_dst, seed, out, row_max, row_den, scale,
-                   eps, dropout, log_square, use_triton, needs):
-    return (torch.empty_like(u), torch.empty_like(v), torch.empty_like(s),
+def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
+                     grad_angles_u: Tensor, grad_angles_v: Tensor) -> Tensor:
+    r""":math:`\partial L/\partial W_s = \sum_n (\partial L/\partial
+    a_{n,s})\, x_n^\top` over the queries and the keys, from the angles'
+    gradients :math:`(N, H, m, R)`: one product per side."""
+    dtype = accumulation_dtype(points.dtype)
+    grad = torch.einsum('nhsr,nhd->shrd', grad_angles_u.to(dtype),
+                        u.to(dtype))
+    grad += torch.einsum('nhsr,nhd->shrd', grad_angles_v.to(dtype),
+                         v.to(dtype))
+    return grad.to(points.dtype)
+
+
+def _backward_fake(grad_out, u, v, points, s, values, rowptr, src, dst,
+                   colptr, csc_edge, csc_dst, seed, out, row_max, row_den,
+                   scale, eps, dropout, log_square, use_triton, needs):
+    return (torch.empty_like(u), torch.empty_like(v),
+            u.new_empty(0) if points is None or not needs[2] else
+            torch.empty_like(points), torch.empty_like(s),
             torch.empty_like(values))
 
 
@@ -472,23 +546,23 @@ _backward_op.register_fake(_backward_fake)
 
 
 def _setup_context(ctx, inputs, output):
-    (u, v, s, values, *index, seed, scale, eps, dropout, log_square,
+    (u, v, points, s, values, *index, seed, scale, eps, dropout, log_square,
      use_triton) = inputs
     out, row_max, row_den = output
-    ctx.save_for_backward(u, v, s, values, *index, seed, out, row_max,
-                          row_den)
+    ctx.save_for_backward(u, v, points, s, values, *index, seed, out,
+                          row_max, row_den)
     ctx.options = (scale, eps, dropout, log_square, use_triton)
     ctx.mark_non_differentiable(row_max, row_den)
 
 
 def _autograd_backward(ctx, grad_out, _grad_max, _grad_den):
-    (u, v, s, values, *index, seed, out, row_max,
+    (u, v, points, s, values, *index, seed, out, row_max,
      row_den) = ctx.saved_tensors
-    needs = list(ctx.needs_input_grad[:4])
+    needs = list(ctx.needs_input_grad[:5])
     if grad_out is None:
         grad_out = torch.zeros_like(out)
-    grads = _backward_op(grad_out, u, v, s, values, *index, seed, out,
-                         row_max, row_den, *ctx.options, needs)
+    grads = _backward_op(grad_out, u, v, points, s, values, *index, seed,
+                         out, row_max, row_den, *ctx.options, needs)
     return tuple(grad if need else None for grad, need in zip(grads, needs)
                  ) + (None, ) * 12
 
@@ -499,7 +573,7 @@ _forward_op.register_autograd(_autograd_backward,
 
 # ---------------------------------------------------------------------------
 # The PyTorch implementation of both operators: the same formulas on (E, H)
-# tensors in CSR order.
+# tensors in CSR order (with points, on the tables phi(u), phi(v)).
 
 
 def _torch_logits(u, v, s, src, dst, scale, eps, log_square, dtype):
@@ -527,12 +601,28 @@ def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
     return out.to(values.dtype), row_max, row_den
 
 
-def _torch_backward(grad_out, u, v, s, values, src, dst, seed, row_max,
-                    row_den, delta, scale, eps, dropout, log_square):
+def _torch_angle_gradients(x: Tensor, points: Tensor,
+                           grad_table: Tensor) -> Tuple[Tensor, Tensor]:
+    r"""From :math:`\partial L/\partial\phi(x)` :math:`(N, H, 2R)`: the
+    angles' :math:`\partial L/\partial a_s = \cos a_s \odot g_{\sin} -
+    \sin a_s \odot g_{\cos}` :math:`(N, H, m, R)` and :math:`\partial
+    L/\partial x = \sum_s W_s^\top \partial L/\partial a_s` (the
+    formulas of :mod:`ikgat.nn.triton_fourier_pairs`)."""
+    angle = torch.einsum('nhd,shrd->nhsr', x, points)
+    grad_cos, grad_sin = grad_table.unsqueeze(2).chunk(2, dim=-1)
+    grad_angle = angle.cos() * grad_sin - angle.sin() * grad_cos
+    return torch.einsum('nhsr,shrd->nhd', grad_angle, points), grad_angle
+
+
+def _torch_backward(grad_out, u, v, points, s, values, src, dst, seed,
+                    row_max, row_den, delta, scale, eps, dropout,
+                    log_square):
     src, dst = src.long(), dst.long()
     dtype = accumulation_dtype(values.dtype)
-    logit, slope = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
-                                 dtype)
+    tables = (u, v) if points is None else (fourier_features(u, points),
+                                            fourier_features(v, points))
+    logit, slope = _torch_logits(*tables, s, src, dst, scale, eps,
+                                 log_square, dtype)
     alpha = (logit - row_max.to(dtype)[dst]).exp() / row_den.to(dtype)[dst]
     keep = torch_keep(seed, logit.shape, dropout, logit).to(dtype)
     g = grad_out.to(dtype)[dst]  # [E, H, C]
@@ -544,9 +634,15 @@ def _torch_backward(grad_out, u, v, s, values, src, dst, seed, row_max,
         return torch.zeros(like.shape, dtype=dtype, device=like.device
                            ).index_add_(0, index, rows).to(like.dtype)
 
-    return (scatter(dst, d_t * v.to(dtype)[src], u),
-            scatter(src, d_t * u.to(dtype)[dst], v),
-            scatter(src, d_logit, s),
+    grad_u = scatter(dst, d_t * tables[1].to(dtype)[src], tables[0])
+    grad_v = scatter(src, d_t * tables[0].to(dtype)[dst], tables[1])
+    grad_points = u.new_empty(0)
+    if points is not None:
+        grad_u, grad_angles_u = _torch_angle_gradients(u, points, grad_u)
+        grad_v, grad_angles_v = _torch_angle_gradients(v, points, grad_v)
+        grad_points = _points_gradient(points, u, v, grad_angles_u,
+                                       grad_angles_v)
+    return (grad_u, grad_v, grad_points, scatter(src, d_logit, s),
             scatter(src, (keep * alpha).unsqueeze(-1) * g, values))
 
 
@@ -562,6 +658,7 @@ def fused_transformer_attention(
     eps: float = 0.0,
     dropout: float = 0.0,
     use_triton: Optional[bool] = None,
+    points: Optional[Tensor] = None,
 ) -> Tensor:
     r"""Dot-product kernel attention in one fused pass per neighbourhood:
     returns :math:`\mathrm{out}` of shape :math:`(N_t, H, C)` (see the
@@ -587,6 +684,12 @@ def fused_transformer_attention(
             PyTorch implementation (:obj:`False`); by default the kernels on
             CUDA and ``meta`` tensors, and on CPU when
             ``TRITON_INTERPRET=1``. (default: :obj:`None`)
+        points (torch.Tensor, optional): Stacked sets of spectral points
+            :math:`(m, H, R, D)`: :obj:`u` and :obj:`v` are then the
+            queries and keys themselves and the tables their random
+            features :math:`\phi(u)`, :math:`\phi(v)`, computed inside
+            the kernels (:mod:`ikgat.nn.triton_fourier_pairs`); the link
+            must be ``'log_square'``. (default: :obj:`None`)
     """
     if link not in LINKS:
         raise ValueError(f"fused_transformer_attention: unknown 'link' "
@@ -602,6 +705,13 @@ def fused_transformer_attention(
                          f"{tuple(u.shape)}, v {tuple(v.shape)}, s "
                          f"{tuple(s.shape)}, values {tuple(values.shape)}, "
                          f"H = {heads})")
+    if points is not None and (
+            points.dim() != 4 or points.size(1) != u.size(1)
+            or points.size(3) != u.size(2) or link != LOG_SQUARE):
+        raise ValueError(f"fused_transformer_attention: 'points' must be "
+                         f"(m, H, R, D) for u {tuple(u.shape)}, with link "
+                         f"{LOG_SQUARE!r} (got {tuple(points.shape)}, link "
+                         f"{link!r})")
     if not 0.0 <= dropout <= 1.0:
         raise ValueError(f"fused_transformer_attention: 'dropout' must lie "
                          f"in [0, 1] (got {dropout!r})")
@@ -632,8 +742,11 @@ def fused_transformer_attention(
     # torch.manual_seed repeats a run); unread without dropout:
     seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
             else csr.rowptr)
+    if points is not None:
+        points = points.contiguous()
     out, _, _ = _forward_op(
-        u.contiguous(), v.contiguous(), s.contiguous(), values.contiguous(),
+        u.contiguous(), v.contiguous(), points, s.contiguous(),
+        values.contiguous(),
         csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge, csr.csc_dst,
         seed, float(scale), float(eps), float(dropout), link == LOG_SQUARE,
         bool(use_triton))

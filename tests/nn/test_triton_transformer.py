@@ -99,6 +99,142 @@ def test_kernels_walk_blocks_of_heads(link):
         assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
 
 
+def fourier_leaves(num_src, num_dst, heads, channels, points, sets, seed,
+                   dtype, values=3):
+    r"""Queries, keys, spectral points (m, H, R, D), source terms and
+    values of the points path."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=generator, dtype=dtype).to(
+            DEVICE).requires_grad_()
+
+    return (randn(num_dst, heads, channels), randn(num_src, heads, channels),
+            randn(sets, heads, points, channels), randn(num_src, heads),
+            randn(num_src, heads, values))
+
+
+def run_fourier(leaves, edge_index, num_dst, dropout=0.0, use_triton=True,
+                seed=0):
+    u, v, points, s, values = leaves
+    torch.manual_seed(seed)
+    return fused_transformer_attention(
+        u, v, s, values, edge_index, num_dst, LOG_SQUARE, 0.3, 1e-3,
+        dropout=dropout, use_triton=use_triton, points=points)
+
+
+def fourier_values_and_gradients(leaves, edge_index, num_dst, **kwargs):
+    leaves = [leaf.detach().requires_grad_(leaf.requires_grad)
+              for leaf in leaves]
+    out = run_fourier(leaves, edge_index, num_dst, **kwargs)
+    upstream = torch.linspace(-1, 1, out.numel(), device=out.device,
+                              dtype=out.dtype).view_as(out)
+    (out * upstream).sum().backward()
+    return [out] + [leaf.grad for leaf in leaves]
+
+
+def test_points_path_pytorch_implementation_passes_gradcheck():
+    # The tables phi(u), phi(v) from the points: gradients to the queries,
+    # keys and points through the angles.
+    leaves = fourier_leaves(6, 5, 2, 3, 4, 2, seed=0, dtype=torch.float64)
+    edge_index = graph(6, 5, 12, seed=1)
+    assert torch.autograd.gradcheck(
+        lambda *args: run_fourier(args, edge_index, 5, use_triton=False),
+        leaves)
+
+
+def test_points_path_equals_the_tables_path():
+    # With points the operator is the tables path on phi(u), phi(v).
+    from ikgat.kernels.random_features import fourier_features
+    u, v, points, s, values = fourier_leaves(9, 9, 2, 3, 5, 2, seed=7,
+                                             dtype=torch.float64)
+    edge_index = graph(9, 9, 30, seed=8)
+    with_points = run_fourier((u, v, points, s, values), edge_index, 9,
+                              use_triton=False)
+    tables = fused_transformer_attention(
+        fourier_features(u, points), fourier_features(v, points), s, values,
+        edge_index, 9, LOG_SQUARE, 0.3, 1e-3, use_triton=False)
+    assert torch.allclose(with_points, tables, atol=1e-12)
+
+
+@pytest.mark.parametrize('num_src, num_dst', SIZES)
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+@pytest.mark.parametrize('sets, learned', [(2, True), (1, False)])
+def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
+                                                         dtype, sets,
+                                                         learned):
+    # R = 5 and D = 3 pad to 8 and 4 (masked lanes); fixed points (rff)
+    # store no angle gradients.
+    leaves = list(fourier_leaves(num_src, num_dst, 2, 3, 5, sets, seed=2,
+                                 dtype=dtype))
+    leaves[2] = leaves[2].detach().requires_grad_(learned)
+    edge_index = graph(num_src, num_dst, 30, seed=3)
+    fused = fourier_values_and_gradients(leaves, edge_index, num_dst)
+    reference = fourier_values_and_gradients(leaves, edge_index, num_dst,
+                                             use_triton=False)
+    assert (fused[3] is None) == (not learned)
+    for got, expected in zip(fused, reference):
+        if expected is not None:
+            assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    # Isolated targets (the last two) get zeros, and no gradient:
+    assert fused[0][-2:].abs().max() == 0
+    assert fused[1][-2:].abs().max() == 0
+
+
+def test_points_kernels_walk_blocks_of_heads():
+    # R = 200 pads to 256: two heads per program, so that 3 heads take two
+    # programs per node, the second half masked.
+    assert head_block(3, 200, 3) == 2
+    leaves = fourier_leaves(11, 6, 3, 2, 200, 1, seed=11,
+                            dtype=torch.float32)
+    edge_index = graph(11, 6, 30, seed=12)
+    fused = fourier_values_and_gradients(leaves, edge_index, 6)
+    reference = fourier_values_and_gradients(leaves, edge_index, 6,
+                                             use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize('use_triton', [True, False])
+def test_points_path_dropout_keeps_one_mask_forward_and_backward(use_triton):
+    # Values one-hot per source: out[i, h, j] is the dropped weight of
+    # j -> i; the keep rate lies in a binomial interval and the values'
+    # gradient is those same weights (one mask in both directions).
+    num_src, num_dst, heads, dropout = 24, 20, 2, 0.4
+    edge_index = torch.stack([
+        torch.arange(num_src).repeat(num_dst),
+        torch.arange(num_dst).repeat_interleave(num_src)]).to(DEVICE)
+    u, v, points, s, _ = fourier_leaves(num_src, num_dst, heads, 3, 4, 2,
+                                        seed=4, dtype=torch.float32)
+    values = torch.eye(num_src, device=DEVICE).unsqueeze(1).repeat(
+        1, heads, 1).requires_grad_()
+    leaves = (u, v, points, s, values)
+    plain = run_fourier(leaves, edge_index, num_dst, 0.0, use_triton)
+    out = run_fourier(leaves, edge_index, num_dst, dropout, use_triton,
+                      seed=5)
+    kept = out > 0
+    rate = kept.float().mean().item()
+    half_width = 3.9 * math.sqrt(dropout * (1 - dropout) / kept.numel())
+    assert abs(rate - (1 - dropout)) < half_width, rate
+    assert torch.allclose(out[kept], plain[kept] / (1 - dropout), rtol=1e-5)
+    upstream = torch.randn(out.shape, device=DEVICE)
+    (out * upstream).sum().backward()
+    expected = torch.einsum('ihj,ihc->jhc', out.detach(), upstream)
+    assert torch.allclose(values.grad, expected, atol=1e-5)
+
+
+def test_points_must_match_the_queries_and_the_link():
+    u, v, points, s, values = fourier_leaves(4, 4, 2, 3, 5, 2, seed=0,
+                                             dtype=torch.float32)
+    edge_index = graph(4, 4, 6, seed=1)
+    with pytest.raises(ValueError, match=r"'points' must be \(m, H, R, D\)"):
+        fused_transformer_attention(u, v, s, values, edge_index, 4,
+                                    LOG_SQUARE, points=points[:, :1])
+    with pytest.raises(ValueError, match="with link 'log_square'"):
+        fused_transformer_attention(u, v, s, values, edge_index, 4,
+                                    IDENTITY, points=points)
+
+
 @pytest.mark.parametrize('use_triton, width', [
     (True, 4), pytest.param(True, 200, marks=pytest.mark.slow), (False, 4)])
 def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,

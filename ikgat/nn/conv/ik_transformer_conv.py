@@ -116,10 +116,14 @@ class IKTransformerConv(TransformerConv):
        weights are not requested;
     4. :attr:`fused_attention` is not :obj:`False`.
 
-    The node tables (:math:`\tilde q, \tilde k`, or :math:`\phi(\tilde q),
-    \phi(\tilde k)` for the random-feature kernels, :math:`O(NHR)`) are
-    PyTorch operations; an implicit kernel's :obj:`num_samples` draws in
-    evaluation are one pass over :math:`SH` heads.  Otherwise the PyTorch
+    The kernels gather :math:`\tilde q, \tilde k` (:math:`D` floats per
+    edge and head); for the random-feature kernels they compute the
+    features :math:`\phi(\tilde q)`, :math:`\phi(\tilde k)` from them and
+    the spectral points in registers
+    (:mod:`ikgat.nn.triton_fourier_pairs`), so that no :math:`N \times H
+    \times 2R` table is made or gathered; an implicit kernel's
+    :obj:`num_samples` draws in evaluation are one pass over :math:`SH`
+    heads.  Otherwise the PyTorch
     path below runs.  When Triton cannot build a kernel on the machine,
     the call raises :class:`~ikgat.kernels.triton_runtime.KernelBuildError`
     naming ``fused_attention=False``, the switch that avoids it.
@@ -353,7 +357,7 @@ class IKTransformerConv(TransformerConv):
             tables.query, tables.key, terms, value, csr, num_dst, tables.link,
             tables.scale, tables.eps,
             dropout=self.dropout if self.training else 0.0,
-            use_triton=use_triton)
+            use_triton=use_triton, points=tables.points)
         if draws > 1:
             out = out.view(num_dst, draws, heads, -1).mean(1)
         return out

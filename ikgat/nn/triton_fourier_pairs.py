@@ -1,0 +1,336 @@
+r"""The random-feature tables of dot-product kernel attention computed inside
+its fused kernels, for :mod:`ikgat.nn.triton_transformer` with spectral
+points.
+
+With :math:`m` stacked sets of :math:`R` spectral points :math:`W_s`
+:math:`(m, H, R, D)`, a query or key :math:`x` :math:`(H, D)` has, per
+head, the features
+
+.. math::
+    \phi(x) = \Big[\sum_{s=1}^m \cos W_s x;\ \sum_{s=1}^m \sin W_s x\Big]
+    \in \mathbb{R}^{2R},
+
+and an edge :math:`j \to i` the link :math:`t = c\,\phi(q_i)^\top
+\phi(k_j)` of the ``'log_square'`` logit (module docstring of
+:mod:`ikgat.nn.triton_transformer`).  Gathering the tables would move
+:math:`2R` floats per edge and head; here each kernel computes the
+features of the edge's other end from its :math:`D` floats, and those of
+its own node once per program:
+
+* the **forward** kernel, per target :math:`i`: :math:`\phi(q_i)`, then
+  :math:`\phi(k_j)` per in-edge, and the online softmax of the gathered
+  kernels;
+* the **per-target backward**: :math:`\partial L/\partial\phi(q_i) = c
+  \sum_j \partial L/\partial t_{ij}\,\phi(k_j)`;
+* the **per-source backward**: :math:`\partial L/\partial\phi(k_j) = c
+  \sum_i \partial L/\partial t_{ij}\,\phi(q_i)`, and the gradients of the
+  source terms and values.
+
+Each backward kernel ends at its own node's angles :math:`a_s = W_s x`:
+
+.. math::
+    \frac{\partial L}{\partial a_s} = \cos a_s \odot g_{\sin}
+    - \sin a_s \odot g_{\cos}, \qquad
+    \frac{\partial L}{\partial x} = \sum_s W_s^\top
+    \frac{\partial L}{\partial a_s},
+
+with :math:`g_{\cos}, g_{\sin}` the two halves of
+:math:`\partial L/\partial\phi(x)`; it writes :math:`\partial L/\partial
+x` and, when the points need a gradient, :math:`\partial L/\partial a`
+:math:`(N, H, m, R)`, from which
+:math:`\partial L/\partial W_s = \sum_n (\partial L/\partial a_{n,s})\,
+x_n^\top` is one node-level product per side (in torch).  Per edge and
+head a kernel computes :math:`2mR` sines and cosines and :math:`2mRD`
+FLOPs of angles, and gathers :math:`D` floats instead of :math:`2R`.
+
+The tiles are :math:`B_E \times B_H \times B_R` (edges, heads, points);
+the angles are accumulated over :math:`d` from single columns, so that no
+tile carries the :math:`D` axis.  The bodies read ``tl`` and the helpers
+as module globals, jitted by :func:`kernels`; the launches, tiling and
+registered operators are :mod:`ikgat.nn.triton_transformer`'s.
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+from ikgat.nn.triton_softmax import helpers
+
+# Filled by kernels() on first use.
+triton = None
+tl = None
+_keep = None
+_online_softmax = None
+_features = None
+_angle_gradients = None
+_own_features = None
+_log_square = None
+_KERNELS = None
+
+
+def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
+                   num_sets, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+                   BLOCK_R: tl.constexpr):
+    # phi of the rows x[nodes, offs_h] of x (N, H, D): the sums over the
+    # sets of cos and sin of the angles W_s x, [B_N, B_H, B_R] each, zero
+    # outside the masks.
+    rows = nodes[:, None] * H + offs_h[None, :]  # [B_N, B_H]
+    mask_h = offs_h < H
+    mask_hr = mask_h[:, None] & (offs_r < R)[None, :]
+    mask_nh = mask_n[:, None] & mask_h[None, :]
+    cos_sum = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
+    sin_sum = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
+    for s in range(num_sets):
+        angle = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
+        point = points + ((s * H + offs_h[:, None]) * R
+                          + offs_r[None, :]) * D  # [B_H, B_R]
+        for d in range(D):
+            x_d = tl.load(x + rows * D + d, mask=mask_nh, other=0.)
+            w_d = tl.load(point + d, mask=mask_hr, other=0.)
+            angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
+                tl.float32)[None, :, :]
+        cos_sum += tl.cos(angle)
+        sin_sum += tl.sin(angle)
+    mask = mask_nh[:, :, None] & mask_hr[None, :, :]
+    return tl.where(mask, cos_sum, 0.), tl.where(mask, sin_sum, 0.)
+
+
+def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
+                          grad_sin, grad_x, grad_angles, H, D, R, num_sets,
+                          STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
+                          BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    # From dL/dphi(x_node) = [grad_cos; grad_sin] ([B_H, B_R] each): the
+    # angles' dL/da_s = cos a_s grad_sin - sin a_s grad_cos (stored in
+    # grad_angles (N, H, m, R) with STORE_ANGLES), and
+    # dL/dx = sum_s W_s^T dL/da_s, stored in grad_x (N, H, D).
+    mask_h = offs_h < H
+    mask_hr = mask_h[:, None] & (offs_r < R)[None, :]
+    row = node * H + offs_h  # [B_H]
+    acc = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for s in range(num_sets):
+        point = points + ((s * H + offs_h[:, None]) * R
+                          + offs_r[None, :]) * D  # [B_H, B_R]
+        angle = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+        for d in range(D):
+            x_d = tl.load(x + row * D + d, mask=mask_h, other=0.)
+            w_d = tl.load(point + d, mask=mask_hr, other=0.)
+            angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
+        grad_angle = tl.where(mask_hr, tl.cos(angle) * grad_sin
+                              - tl.sin(angle) * grad_cos, 0.)
+        if STORE_ANGLES:
+            tl.store(grad_angles + (row[:, None] * num_sets + s) * R
+                     + offs_r[None, :], grad_angle, mask=mask_hr)
+        for d in range(D):  # column d of W_s^T dL/da_s
+            w_d = tl.load(point + d, mask=mask_hr, other=0.).to(tl.float32)
+            column = tl.sum(grad_angle * w_d, axis=1)  # [B_H]
+            acc += tl.where(offs_d[None, :] == d, column[:, None], 0.)
+    tl.store(grad_x + row[:, None] * D + offs_d[None, :], acc,
+             mask=mask_h[:, None] & (offs_d < D)[None, :])
+
+
+def _own_features_body(x, points, node, offs_h, offs_r, H, D, R, num_sets,
+                  BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr):
+    # phi of the program's own node, [B_H, B_R] each.
+    nodes = node + tl.zeros([1], dtype=tl.int64)
+    cos_sum, sin_sum = _features(x, points, nodes, offs_h, offs_r,
+                                 nodes >= 0, H, D, R, num_sets, 1, BLOCK_H,
+                                 BLOCK_R)
+    return tl.sum(cos_sum, axis=0), tl.sum(sin_sum, axis=0)
+
+
+def _log_square_body(t, eps):
+    # lambda(t) = log(t^2 + eps) and lambda'(t) = 2t / (t^2 + eps).
+    square = t * t + eps
+    return tl.log(square), tl.fdiv(2. * t, square)
+
+
+def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
+                  row_den, seed, scale, eps, dropout, keep_scale, H, D, R, C,
+                  num_sets, HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                  BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+                  BLOCK_C: tl.constexpr):
+    # One program per target i and block of heads; phi(k_j) per in-edge.
+    i = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, H, D, R,
+                                 num_sets, BLOCK_H, BLOCK_R)
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
+                                 R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        t = scale * tl.sum(k_cos * q_cos[None, :, :]
+                           + k_sin * q_sin[None, :, :], axis=2)
+        logit, _ = _log_square(t, eps)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        new_max, rescale, p, running_sum = _online_softmax(
+            running_max, running_sum, logit)
+        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        if HAS_DROPOUT:  # the output sums the dropped terms
+            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
+        acc = acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
+        running_max = new_max
+    den = running_sum + 1e-16  # PyG's softmax denominator
+    tl.store(out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
+             tl.fdiv(acc, den[:, None]), mask=mask_hc)
+    tl.store(row_max + i * H + offs_h, running_max, mask=mask_h)
+    tl.store(row_den + i * H + offs_h, den, mask=mask_h)
+
+
+def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
+                       row_den, delta, grad_out, grad_q, grad_angles, seed,
+                       scale, eps, dropout, keep_scale, H, D, R, C, num_sets,
+                       STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                       BLOCK_D: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, H, D, R,
+                                 num_sets, BLOCK_H, BLOCK_R)
+    g_i = tl.load(grad_out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
+                  mask=mask_hc, other=0.).to(tl.float32)
+    m = tl.load(row_max + i * H + offs_h, mask=mask_h, other=0.)
+    den = tl.load(row_den + i * H + offs_h, mask=mask_h, other=1.)
+    d = tl.load(delta + i * H + offs_h, mask=mask_h, other=0.)
+    acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        row = j[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
+                                 R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        t = scale * tl.sum(k_cos * q_cos[None, :, :]
+                           + k_sin * q_sin[None, :, :], axis=2)
+        logit, slope = _log_square(t, eps)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m[None, :]),
+                                          den[None, :]), 0.)
+        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        # dL/dalpha = m/(1-p) <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
+        d_alpha = tl.sum(x * g_i[None, :, :], axis=2)
+        if HAS_DROPOUT:
+            d_alpha *= _keep(seed, e, offs_h, H, dropout, keep_scale)
+        d_t = (alpha * (d_alpha - d[None, :]) * slope * scale)[:, :, None]
+        acc_cos += tl.sum(d_t * k_cos, axis=0)
+        acc_sin += tl.sum(d_t * k_sin, axis=0)
+    _angle_gradients(q, points, i, offs_h, offs_r, tl.arange(0, BLOCK_D),
+                     acc_cos, acc_sin, grad_q, grad_angles, H, D, R,
+                     num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+
+
+def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
+                       row_max, row_den, delta, grad_out, grad_k, grad_s,
+                       grad_values, grad_angles, seed, scale, eps, dropout,
+                       keep_scale, H, D, R, C, num_sets,
+                       STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                       BLOCK_D: tl.constexpr):
+    j = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(colptr + j).to(tl.int64)
+    stop = tl.load(colptr + j + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    k_cos, k_sin = _own_features(k, points, j, offs_h, offs_r, H, D, R,
+                                 num_sets, BLOCK_H, BLOCK_R)
+    x_j = tl.load(values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+                  mask=mask_hc, other=0.).to(tl.float32)
+    s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
+    acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        kk = first + offs_e
+        mask_e = kk < stop
+        # The CSR position and the target of each out-edge:
+        e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
+        i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
+        row = i[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        q_cos, q_sin = _features(q, points, i, offs_h, offs_r, mask_e, H, D,
+                                 R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        t = scale * tl.sum(q_cos * k_cos[None, :, :]
+                           + q_sin * k_sin[None, :, :], axis=2)
+        logit, slope = _log_square(t, eps)
+        m = tl.load(row_max + row, mask=mask_eh, other=0.)
+        den = tl.load(row_den + row, mask=mask_eh, other=1.)
+        d = tl.load(delta + row, mask=mask_eh, other=0.)
+        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit + s_j[None, :] - m),
+                                          den), 0.)
+        g = tl.load(grad_out + row[:, :, None] * C + offs_c[None, None, :],
+                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                    other=0.).to(tl.float32)
+        d_alpha = tl.sum(g * x_j[None, :, :], axis=2)
+        kept = alpha  # the dropped weight a~ (alpha without dropout)
+        if HAS_DROPOUT:
+            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
+            d_alpha *= keep
+            kept = keep * alpha
+        d_logit = alpha * (d_alpha - d)
+        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
+        acc_s += tl.sum(d_logit, axis=0)
+        d_t = (d_logit * slope * scale)[:, :, None]
+        acc_cos += tl.sum(d_t * q_cos, axis=0)
+        acc_sin += tl.sum(d_t * q_sin, axis=0)
+    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+             acc_x, mask=mask_hc)
+    tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
+    _angle_gradients(k, points, j, offs_h, offs_r, tl.arange(0, BLOCK_D),
+                     acc_cos, acc_sin, grad_k, grad_angles, H, D, R,
+                     num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+
+
+def kernels():
+    r"""The jitted kernels by name, ``'forward'``, ``'backward_dst'`` and
+    ``'backward_src'`` (Triton is imported and the kernels are jitted on
+    the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
+    Triton before)."""
+    global triton, tl, _keep, _online_softmax, _features, _angle_gradients
+    global _own_features, _log_square, _KERNELS
+    if _KERNELS is None:
+        import triton as triton_module
+        import triton.language as tl_module
+        triton, tl = triton_module, tl_module
+        shared = helpers()
+        _online_softmax, _keep = shared['online_softmax'], shared['keep']
+        _features = triton.jit(_features_body)
+        _angle_gradients = triton.jit(_angle_gradients_body)
+        _own_features = triton.jit(_own_features_body)
+        _log_square = triton.jit(_log_square_body)
+        _KERNELS = dict(
+            forward=triton.jit(_forward_body),
+            backward_dst=triton.jit(_backward_dst_body),
+            backward_src=triton.jit(_backward_src_body),
+        )
+    return _KERNELS
