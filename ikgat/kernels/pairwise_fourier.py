@@ -31,7 +31,7 @@ Per-graph spectral points (IKAN's draws for a mini-batch of graphs,
 :math:`G > 1`) pair each node, and each edge, with the points of its graph.
 """
 import warnings
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -215,6 +215,14 @@ class _NodeSide:
         return grad_x
 
 
+class _Compressed(NamedTuple):
+    r"""Edges compressed by rows: the edge order that sorts them by row,
+    the row pointers and the column of each edge in that order."""
+    order: Tensor
+    pointers: Tensor
+    cols: Tensor
+
+
 class _Adjacency:
     r"""The edges :math:`j \to i` as compressed rows: by target (rows
     :math:`i`, columns :math:`j`) and, for the backward pass, by source.
@@ -231,28 +239,28 @@ class _Adjacency:
                        if transposed else None)
 
     @staticmethod
-    def _compress(rows: Tensor, cols: Tensor, num_rows: int):
+    def _compress(rows: Tensor, cols: Tensor, num_rows: int) -> _Compressed:
         order = torch.argsort(rows, stable=True)
         counts = torch.bincount(rows, minlength=num_rows)
         pointers = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
-        return order, pointers, cols.index_select(0, order)
+        return _Compressed(order, pointers, cols.index_select(0, order))
 
     @staticmethod
-    def _matrix(compressed, values: Tensor, shape) -> Tensor:
-        _, pointers, cols = compressed
+    def _matrix(compressed: _Compressed, values: Tensor, shape) -> Tensor:
         with warnings.catch_warnings():  # "beta state"
             warnings.simplefilter('ignore', UserWarning)
-            return torch.sparse_csr_tensor(pointers, cols, values, shape,
+            return torch.sparse_csr_tensor(compressed.pointers,
+                                           compressed.cols, values, shape,
                                            check_invariants=False)
 
     def by_target(self, values: Tensor) -> Tensor:
         r"""The :math:`(N_t, N_s)` matrix of :obj:`values` given in the
-        order of :obj:`self.target[0]`."""
+        order of :obj:`self.target.order`."""
         return self._matrix(self.target, values, self.shape)
 
     def by_source(self, values: Tensor) -> Tensor:
         r"""The :math:`(N_s, N_t)` matrix of :obj:`values` given in the
-        order of :obj:`self.source[0]`."""
+        order of :obj:`self.source.order`."""
         assert self.source is not None
         return self._matrix(self.source, values, self.shape[::-1])
 
@@ -329,7 +337,7 @@ def edge_fourier_estimate(query: Tensor, key: Tensor,
                        estimate[:, group])
     if edge_key is None:
         estimate = dots.new_empty(src.numel(), heads)
-        estimate.index_copy_(0, adjacency.target[0], dots.t())
+        estimate.index_copy_(0, adjacency.target.order, dots.t())
     estimate /= normaliser
     return (estimate * estimate + eps).log().to(dtype), estimate.to(dtype)
 
@@ -476,9 +484,9 @@ class _EdgeGradients:
         assert self.adjacency.source is not None
         # [H, E] in the orders of the two compressions:
         self.by_target = grad_dot.index_select(
-            0, self.adjacency.target[0]).t().contiguous()
+            0, self.adjacency.target.order).t().contiguous()
         self.by_source = grad_dot.index_select(
-            0, self.adjacency.source[0]).t().contiguous()
+            0, self.adjacency.source.order).t().contiguous()
 
     def query_features(self, head: int, key_table: Tensor,
                        out: Tensor) -> None:
