@@ -20,7 +20,13 @@ others), writing under ``DIR``:
    ikgat layers: milliseconds per epoch and test accuracy;
 5. ``launches.md``: the operations per step on the CUDA path
    (:mod:`benchmarks.launches`, counted on the meta device);
-6. ``summary.md``: what ran, each part's exit status and time, the GPU,
+6. ``gpu_speed_transformer.md``: the graph transformers' layer study
+   (PyG's TransformerConv against IKTransformerConv ``rbf``, ``direct``,
+   ``implicit`` and MIKANTransformerConv, eager, TransformerConv and
+   ``direct`` compiled too; :data:`benchmarks.gpu_speed.TRANSFORMER_MODELS`)
+   at Cora, PubMed and arxiv size: the measurement of issue #29's GPU
+   target;
+7. ``summary.md``: what ran, each part's exit status and time, the GPU,
    the versions and the commit.
 
 ``--quick`` runs every part at toy sizes (on CPU, a smoke test of the
@@ -37,6 +43,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
+from benchmarks.gpu_speed import TRANSFORMER_MODELS
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import write_text
 
@@ -61,6 +68,8 @@ def parts(out: str, quick: bool) -> List[Tuple[str, List[str]]]:
                   '--seeds', '1', '--epochs', '2', '--patience', '2',
                   '--device', 'cpu']
         launches = ['--sizes', '200', '800', '--layers', 'IKGATConv-direct']
+        transformers = layers + ['--models', 'TransformerConv',
+                                 'IKTransformerConv-direct']
     else:
         layers = ['--graphs', 'cora', 'pubmed', 'arxiv']
         products = ['--graphs', 'products', '--rounds', '3', '--warmup', '1',
@@ -70,6 +79,7 @@ def parts(out: str, quick: bool) -> List[Tuple[str, List[str]]]:
                   *RECIPE_MODELS, '--seeds', '3', '--epochs', '200',
                   '--patience', '200', '--device', 'cuda']
         launches = []
+        transformers = layers + ['--models', *TRANSFORMER_MODELS]
     return [
         ('layer study', ['benchmarks.gpu_speed', *layers, '--output',
                          path('gpu_speed.md')]),
@@ -82,6 +92,10 @@ def parts(out: str, quick: bool) -> List[Tuple[str, List[str]]]:
                         path('gat_recipe.csv'), '--no-progress']),
         ('launch counts', ['benchmarks.launches', *launches, '--output',
                            path('launches.md')]),
+        ('graph transformers', ['benchmarks.gpu_speed', *transformers,
+                                '--training-graphs', '--no-fused',
+                                '--output',
+                                path('gpu_speed_transformer.md')]),
     ]
 
 

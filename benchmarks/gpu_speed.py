@@ -89,6 +89,14 @@ LAYERS = ['GATConv', 'IKGATConv-rbf', 'IKGATConv-direct',
 MODELS = (LAYERS + [f'{name}-compiled' for name in LAYERS] + [
     'IKGATConv-rbf-unfused', 'IKGATConv-direct-unfused', 'MIKANConv-unfused'
 ])
+#: The graph transformers (opt-in, ``--models``): PyG's TransformerConv and
+#: the ikgat drop-ins, eager; TransformerConv and ``direct`` compiled too;
+#: ``direct`` also on its PyTorch path (``-unfused``).
+TRANSFORMER_MODELS = ['TransformerConv', 'TransformerConv-compiled',
+                      'IKTransformerConv-rbf', 'IKTransformerConv-direct',
+                      'IKTransformerConv-direct-compiled',
+                      'IKTransformerConv-direct-unfused',
+                      'IKTransformerConv-implicit', 'MIKANTransformerConv']
 #: The models of the two-layer training step (item 5).
 TRAINING_MODELS = ['GATConv', 'GATConv-compiled', 'IKGATConv-direct',
                    'IKGATConv-direct-compiled', 'IKGATConv-direct-unfused']
@@ -136,9 +144,14 @@ def build_model(name: str, in_channels: int,
     :obj:`attention_dropout` on the attention weights (and, in the
     two-layer model, on the features); a name ending in ``-compiled`` is
     the model through :func:`torch.compile` (dynamic shapes)."""
-    from torch_geometric.nn import GATConv
+    from torch_geometric.nn import GATConv, TransformerConv
 
-    from ikgat import IKGATConv, MIKANConv
+    from ikgat import (
+        IKGATConv,
+        IKTransformerConv,
+        MIKANConv,
+        MIKANTransformerConv,
+    )
     from ikgat.models import TwoLayerGAT
     layers = {
         'GATConv': (GATConv, {}),
@@ -146,16 +159,24 @@ def build_model(name: str, in_channels: int,
         # the default R = 64 spectral points:
         'IKGATConv-direct': (IKGATConv, dict(kernel='direct')),
         'MIKANConv': (MIKANConv, {}),
+        # Transformers add no self-loops:
+        'TransformerConv': (TransformerConv, {}),
+        'MIKANTransformerConv': (MIKANTransformerConv, {}),
     }
     layers['IKGATConv-implicit'] = (IKGATConv, dict(kernel='implicit'))
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+    for kernel in ('rbf', 'direct', 'implicit'):
+        layers[f'IKTransformerConv-{kernel}'] = (IKTransformerConv,
+                                                 dict(kernel=kernel))
+    if name not in MODELS + TRANSFORMER_MODELS:
+        raise ValueError(f"unknown model {name!r}; choose from "
+                         f"{MODELS + TRANSFORMER_MODELS}")
     compiled = name.endswith('-compiled')
     base = name[:-len('-compiled')] if compiled else name
     unfused = base.endswith('-unfused')  # the layer without the fused kernel
     base = base[:-len('-unfused')] if unfused else base
     conv, kwargs = layers[base]
-    kwargs = dict(kwargs, add_self_loops=add_self_loops)
+    if 'Transformer' not in base:
+        kwargs = dict(kwargs, add_self_loops=add_self_loops)
     if num_classes is None:
         model = conv(in_channels, CHANNELS, heads=HEADS,
                      dropout=attention_dropout, **kwargs)
@@ -165,7 +186,7 @@ def build_model(name: str, in_channels: int,
                             conv_kwargs=kwargs)
     if unfused:
         for module in model.modules():
-            if isinstance(module, IKGATConv):
+            if isinstance(module, (IKGATConv, IKTransformerConv)):
                 module.fused_attention = False
     return torch.compile(model, dynamic=True) if compiled else model
 
@@ -552,8 +573,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--copy-mib', type=int, default=1024,
                         help='size of the copied tensor (default: 1024)')
     parser.add_argument('--models', nargs='+', default=MODELS,
-                        choices=MODELS, metavar='MODEL',
-                        help=f'models to time (default: all of {MODELS})')
+                        choices=MODELS + TRANSFORMER_MODELS, metavar='MODEL',
+                        help=f'models to time (default: all of {MODELS}; '
+                        f'the graph transformers: {TRANSFORMER_MODELS})')
     parser.add_argument('--training-graphs', nargs='*', default=None,
                         metavar='GRAPH',
                         help='graphs of the two-layer training step '

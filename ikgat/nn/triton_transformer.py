@@ -29,7 +29,11 @@ The kernels give the tables, link and :math:`c`
 (:meth:`ikgat.kernels.Kernel.pair_feature_map`), so that
 :math:`\lambda(t) = ` :meth:`~ikgat.kernels.Kernel.reduced_pair_log_similarity`.
 The tables are :math:`O(N H D)`; autograd carries their gradients back to
-the queries, keys and spectral points.  Attention dropout,
+the queries, keys and spectral points.  The random-feature kernels give
+the queries, keys and stacked spectral points instead
+(:attr:`~ikgat.kernels.base.PairFeatureMap.points`): the kernels of
+:mod:`ikgat.nn.triton_fourier_pairs` then compute :math:`\phi` in
+registers, and the operator returns the points' gradient too.  Attention dropout,
 :math:`\tilde\alpha_e = \mu_e \alpha_e / (1 - p)`, is the one of
 :mod:`ikgat.nn.triton_attention` (both from :mod:`ikgat.nn.triton_softmax`):
 a Philox draw keyed by a seed and the CSR position :math:`e H + h`, drawn

@@ -14,8 +14,12 @@ def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
     summary = (tmp_path / 'summary.md').read_text()
     assert 'git commit' in summary and '## GAT recipe' in summary
     for name in ('gpu_speed.md', 'gpu_speed_dropout.md',
-                 'gpu_speed_products.md', 'gat_recipe.csv', 'launches.md'):
+                 'gpu_speed_products.md', 'gat_recipe.csv', 'launches.md',
+                 'gpu_speed_transformer.md'):
         assert (tmp_path / name).stat().st_size > 0, name
+    transformers = (tmp_path / 'gpu_speed_transformer.md').read_text()
+    assert '| TransformerConv |' in transformers
+    assert '| IKTransformerConv-direct |' in transformers
 
 
 def test_the_full_study_asks_for_a_gpu(tmp_path, capsys):
