@@ -18,7 +18,8 @@ rejects and says nothing of registers.  This check runs the compiler:
    :func:`ikgat.kernels.triton_runtime.record_launches`: each launch is
    recorded (kernel, argument types as Triton specialises them,
    compile-time constants) and nothing runs, so the grid costs seconds.
-   The node-term estimate with one slope comes from its public function.
+   The node-term estimate with one slope, and the transformer attention
+   on gathered ``'log_square'`` tables, come from their public functions.
 2. **The compiler and ptxas.**  Each distinct launch is compiled with
    ``triton.compile(ASTSource(...), target=GPUTarget('cuda', cc, 32))`` for
    sm_90 (H100) and sm_80 (A100) with the launch's options (every kernel
@@ -261,6 +262,32 @@ def one_slope_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
         yield f'fused_fourier_log_similarity {heads}x{channels} T=1', run
 
 
+def gathered_table_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
+    r"""The transformer attention on gathered ``'log_square'`` tables,
+    through its public function (the layers pass the random-feature
+    kernels' points instead): D = 2R over :data:`TRANSFORMER_GRID`, with
+    and without attention dropout."""
+    import torch
+
+    from ikgat.nn.triton_transformer import (
+        LOG_SQUARE,
+        fused_transformer_attention,
+    )
+    for heads, channels, points in TRANSFORMER_GRID:
+        for dropout in DROPOUTS:
+            def run(heads=heads, channels=channels, points=points,
+                    dropout=dropout):
+                u = torch.randn(NODES, heads, 2 * points, requires_grad=True)
+                v = torch.randn(NODES, heads, 2 * points, requires_grad=True)
+                s = torch.randn(NODES, heads, requires_grad=True)
+                x = torch.randn(NODES, heads, channels, requires_grad=True)
+                fused_transformer_attention(
+                    u, v, s, x, _graph(8), NODES, LOG_SQUARE, 0.1, 1e-5,
+                    dropout=dropout, use_triton=True).sum().backward()
+            yield (f'fused_transformer_attention {heads}x{channels} '
+                   f'D={2 * points} dropout={dropout:g}'), run
+
+
 def capture(layers: List[str]) -> List[dict]:
     r"""The distinct launches of every call (run with
     ``TRITON_INTERPRET=1``, so that the layers take their Triton path on
@@ -269,7 +296,8 @@ def capture(layers: List[str]) -> List[dict]:
 
     from ikgat.kernels.triton_runtime import record_launches
     distinct: OrderedDict[str, dict] = OrderedDict()
-    calls = list(layer_calls(layers)) + list(one_slope_calls())
+    calls = (list(layer_calls(layers)) + list(one_slope_calls())
+             + list(gathered_table_calls()))
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for label, run in calls:

@@ -144,3 +144,41 @@ def test_main_writes_the_report(tmp_path):
                  '| `_grad_points_body` |', 'products, IKGATConv-direct',
                  '| 31 | 64 |'):
         assert part in text
+
+
+def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
+    # The random-feature transformer kernels: the grid and blocks are the
+    # wrapper's own, and computing the features inside moves a fraction of
+    # the bytes of gathering 2R-wide tables, for more FLOPs (sin, cos and
+    # the angles of every edge, head and point).
+    from ikgat.nn.triton_fourier_pairs import _forward_body
+    from ikgat.nn.triton_transformer import FOURIER_ROW_ELEMENTS, tiling
+    costs = gpu_model.fourier_pair_kernels(ARXIV, points=64, sets=2)
+    tile = tiling(ARXIV.edges, ARXIV.nodes, 8, 64, 8, FOURIER_ROW_ELEMENTS)
+    assert [c.kernel for c in costs] == [
+        _forward_body.__name__, '_backward_dst_body', '_backward_src_body']
+    for cost in costs:
+        assert cost.grid == (ARXIV.nodes, 8 // tile['BLOCK_H'])
+        assert cost.constexprs['BLOCK_E'] == tile['BLOCK_E']
+        assert cost.constexprs['BLOCK_R'] == tile['BLOCK_D'] == 64
+        assert cost.warps == tile['num_warps']
+        # At least 2 sets x (angle 2D + sin and cos) per edge, head, point:
+        assert cost.flops >= ARXIV.edges * 8 * 64 * 2 * (
+            2 * 8 + gpu_model.OPS['sincos']['flops'])
+    gathered = gpu_model.table_kernels(ARXIV, family='direct')
+    assert sum(c.bytes for c in costs) < sum(c.bytes for c in gathered) / 3
+    assert sum(c.flops for c in costs) > 10 * sum(c.flops for c in gathered)
+    # Fixed points (rff) store no angle gradients:
+    fixed = gpu_model.fourier_pair_kernels(ARXIV, learned=False)
+    assert fixed[0].bytes == costs[0].bytes
+    assert fixed[1].bytes == costs[1].bytes - ARXIV.nodes * 8 * 2 * 64 * 4
+
+
+def test_transformer_step_predictions_rank_as_their_work():
+    # rbf gathers 8 floats and computes little; direct computes 2mR angles
+    # per edge and head: slower than rbf, and both finite and positive.
+    rbf = gpu_model.transformer_layer(ARXIV, 'rbf')
+    direct = gpu_model.transformer_layer(ARXIV, 'direct')
+    eager = gpu_model.transformer_conv_step(ARXIV)
+    assert 0 < rbf.total < direct.total
+    assert math.isfinite(direct.total) and eager.total > 0
