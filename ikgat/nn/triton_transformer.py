@@ -106,7 +106,6 @@ from torch import Tensor
 from ikgat.kernels.random_features import fourier_features
 from ikgat.kernels.triton_fourier import next_power_of_2
 from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
-from ikgat.nn import triton_fourier_pairs as fourier_pairs
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.triton_attention import (
     TILE_ELEMENTS,
@@ -114,6 +113,7 @@ from ikgat.nn.triton_attention import (
     edge_tiling,
     prepare_csr,
 )
+from ikgat.nn.triton_fourier_pairs import kernels as fourier_kernels
 from ikgat.nn.triton_softmax import helpers, keep_scale, torch_keep
 
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
@@ -443,7 +443,7 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
                *options, u.size(2), channels, LOG_SQUARE=log_square,
                **common)
     else:
-        launch(fourier_pairs.kernels()['forward'],
+        launch(fourier_kernels()['forward'],
                grid(num_dst, heads, constants), u, v, points, s, values,
                rowptr, src, out, row_max, row_den, *options, u.size(2),
                points.size(2), channels, points.size(0), **common)
@@ -484,7 +484,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
         common.update(LOG_SQUARE=log_square)
         options += (channels, )
     else:
-        jitted = fourier_pairs.kernels()
+        jitted = fourier_kernels()
         store = need_points
         common.update(STORE_ANGLES=store, BLOCK_D=next_power_of_2(width))
         options += (points.size(2), channels, points.size(0))
