@@ -470,7 +470,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     if not use_triton:
         return _torch_backward(grad_out, u, v, points, s, values, src, dst,
                                seed, row_max, row_den, delta, scale, eps,
-                               dropout, log_square)
+                               dropout, log_square, need_points)
     grad_out = grad_out.contiguous()
     num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
         values.size(2)
@@ -491,8 +491,11 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
         # dL/da of both sides' angles, (N, H, m, R), for the points':
         angle_shape = (heads, points.size(0), points.size(2)) if store \
             else (0, 0, 0)
-        grad_angles_u = u.new_empty(num_dst if store else 0, *angle_shape)
-        grad_angles_v = v.new_empty(num_src if store else 0, *angle_shape)
+        angle_dtype = accumulation_dtype(u.dtype)
+        grad_angles_u = u.new_empty(num_dst if store else 0, *angle_shape,
+                                    dtype=angle_dtype)
+        grad_angles_v = v.new_empty(num_src if store else 0, *angle_shape,
+                                    dtype=angle_dtype)
     if (need_u or need_points) and num_dst > 0 and heads > 0:
         constants = _tiling(num_edges, num_dst, heads, width, channels,
                             points)
@@ -527,7 +530,8 @@ def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
                         u.to(dtype))
     grad += torch.einsum('nhsr,nhd->shrd', grad_angles_v.to(dtype),
                          v.to(dtype))
-    return grad.to(points.dtype)
+    # Contiguous, as the fake implementation declares:
+    return grad.to(points.dtype).contiguous()
 
 
 def _backward_fake(grad_out, u, v, points, s, values, rowptr, src, dst,
@@ -615,12 +619,14 @@ def _torch_angle_gradients(x: Tensor, points: Tensor,
     angle = torch.einsum('nhd,shrd->nhsr', x, points)
     grad_cos, grad_sin = grad_table.unsqueeze(2).chunk(2, dim=-1)
     grad_angle = angle.cos() * grad_sin - angle.sin() * grad_cos
-    return torch.einsum('nhsr,shrd->nhd', grad_angle, points), grad_angle
+    # Contiguous, as the fake implementation declares:
+    return (torch.einsum('nhsr,shrd->nhd', grad_angle, points).contiguous(),
+            grad_angle)
 
 
 def _torch_backward(grad_out, u, v, points, s, values, src, dst, seed,
                     row_max, row_den, delta, scale, eps, dropout,
-                    log_square):
+                    log_square, need_points):
     src, dst = src.long(), dst.long()
     dtype = accumulation_dtype(values.dtype)
     tables = (u, v) if points is None else (fourier_features(u, points),
@@ -644,8 +650,9 @@ def _torch_backward(grad_out, u, v, points, s, values, src, dst, seed,
     if points is not None:
         grad_u, grad_angles_u = _torch_angle_gradients(u, points, grad_u)
         grad_v, grad_angles_v = _torch_angle_gradients(v, points, grad_v)
-        grad_points = _points_gradient(points, u, v, grad_angles_u,
-                                       grad_angles_v)
+        if need_points:
+            grad_points = _points_gradient(points, u, v, grad_angles_u,
+                                           grad_angles_v)
     return (grad_u, grad_v, grad_points, scatter(src, d_logit, s),
             scatter(src, (keep * alpha).unsqueeze(-1) * g, values))
 
@@ -680,7 +687,8 @@ def fused_transformer_attention(
         link (str, optional): :math:`\lambda`, one of :data:`LINKS`.
             (default: :obj:`'identity'`)
         scale (float, optional): :math:`c`. (default: :obj:`1.0`)
-        eps (float, optional): :math:`\epsilon` of ``'log_square'``.
+        eps (float, optional): :math:`\epsilon` of ``'log_square'``,
+            positive there (unread by ``'identity'``).
             (default: :obj:`0.0`)
         dropout (float, optional): Attention dropout probability :math:`p`
             (pass :obj:`0` in evaluation). (default: :obj:`0`)
@@ -716,6 +724,15 @@ def fused_transformer_attention(
                          f"(m, H, R, D) for u {tuple(u.shape)}, with link "
                          f"{LOG_SQUARE!r} (got {tuple(points.shape)}, link "
                          f"{link!r})")
+    if points is not None and (points.dtype != u.dtype
+                               or points.device != u.device):
+        raise ValueError(f"fused_transformer_attention: 'points' must have "
+                         f"u's dtype and device ({u.dtype}, {u.device}; got "
+                         f"{points.dtype}, {points.device})")
+    if link == LOG_SQUARE and not eps > 0:
+        raise ValueError(f"fused_transformer_attention: 'eps' must be "
+                         f"positive with link {LOG_SQUARE!r} (log(t^2 + "
+                         f"eps) at t = 0; got {eps!r})")
     if not 0.0 <= dropout <= 1.0:
         raise ValueError(f"fused_transformer_attention: 'dropout' must lie "
                          f"in [0, 1] (got {dropout!r})")

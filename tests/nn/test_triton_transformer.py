@@ -19,6 +19,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     IDENTITY,
     LINKS,
     LOG_SQUARE,
+    _tiling,
     fused_transformer_attention,
     head_block,
 )
@@ -181,18 +182,63 @@ def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
     assert fused[1][-2:].abs().max() == 0
 
 
-def test_points_kernels_walk_blocks_of_heads():
-    # R = 200 pads to 256: two heads per program, so that 3 heads take two
-    # programs per node, the second half masked.
-    assert head_block(3, 200, 3) == 2
-    leaves = fourier_leaves(11, 6, 3, 2, 200, 1, seed=11,
+@pytest.mark.parametrize('points, block_h', [(200, 1), (5, 4)])
+def test_points_kernels_walk_blocks_of_heads(points, block_h):
+    # R = 200 pads to 256: one head per program (FOURIER_ROW_ELEMENTS), so
+    # that 3 heads take three programs per node; R = 5 pads to 8: one
+    # program of 4 heads, the fourth masked.
+    leaves = fourier_leaves(11, 6, 3, 2, points, 1, seed=11,
                             dtype=torch.float32)
     edge_index = graph(11, 6, 30, seed=12)
+    assert _tiling(30, 6, 3, 2, 3, leaves[2])['BLOCK_H'] == block_h
     fused = fourier_values_and_gradients(leaves, edge_index, 6)
     reference = fourier_values_and_gradients(leaves, edge_index, 6,
                                              use_triton=False)
     for got, expected in zip(fused, reference):
         assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize('use_triton', [True, False])
+def test_points_path_without_edges_and_with_only_the_points_learned(
+        use_triton):
+    # No edge: zero output and gradients; with only the points requiring a
+    # gradient, the kernels still write it (and equal the reference).
+    u, v, points, s, values = fourier_leaves(5, 4, 2, 3, 4, 2, seed=9,
+                                             dtype=torch.float32)
+    empty = torch.empty(2, 0, dtype=torch.long, device=DEVICE)
+    out = run_fourier((u, v, points, s, values), empty, 4,
+                      use_triton=use_triton)
+    assert out.shape == (4, 2, 3) and out.abs().max() == 0
+    out.sum().backward()
+    assert u.grad.abs().max() == 0 and points.grad.abs().max() == 0
+    leaves = [t.detach().requires_grad_(t is points) for t in
+              (u, v, points, s, values)]
+    edge_index = graph(5, 4, 12, seed=10)
+    got = fourier_values_and_gradients(leaves, edge_index, 4,
+                                       use_triton=use_triton)
+    want = fourier_values_and_gradients(leaves, edge_index, 4,
+                                        use_triton=False)
+    assert got[1] is None and got[3] is not None
+    assert torch.allclose(got[3], want[3], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize('with_points', [False, True])
+def test_the_operators_pass_opcheck(with_points):
+    # Schema, fake implementations (shapes and strides), autograd
+    # registration, on the PyTorch implementation.
+    from ikgat.nn.triton_attention import prepare_csr
+    from ikgat.nn.triton_transformer import _forward_op
+    u, v, points, s, values = fourier_leaves(6, 5, 2, 3, 4, 2, seed=0,
+                                             dtype=torch.float64)
+    if not with_points:
+        u, v = (torch.randn(n, 2, 8, dtype=torch.float64,
+                            requires_grad=True) for n in (5, 6))
+        points = None
+    csr = prepare_csr(graph(6, 5, 12, seed=1).cpu(), 6, 5)
+    args = (u, v, points, s, values, csr.rowptr, csr.src, csr.dst,
+            csr.colptr, csr.csc_edge, csr.csc_dst, csr.rowptr, 0.3, 1e-3,
+            0.0, True, False)
+    torch.library.opcheck(_forward_op, args)
 
 
 @pytest.mark.parametrize('use_triton', [True, False])
@@ -233,6 +279,14 @@ def test_points_must_match_the_queries_and_the_link():
     with pytest.raises(ValueError, match="with link 'log_square'"):
         fused_transformer_attention(u, v, s, values, edge_index, 4,
                                     IDENTITY, points=points)
+    with pytest.raises(ValueError, match="u's dtype and device"):
+        fused_transformer_attention(u, v, s, values, edge_index, 4,
+                                    LOG_SQUARE, eps=1e-3,
+                                    points=points.double())
+    # log(t^2 + eps) needs eps > 0 (padded lanes have t = 0):
+    with pytest.raises(ValueError, match="'eps' must be positive"):
+        fused_transformer_attention(u, v, s, values, edge_index, 4,
+                                    LOG_SQUARE, eps=0.0, points=points)
 
 
 @pytest.mark.parametrize('use_triton, width', [
