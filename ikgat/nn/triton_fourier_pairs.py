@@ -161,10 +161,15 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
     running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
     running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    # The sources of the first tile; each tile loads the next one's before
+    # its own work (so that its latency overlaps the work):
+    j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
+                     other=0)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        j = j_next.to(tl.int64)
+        j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
         row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
@@ -215,10 +220,15 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
     d = tl.load(delta + i * H + offs_h, mask=mask_h, other=0.)
     acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    # The sources of the first tile; each tile loads the next one's before
+    # its own work (so that its latency overlaps the work):
+    j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
+                     other=0)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        j = j_next.to(tl.int64)
+        j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
         row = j[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
@@ -270,12 +280,18 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
     acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
+    # The CSR position and the target of each out-edge of the first tile;
+    # each tile loads the next one's before its own work:
+    mask_next = start + offs_e < stop
+    e_next = tl.load(csc_edge + start + offs_e, mask=mask_next, other=0)
+    i_next = tl.load(csc_dst + start + offs_e, mask=mask_next, other=0)
     for first in range(start, stop, BLOCK_E):
         kk = first + offs_e
         mask_e = kk < stop
-        # The CSR position and the target of each out-edge:
-        e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
-        i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
+        e, i = e_next.to(tl.int64), i_next.to(tl.int64)
+        mask_next = kk + BLOCK_E < stop
+        e_next = tl.load(csc_edge + kk + BLOCK_E, mask=mask_next, other=0)
+        i_next = tl.load(csc_dst + kk + BLOCK_E, mask=mask_next, other=0)
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         q_cos, q_sin = _features(q, points, i, offs_h, offs_r, mask_e, H, D,
