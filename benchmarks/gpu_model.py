@@ -717,9 +717,10 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     angle, :math:`2 B_D` per head and channel); with learned points each
     backward kernel stores :math:`\partial L/\partial a` (:math:`N H m R`
     floats).  The spectral points (:math:`m H R D` floats) come from L2.
-    Each tile loads the next tile's edge indices before its own work, so
-    that one dependent round trip per tile remains (the gather of the
-    other end's row), not two."""
+    The forward and per-target kernels load the next tile's sources before
+    the current tile's work, so that one dependent round trip per tile
+    remains there (the gather of the other end's row), not two; the
+    per-source kernel keeps two (prefetching spilled its widest tiles)."""
     from ikgat.nn.triton_transformer import FOURIER_ROW_ELEMENTS
     from ikgat.nn.triton_transformer import tiling as transformer_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
@@ -751,30 +752,31 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # per_edge: bytes gathered per edge and program; index: edge indices
     # per edge and program; flops per lane, per edge-head lane; sfu per
     # edge-head lane (exp, log, divisions).
+    # trips: dependent round trips per tile.
     for name, label, constexprs, per_program, per_edge, index, lane_flops, \
-            flops, sfu, node_flops, stored in (
+            flops, sfu, node_flops, stored, trips in (
             ('_forward_body', 'transformer attention forward (features '
              'inside)', flags, d + channels + 2,
              x_row + head_row + value_row, 1, feature + 4,
-             2 * block_c + 6, 3, sets * own * (2 * d + 27), 0),
+             2 * block_c + 6, 3, sets * own * (2 * d + 27), 0, 1),
             ('_backward_dst_body', 'transformer backward, per target '
              '(features inside)', backward_flags, 2 * d + channels + 3,
              x_row + head_row + value_row, 1, feature + 8,
              2 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
-             angles),
+             angles, 1),
             ('_backward_src_body', 'transformer backward, per source '
              '(features inside)', backward_flags,
              2 * d + 2 * channels + 2,
              x_row + 3 * head_row + value_row, 2, feature + 8,
              4 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
-             angles)):
+             angles, 2)):
         costs.append(KernelCost(
             name, label, (n, head_blocks), dict(constexprs),
             bytes=n * (2 * index_bytes + heads * per_program * f32) + stored
             + e * head_blocks * (index * index_bytes + per_edge),
             flops=lanes * lane_flops + issued * flops + node_flops,
             transcendentals=issued * sfu + 2 * tiles * block_h,
-            round_trips=programs + tiles, warps=tile['num_warps']))
+            round_trips=programs + trips * tiles, warps=tile['num_warps']))
     return costs
 
 

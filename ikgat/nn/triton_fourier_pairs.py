@@ -43,6 +43,8 @@ x_n^\top` is one node-level product per side (in torch).  Per edge and
 head a kernel computes :math:`2mR` sines and cosines and :math:`2mRD`
 FLOPs of angles, and gathers :math:`D` floats instead of :math:`2R`.
 
+The forward and per-target kernels load the next edge tile's sources
+before the current tile's work, so that the load's latency overlaps it.
 The tiles are :math:`B_E \times B_H \times B_R` (edges, heads, points);
 the angles are accumulated over :math:`d` from single columns, so that no
 tile carries the :math:`D` axis.  The bodies read ``tl`` and the helpers
@@ -280,18 +282,14 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
     acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
-    # The CSR position and the target of each out-edge of the first tile;
-    # each tile loads the next one's before its own work:
-    mask_next = start + offs_e < stop
-    e_next = tl.load(csc_edge + start + offs_e, mask=mask_next, other=0)
-    i_next = tl.load(csc_dst + start + offs_e, mask=mask_next, other=0)
     for first in range(start, stop, BLOCK_E):
         kk = first + offs_e
         mask_e = kk < stop
-        e, i = e_next.to(tl.int64), i_next.to(tl.int64)
-        mask_next = kk + BLOCK_E < stop
-        e_next = tl.load(csc_edge + kk + BLOCK_E, mask=mask_next, other=0)
-        i_next = tl.load(csc_dst + kk + BLOCK_E, mask=mask_next, other=0)
+        # The CSR position and the target of each out-edge (not prefetched
+        # here as in the other two kernels: the registers it takes made
+        # the widest tiles spill on sm_80):
+        e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
+        i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         q_cos, q_sin = _features(q, points, i, offs_h, offs_r, mask_e, H, D,
