@@ -100,6 +100,24 @@ def test_kernels_walk_blocks_of_heads(link):
         assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
 
 
+def assert_one_mask(plain, out, values, dropout):
+    r"""With values one-hot per source and head, out[i, h, j] is the dropped
+    weight of the edge j -> i: the keep rate lies in a binomial interval,
+    the kept weights are the undropped ones over 1 - p, and the backward
+    pass draws the same mask (out is linear in the values, so their
+    gradient is the dropped weights themselves)."""
+    kept = out > 0
+    rate = kept.float().mean().item()
+    half_width = 3.9 * math.sqrt(dropout * (1 - dropout) / kept.numel())
+    assert abs(rate - (1 - dropout)) < half_width, rate
+    assert torch.allclose(out[kept], plain[kept] / (1 - dropout), rtol=1e-5)
+    upstream = torch.randn(out.shape, device=DEVICE)
+    (out * upstream).sum().backward()
+    # dL/dvalues[j, h, c] = sum_i a~[i, h, j] G[i, h, c]:
+    expected = torch.einsum('ihj,ihc->jhc', out.detach(), upstream)
+    assert torch.allclose(values.grad, expected, atol=1e-5)
+
+
 def fourier_leaves(num_src, num_dst, heads, channels, points, sets, seed,
                    dtype, values=3):
     r"""Queries, keys, spectral points (m, H, R, D), source terms and
@@ -258,15 +276,7 @@ def test_points_path_dropout_keeps_one_mask_forward_and_backward(use_triton):
     plain = run_fourier(leaves, edge_index, num_dst, 0.0, use_triton)
     out = run_fourier(leaves, edge_index, num_dst, dropout, use_triton,
                       seed=5)
-    kept = out > 0
-    rate = kept.float().mean().item()
-    half_width = 3.9 * math.sqrt(dropout * (1 - dropout) / kept.numel())
-    assert abs(rate - (1 - dropout)) < half_width, rate
-    assert torch.allclose(out[kept], plain[kept] / (1 - dropout), rtol=1e-5)
-    upstream = torch.randn(out.shape, device=DEVICE)
-    (out * upstream).sum().backward()
-    expected = torch.einsum('ihj,ihc->jhc', out.detach(), upstream)
-    assert torch.allclose(values.grad, expected, atol=1e-5)
+    assert_one_mask(plain, out, values, dropout)
 
 
 def test_points_must_match_the_queries_and_the_link():
@@ -308,18 +318,7 @@ def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,
     plain = run(leaves, edge_index, num_dst, IDENTITY, 0.0, use_triton)
     out = run(leaves, edge_index, num_dst, IDENTITY, dropout, use_triton,
               seed=5)
-    kept = out > 0
-    rate = kept.float().mean().item()
-    half_width = 3.9 * math.sqrt(dropout * (1 - dropout) / kept.numel())
-    assert abs(rate - (1 - dropout)) < half_width, rate
-    assert torch.allclose(out[kept], plain[kept] / (1 - dropout), rtol=1e-5)
-    # The backward pass draws the same mask: out is linear in the values,
-    # so its gradient is the dropped weights themselves.
-    upstream = torch.randn(out.shape, device=DEVICE)
-    (out * upstream).sum().backward()
-    # dL/dvalues[j, h, c] = sum_i a~[i, h, j] G[i, h, c]:
-    expected = torch.einsum('ihj,ihc->jhc', out.detach(), upstream)
-    assert torch.allclose(values.grad, expected, atol=1e-5)
+    assert_one_mask(plain, out, values, dropout)
     # A seed repeats the mask, another seed draws another:
     again = run(leaves, edge_index, num_dst, IDENTITY, dropout, use_triton,
                 seed=5)
