@@ -135,8 +135,13 @@ triton = None
 tl = None
 _edge_slope = None
 _edge_logit = None
+_node_program = None
 _keep = None
-_online_softmax = None
+_statistics = None
+_aggregate = None
+_finish = None
+_softmax_weight = None
+_logit_gradient = None
 _KERNELS = None
 
 #: Upper bound on the elements of one edges x heads x channels tile at 4
@@ -253,14 +258,9 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                   HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                   BLOCK_C: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
-    offs_h = tl.arange(0, BLOCK_H)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
     row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
     dst_ptr = score_dst + row * H * 3 + offs_h * 3
     s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
@@ -287,24 +287,14 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
         logit = tl.where(mask_eh, logit, float('-inf'))
-        # Online softmax (ikgat.nn.triton_softmax): rescale by
-        # exp(old max - new max).
-        new_max, scale, p, running_sum = _online_softmax(
-            running_max, running_sum, logit)
-        x = tl.load(x_src + j[:, None, None] * H * C
-                    + offs_h[None, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        # The softmax sums the undropped terms; the output the dropped ones:
-        if HAS_DROPOUT:
-            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
-        acc = acc * scale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
-        running_max = new_max
-    den = running_sum + 1e-16  # PyG's softmax denominator
-    tl.store(out + i * H * C + offs_h[:, None] * C + offs_c[None, :],
-             tl.fdiv(acc, den[:, None]), mask=mask_hc)
-    tl.store(group_max + i * H + offs_h, running_max, mask=mask_h)
-    tl.store(group_den + i * H + offs_h, den, mask=mask_h)
+        # Online softmax and dropout (ikgat.nn.triton_softmax): the softmax
+        # sums the undropped terms, the output the dropped ones.
+        running_max, running_sum, acc = _aggregate(
+            running_max, running_sum, acc, logit, x_src,
+            j[:, None] * H + offs_h[None, :], offs_c, C, mask_e, mask_hc,
+            seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+    _finish(out, group_max, group_den, acc, running_max, running_sum, i,
+            offs_h, offs_c, H, C, mask_h, mask_hc)
 
 
 def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
@@ -341,7 +331,7 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
         logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
-        weight = tl.fdiv(tl.exp(logit - m[None, :]), den[None, :])
+        weight = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
         if HAS_DROPOUT:
             weight = weight * _keep(seed, e, offs_h, H, dropout, keep_scale)
         tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
@@ -359,14 +349,9 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                        STORE_GRAD_LOGIT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_C: tl.constexpr):
-    j = tl.program_id(0).to(tl.int64)
-    start = tl.load(colptr + j).to(tl.int64)
-    stop = tl.load(colptr + j + 1).to(tl.int64)
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
-    offs_h = tl.arange(0, BLOCK_H)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
     offs_hc = offs_h[:, None] * C + offs_c[None, :]
     src_ptr = score_src + j * H * 3 + offs_h * 3
     s0_src = tl.load(src_ptr, mask=mask_h, other=0.).to(tl.float32)
@@ -398,10 +383,8 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                                       g_src[None, :], s0, s1, g, eps,
                                       negative_slope, HAS_GATE)
         node_eh = i[:, None] * H + offs_h[None, :]
-        m = tl.load(group_max + node_eh, mask=mask_eh, other=0.)
-        den = tl.load(group_den + node_eh, mask=mask_eh, other=1.)
-        d = tl.load(delta + node_eh, mask=mask_eh, other=0.)
-        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m), den), 0.)
+        m, den, d = _statistics(group_max, group_den, delta, node_eh, mask_eh)
+        alpha = _softmax_weight(logit, m, den, mask_eh)
         g_out = tl.load(grad_out + i[:, None, None] * stride_n
                         + offs_h[None, :, None] * stride_h
                         + offs_c[None, None, :] * stride_c,
@@ -414,12 +397,8 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
         if HAS_GRAD_ALPHA:
             d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
                                mask=mask_eh, other=0.).to(tl.float32)
-        kept = alpha  # a~ (alpha without dropout)
-        if HAS_DROPOUT:
-            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
-            d_alpha = keep * d_alpha  # dL/dalpha
-            kept = keep * alpha
-        d_logit = alpha * (d_alpha - d)
+        d_logit, kept = _logit_gradient(alpha, d_alpha, d, seed, e, offs_h,
+                                        H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g_out, axis=0)
         acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
         acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
@@ -478,7 +457,8 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
 def kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
-    global triton, tl, _edge_slope, _edge_logit, _keep, _online_softmax
+    global triton, tl, _edge_slope, _edge_logit, _node_program, _keep
+    global _aggregate, _finish, _softmax_weight, _logit_gradient, _statistics
     global _KERNELS
     if _KERNELS is None:
         try:
@@ -491,10 +471,14 @@ def kernels():
         triton, tl = triton_module, tl_module
         _edge_slope = triton.jit(_edge_slope_body)
         _edge_logit = triton.jit(_edge_logit_body)
-        # The online softmax and the dropout draw, shared with
-        # ikgat.nn.triton_transformer:
+        # The steps shared with the graph transformer kernels
+        # (ikgat.nn.triton_softmax):
         shared = triton_softmax.helpers()
-        _online_softmax, _keep = shared['online_softmax'], shared['keep']
+        _node_program, _keep = shared['node_program'], shared['keep']
+        _aggregate, _finish = shared['aggregate'], shared['finish']
+        _softmax_weight = shared['softmax_weight']
+        _logit_gradient = shared['logit_gradient']
+        _statistics = shared['statistics']
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             alpha=triton.jit(_alpha_body),

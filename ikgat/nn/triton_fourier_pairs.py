@@ -58,12 +58,20 @@ from ikgat.nn.triton_softmax import helpers
 # Filled by kernels() on first use.
 triton = None
 tl = None
-_keep = None
-_online_softmax = None
+_node_program = None
+_link = None
+_gather_rows = None
+_node_row = None
+_statistics = None
+_aggregate = None
+_finish = None
+_softmax_weight = None
+_logit_gradient = None
 _features = None
 _angle_gradients = None
 _own_features = None
-_log_square = None
+_pair_link = None
+_accumulate = None
 _KERNELS = None
 
 
@@ -137,10 +145,19 @@ def _own_features_body(x, points, node, offs_h, offs_r, H, D, R, num_sets,
     return tl.sum(cos_sum, axis=0), tl.sum(sin_sum, axis=0)
 
 
-def _log_square_body(t, eps):
-    # lambda(t) = log(t^2 + eps) and lambda'(t) = 2t / (t^2 + eps).
-    square = t * t + eps
-    return tl.log(square), tl.fdiv(2. * t, square)
+def _pair_link_body(own_cos, own_sin, cos, sin, scale, eps):
+    # The link lambda(t) = log(t^2 + eps) and its slope of the edges' t =
+    # c phi(own)^T phi(other), from the own node's features [B_H, B_R] and
+    # the other ends' [B_E, B_H, B_R].
+    t = scale * tl.sum(cos * own_cos[None, :, :] + sin * own_sin[None, :, :],
+                       axis=2)
+    return _link(t, eps, True)
+
+
+def _accumulate_body(acc_cos, acc_sin, d_t, cos, sin):
+    # dL/dphi(own) += sum_e dL/dt_e phi(other_e), with the scale in d_t.
+    return (acc_cos + tl.sum(d_t[:, :, None] * cos, axis=0),
+            acc_sin + tl.sum(d_t[:, :, None] * sin, axis=0))
 
 
 def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
@@ -149,15 +166,10 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
                   BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
                   BLOCK_C: tl.constexpr):
     # One program per target i and block of heads; phi(k_j) per in-edge.
-    i = tl.program_id(0).to(tl.int64)
-    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
     q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, H, D, R,
                                  num_sets, BLOCK_H, BLOCK_R)
     running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
@@ -176,25 +188,15 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
                                  R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        t = scale * tl.sum(k_cos * q_cos[None, :, :]
-                           + k_sin * q_sin[None, :, :], axis=2)
-        logit, _ = _log_square(t, eps)
+        logit, _ = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
-        new_max, rescale, p, running_sum = _online_softmax(
-            running_max, running_sum, logit)
-        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        if HAS_DROPOUT:  # the output sums the dropped terms
-            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
-        acc = acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
-        running_max = new_max
-    den = running_sum + 1e-16  # PyG's softmax denominator
-    tl.store(out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
-             tl.fdiv(acc, den[:, None]), mask=mask_hc)
-    tl.store(row_max + i * H + offs_h, running_max, mask=mask_h)
-    tl.store(row_den + i * H + offs_h, den, mask=mask_h)
+        running_max, running_sum, acc = _aggregate(
+            running_max, running_sum, acc, logit, values, row, offs_c, C,
+            mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
+            HAS_DROPOUT)
+    _finish(out, row_max, row_den, acc, running_max, running_sum, i, offs_h,
+            offs_c, H, C, mask_h, mask_hc)
 
 
 def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
@@ -204,22 +206,14 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
                        BLOCK_D: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
     q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, H, D, R,
                                  num_sets, BLOCK_H, BLOCK_R)
-    g_i = tl.load(grad_out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
-                  mask=mask_hc, other=0.).to(tl.float32)
-    m = tl.load(row_max + i * H + offs_h, mask=mask_h, other=0.)
-    den = tl.load(row_den + i * H + offs_h, mask=mask_h, other=1.)
-    d = tl.load(delta + i * H + offs_h, mask=mask_h, other=0.)
+    g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
+    m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
     acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     # The sources of the first tile; each tile loads the next one's before
@@ -235,22 +229,16 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
                                  R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        t = scale * tl.sum(k_cos * q_cos[None, :, :]
-                           + k_sin * q_sin[None, :, :], axis=2)
-        logit, slope = _log_square(t, eps)
+        logit, slope = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m[None, :]),
-                                          den[None, :]), 0.)
-        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        # dL/dalpha = m/(1-p) <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_alpha = tl.sum(x * g_i[None, :, :], axis=2)
-        if HAS_DROPOUT:
-            d_alpha *= _keep(seed, e, offs_h, H, dropout, keep_scale)
-        d_t = (alpha * (d_alpha - d[None, :]) * slope * scale)[:, :, None]
-        acc_cos += tl.sum(d_t * k_cos, axis=0)
-        acc_sin += tl.sum(d_t * k_sin, axis=0)
+        alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
+        x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+        # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
+        d_logit, _ = _logit_gradient(
+            alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
+            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        acc_cos, acc_sin = _accumulate(acc_cos, acc_sin,
+                                       d_logit * slope * scale, k_cos, k_sin)
     _angle_gradients(q, points, i, offs_h, offs_r, tl.arange(0, BLOCK_D),
                      acc_cos, acc_sin, grad_q, grad_angles, H, D, R,
                      num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
@@ -264,19 +252,13 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
                        BLOCK_D: tl.constexpr):
-    j = tl.program_id(0).to(tl.int64)
-    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    start = tl.load(colptr + j).to(tl.int64)
-    stop = tl.load(colptr + j + 1).to(tl.int64)
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
     k_cos, k_sin = _own_features(k, points, j, offs_h, offs_r, H, D, R,
                                  num_sets, BLOCK_H, BLOCK_R)
-    x_j = tl.load(values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
-                  mask=mask_hc, other=0.).to(tl.float32)
+    x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
     acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
@@ -294,29 +276,17 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         q_cos, q_sin = _features(q, points, i, offs_h, offs_r, mask_e, H, D,
                                  R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        t = scale * tl.sum(q_cos * k_cos[None, :, :]
-                           + q_sin * k_sin[None, :, :], axis=2)
-        logit, slope = _log_square(t, eps)
-        m = tl.load(row_max + row, mask=mask_eh, other=0.)
-        den = tl.load(row_den + row, mask=mask_eh, other=1.)
-        d = tl.load(delta + row, mask=mask_eh, other=0.)
-        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit + s_j[None, :] - m),
-                                          den), 0.)
-        g = tl.load(grad_out + row[:, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        d_alpha = tl.sum(g * x_j[None, :, :], axis=2)
-        kept = alpha  # the dropped weight a~ (alpha without dropout)
-        if HAS_DROPOUT:
-            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
-            d_alpha *= keep
-            kept = keep * alpha
-        d_logit = alpha * (d_alpha - d)
+        logit, slope = _pair_link(k_cos, k_sin, q_cos, q_sin, scale, eps)
+        m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
+        alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
+        g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
+        d_logit, kept = _logit_gradient(
+            alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
+            H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g, axis=0)
         acc_s += tl.sum(d_logit, axis=0)
-        d_t = (d_logit * slope * scale)[:, :, None]
-        acc_cos += tl.sum(d_t * q_cos, axis=0)
-        acc_sin += tl.sum(d_t * q_sin, axis=0)
+        acc_cos, acc_sin = _accumulate(acc_cos, acc_sin,
+                                       d_logit * slope * scale, q_cos, q_sin)
     tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
              acc_x, mask=mask_hc)
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
@@ -330,18 +300,27 @@ def kernels():
     ``'backward_src'`` (Triton is imported and the kernels are jitted on
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
     Triton before)."""
-    global triton, tl, _keep, _online_softmax, _features, _angle_gradients
-    global _own_features, _log_square, _KERNELS
+    global triton, tl, _node_program, _link, _gather_rows, _aggregate
+    global _node_row, _statistics, _finish, _softmax_weight, _logit_gradient
+    global _features, _angle_gradients, _own_features, _pair_link
+    global _accumulate, _KERNELS
     if _KERNELS is None:
         import triton as triton_module
         import triton.language as tl_module
         triton, tl = triton_module, tl_module
+        # The steps shared with the other fused kernels
+        # (ikgat.nn.triton_softmax):
         shared = helpers()
-        _online_softmax, _keep = shared['online_softmax'], shared['keep']
+        _node_program, _link = shared['node_program'], shared['link']
+        _gather_rows, _aggregate = shared['gather_rows'], shared['aggregate']
+        _finish, _softmax_weight = shared['finish'], shared['softmax_weight']
+        _logit_gradient = shared['logit_gradient']
+        _node_row, _statistics = shared['node_row'], shared['statistics']
         _features = triton.jit(_features_body)
         _angle_gradients = triton.jit(_angle_gradients_body)
         _own_features = triton.jit(_own_features_body)
-        _log_square = triton.jit(_log_square_body)
+        _pair_link = triton.jit(_pair_link_body)
+        _accumulate = triton.jit(_accumulate_body)
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             backward_dst=triton.jit(_backward_dst_body),

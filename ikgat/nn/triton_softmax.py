@@ -1,8 +1,9 @@
 r"""The softmax steps that the fused attention kernels share
 (:mod:`ikgat.nn.triton_attention` for the GAT layers,
-:mod:`ikgat.nn.triton_transformer` for the graph transformer layers): the
-online softmax over blocks of in-edges and the attention dropout, which
-is drawn again wherever it is needed instead of stored.
+:mod:`ikgat.nn.triton_transformer` and :mod:`ikgat.nn.triton_fourier_pairs`
+for the graph transformer layers): the online softmax over blocks of
+in-edges, the attention dropout, which is drawn again wherever it is
+needed instead of stored, and the steps around them.
 
 **Online softmax** (FlashAttention's recurrence).  A program walks the
 in-edges of a target in blocks; per head it keeps the running maximum
@@ -42,9 +43,33 @@ The kernels' PyTorch implementations take :math:`u` from a
 implementations drop different edges, each the same edges in its forward
 and backward pass.
 
-* :func:`online_softmax_body` and :func:`keep_body`: the Triton bodies,
-  jitted once by :func:`helpers` and called by the kernels (Triton inlines
-  them);
+**The steps around them**, written once for every kernel that walks the
+edges of a node with a softmax:
+
+* :func:`aggregate_body`: one block of the forward pass, the online softmax
+  step, the dropout draw and the accumulation of the gathered rows;
+* :func:`finish_body`: the forward pass's end, :math:`\mathrm{out} = a / Z`
+  with :math:`Z = l + 10^{-16}` (PyG's softmax denominator), and the saved
+  row statistics :math:`m` and :math:`Z`;
+* :func:`softmax_weight_body`: :math:`\alpha_e = e^{\ell_e - m} / Z` from
+  the saved statistics, in the backward passes;
+* :func:`logit_gradient_body`: :math:`\partial L/\partial\ell_e =
+  \alpha_e (\mu_e/(1-p)\, \partial L/\partial\tilde\alpha_e - D_i)`
+  and the dropped weight :math:`\tilde\alpha_e`;
+* :func:`gather_rows_body` and :func:`node_row_body`: the rows of a node
+  table at a block of edges, and a program's own row;
+* :func:`statistics_body`: the saved :math:`m`, :math:`Z` and
+  :math:`D_i` at given rows;
+* :func:`node_program_body`: a program's node, its edge range in the
+  compressed order and its block of heads (a kernel's prologue);
+* :func:`link_body`: the dot-product kernels' link :math:`\lambda(t)` and
+  :math:`\lambda'(t)` (:mod:`ikgat.nn.triton_transformer`).
+
+The module's functions:
+
+* :func:`online_softmax_body`, :func:`keep_body` and the steps above: the
+  Triton bodies, jitted once by :func:`helpers` and called by the kernels
+  (Triton inlines them);
 * :func:`keep_scale`: the factor :math:`1/(1 - p)`;
 * :func:`torch_keep`: :math:`\mu/(1 - p)` for the PyTorch
   implementations.
@@ -52,6 +77,8 @@ and backward pass.
 Triton is imported the first time :func:`helpers` is called, so that
 importing this module never needs it.
 """
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
 from typing import Any, Dict, Sequence
 
 import torch
@@ -61,6 +88,9 @@ from torch import Tensor
 # global when Triton compiles (or interprets) them.
 triton = None
 tl = None
+_online_softmax = None
+_keep = None
+_gather_rows = None
 _HELPERS = None
 
 
@@ -104,13 +134,140 @@ def keep_body(seed, e, offs_h, H, dropout, keep_scale):
     return tl.where(u >= dropout, keep_scale, 0.)
 
 
+def node_program_body(pointers, H, C, BLOCK_H: tl.constexpr,
+                      BLOCK_C: tl.constexpr):
+    r"""The Triton body of a kernel's prologue, for one program per node
+    (grid axis 0) and block of :math:`B_H` heads (axis 1, absent in a 1-D
+    grid): returns ``(node, offs_h, start, stop, offs_c, mask_h,
+    mask_hc)``, the node (int64), its heads, the range of its edges in
+    the order compressed by :obj:`pointers`, the :math:`B_C` channel
+    offsets, and the masks of the heads of :obj:`H` and of the heads by
+    channels of :obj:`C`.  Jitted by :func:`helpers`."""
+    node = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(pointers + node).to(tl.int64)
+    stop = tl.load(pointers + node + 1).to(tl.int64)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    return node, offs_h, start, stop, offs_c, mask_h, mask_hc
+
+
+def link_body(t, eps, LOG_SQUARE: tl.constexpr):
+    r"""The Triton body of the dot-product kernels' link and its slope,
+    :math:`\lambda(t) = \log(t^2 + \epsilon)` and :math:`\lambda'(t) = 2t /
+    (t^2 + \epsilon)` with ``LOG_SQUARE``, else :math:`t` and :math:`1`
+    (:mod:`ikgat.nn.triton_transformer`).  Jitted by :func:`helpers`."""
+    if LOG_SQUARE:
+        square = t * t + eps
+        return tl.log(square), tl.fdiv(2. * t, square)
+    return t, tl.full(t.shape, 1., tl.float32)
+
+
+def gather_rows_body(table, row, offs, width, mask_e, mask_hw):
+    r"""The Triton body that gathers the rows :obj:`row` :math:`(B_E, B_H)`
+    (node times :math:`H` plus head) of a table of :obj:`width` columns,
+    as a float32 tile :math:`(B_E, B_H, B_W)` (:obj:`offs` the columns),
+    zero outside the edges :obj:`mask_e` :math:`(B_E,)` and the heads and
+    columns :obj:`mask_hw` :math:`(B_H, B_W)`.  Jitted by
+    :func:`helpers`."""
+    return tl.load(table + row[:, :, None] * width + offs[None, None, :],
+                   mask=mask_e[:, None, None] & mask_hw[None, :, :],
+                   other=0.).to(tl.float32)
+
+
+def node_row_body(table, node, offs_h, offs, H, width, mask_hw):
+    r"""The Triton body that loads the row of :obj:`node` of a table
+    :math:`(N, H, W)` (:math:`W` = :obj:`width`) at the heads
+    :obj:`offs_h` and columns :obj:`offs`, as a float32 tile
+    :math:`(B_H, B_W)`, zero outside :obj:`mask_hw`.  Jitted by
+    :func:`helpers`."""
+    return tl.load(table + (node * H + offs_h[:, None]) * width
+                   + offs[None, :], mask=mask_hw, other=0.).to(tl.float32)
+
+
+def statistics_body(row_max, row_den, delta, index, mask):
+    r"""The Triton body that loads the saved softmax statistics :math:`m`
+    and :math:`Z` and :math:`D_i` (each :math:`(N, H)`) at the flat
+    positions :obj:`index` (node times :math:`H` plus head), with
+    :math:`m = 0`, :math:`Z = 1`, :math:`D = 0` outside :obj:`mask`.
+    Jitted by :func:`helpers`."""
+    return (tl.load(row_max + index, mask=mask, other=0.),
+            tl.load(row_den + index, mask=mask, other=1.),
+            tl.load(delta + index, mask=mask, other=0.))
+
+
+def aggregate_body(running_max, running_sum, acc, logit, values, row, offs_c,
+                   C, mask_e, mask_hc, seed, e, offs_h, H, dropout,
+                   keep_scale, HAS_DROPOUT: tl.constexpr):
+    r"""The Triton body of one block of edges of the forward pass: the
+    online softmax step (:func:`online_softmax_body`) on the block's
+    logits :obj:`logit` :math:`(B_E, B_H)` (masked entries
+    :math:`-\infty`), then the accumulator :math:`a' = c\,a + \sum_e
+    \mu_e p_e X_e / (1 - p)` over the rows :math:`X_e` of
+    :obj:`values` :math:`(N, H, C)` at :obj:`row` (the dropout of
+    :func:`keep_body` with ``HAS_DROPOUT``; the sum :math:`l` stays that
+    of the undropped terms).  Returns ``(new_max, new_sum, new_acc)``.
+    Jitted by :func:`helpers`."""
+    new_max, rescale, p, new_sum = _online_softmax(running_max, running_sum,
+                                                   logit)
+    x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+    if HAS_DROPOUT:  # the output sums the dropped terms
+        p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
+    return (new_max, new_sum,
+            acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0))
+
+
+def finish_body(out, row_max, row_den, acc, running_max, running_sum, node,
+                offs_h, offs_c, H, C, mask_h, mask_hc):
+    r"""The Triton body of the forward pass's end for the target
+    :obj:`node`: stores :math:`a / Z` into :obj:`out` :math:`(N, H, C)`,
+    :math:`m` into :obj:`row_max` and :math:`Z = l + 10^{-16}` (PyG's
+    softmax denominator) into :obj:`row_den`, both :math:`(N, H)`.  Jitted
+    by :func:`helpers`."""
+    den = running_sum + 1e-16
+    tl.store(out + (node * H + offs_h[:, None]) * C + offs_c[None, :],
+             tl.fdiv(acc, den[:, None]), mask=mask_hc)
+    tl.store(row_max + node * H + offs_h, running_max, mask=mask_h)
+    tl.store(row_den + node * H + offs_h, den, mask=mask_h)
+
+
+def softmax_weight_body(logit, row_max, row_den, mask):
+    r"""The Triton body of :math:`\alpha = e^{\ell - m} / Z` from the
+    saved row statistics (broadcast to :obj:`logit`), zero outside
+    :obj:`mask`.  Jitted by :func:`helpers`."""
+    return tl.where(mask, tl.fdiv(tl.exp(logit - row_max), row_den), 0.)
+
+
+def logit_gradient_body(alpha, d_alpha, delta, seed, e, offs_h, H, dropout,
+                        keep_scale, HAS_DROPOUT: tl.constexpr):
+    r"""The Triton body of the logits' gradient: from :math:`\alpha`,
+    :obj:`d_alpha` :math:`= \partial L/\partial\tilde\alpha` and
+    :obj:`delta` :math:`D_i` (broadcast to :math:`(B_E, B_H)`), returns
+    ``(d_logit, kept)``: :math:`\alpha (\mu/(1-p)\,\partial
+    L/\partial\tilde\alpha - D_i)` and :math:`\tilde\alpha = \mu
+    \alpha / (1 - p)` (:math:`\alpha` itself without ``HAS_DROPOUT``).
+    Jitted by :func:`helpers`."""
+    kept = alpha
+    if HAS_DROPOUT:
+        keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
+        d_alpha = keep * d_alpha  # dL/dalpha
+        kept = keep * alpha
+    return alpha * (d_alpha - delta), kept
+
+
 def helpers() -> Dict[str, Any]:
-    r"""The jitted helpers by name, ``'online_softmax'``
-    (:func:`online_softmax_body`) and ``'keep'`` (:func:`keep_body`), for
-    the kernels of :mod:`ikgat.nn.triton_attention` and
-    :mod:`ikgat.nn.triton_transformer` (Triton is imported and the helpers
-    are jitted on the first call)."""
-    global triton, tl, _HELPERS
+    r"""The jitted helpers by name: ``'online_softmax'``
+    (:func:`online_softmax_body`), ``'keep'`` (:func:`keep_body`),
+    ``'node_program'``, ``'link'``, ``'gather_rows'``, ``'node_row'``,
+    ``'statistics'``, ``'aggregate'``,
+    ``'finish'``, ``'softmax_weight'`` and ``'logit_gradient'`` (the bodies
+    of the same names), for the
+    kernels of :mod:`ikgat.nn.triton_attention`,
+    :mod:`ikgat.nn.triton_transformer` and
+    :mod:`ikgat.nn.triton_fourier_pairs` (Triton is imported and the
+    helpers are jitted on the first call)."""
+    global triton, tl, _online_softmax, _keep, _gather_rows, _HELPERS
     if _HELPERS is None:
         try:
             import triton as triton_module
@@ -120,8 +277,19 @@ def helpers() -> Dict[str, Any]:
                 "the fused attention needs Triton; install it with "
                 "'pip install triton' (or ikgat[test])") from error
         triton, tl = triton_module, tl_module
-        _HELPERS = dict(online_softmax=triton.jit(online_softmax_body),
-                        keep=triton.jit(keep_body))
+        _online_softmax = triton.jit(online_softmax_body)
+        _keep = triton.jit(keep_body)
+        _gather_rows = triton.jit(gather_rows_body)
+        _HELPERS = dict(online_softmax=_online_softmax, keep=_keep,
+                        node_program=triton.jit(node_program_body),
+                        link=triton.jit(link_body),
+                        gather_rows=_gather_rows,
+                        node_row=triton.jit(node_row_body),
+                        statistics=triton.jit(statistics_body),
+                        aggregate=triton.jit(aggregate_body),
+                        finish=triton.jit(finish_body),
+                        softmax_weight=triton.jit(softmax_weight_body),
+                        logit_gradient=triton.jit(logit_gradient_body))
     return _HELPERS
 
 

@@ -125,23 +125,21 @@ LINKS = (IDENTITY, LOG_SQUARE)
 # globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
-_keep = None
-_online_softmax = None
+_node_program = None
 _link = None
+_gather_rows = None
+_node_row = None
+_statistics = None
+_aggregate = None
+_finish = None
+_softmax_weight = None
+_logit_gradient = None
 _KERNELS = None
 
 
 # ---------------------------------------------------------------------------
 # Kernel bodies (jitted by kernels()).  Tensors are contiguous: tables
 # (N, H, D), source terms (N_s, H), values (N_s, H, C).
-
-
-def _link_body(t, eps, LOG_SQUARE: tl.constexpr):
-    # lambda(t) and lambda'(t): log(t^2 + eps), 2t / (t^2 + eps); or t, 1.
-    if LOG_SQUARE:
-        square = t * t + eps
-        return tl.log(square), tl.fdiv(2. * t, square)
-    return t, tl.full(t.shape, 1., tl.float32)
 
 
 def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
@@ -151,18 +149,12 @@ def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
                   BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
     # One program per target i and block of heads: each in-edge gathers
     # one contiguous row of B_H x D table floats and B_H x C values.
-    i = tl.program_id(0).to(tl.int64)
-    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
     mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
-    u_i = tl.load(u + (i * H + offs_h[:, None]) * D + offs_d[None, :],
-                  mask=mask_hd, other=0.).to(tl.float32)  # [B_H, B_D]
+    u_i = _node_row(u, i, offs_h, offs_d, H, D, mask_hd)  # [B_H, B_D]
     running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
     running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
@@ -172,28 +164,18 @@ def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
         j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        v_j = tl.load(v + row[:, :, None] * D + offs_d[None, None, :],
-                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
-                      other=0.).to(tl.float32)
+        v_j = _gather_rows(v, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)  # [B_E, B_H]
         logit, _ = _link(t, eps, LOG_SQUARE)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
         # Online softmax per head (ikgat.nn.triton_softmax):
-        new_max, rescale, p, running_sum = _online_softmax(
-            running_max, running_sum, logit)
-        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        if HAS_DROPOUT:  # the output sums the dropped terms
-            p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
-        acc = acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0)
-        running_max = new_max
-    den = running_sum + 1e-16  # PyG's softmax denominator
-    tl.store(out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
-             tl.fdiv(acc, den[:, None]), mask=mask_hc)
-    tl.store(row_max + i * H + offs_h, running_max, mask=mask_h)
-    tl.store(row_den + i * H + offs_h, den, mask=mask_h)
+        running_max, running_sum, acc = _aggregate(
+            running_max, running_sum, acc, logit, values, row, offs_c, C,
+            mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
+            HAS_DROPOUT)
+    _finish(out, row_max, row_den, acc, running_max, running_sum, i, offs_h,
+            offs_c, H, C, mask_h, mask_hc)
 
 
 def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
@@ -202,23 +184,14 @@ def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
                        HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
                        BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
                        BLOCK_C: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
     mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
-    u_i = tl.load(u + (i * H + offs_h[:, None]) * D + offs_d[None, :],
-                  mask=mask_hd, other=0.).to(tl.float32)
-    g_i = tl.load(grad_out + (i * H + offs_h[:, None]) * C + offs_c[None, :],
-                  mask=mask_hc, other=0.).to(tl.float32)
-    m = tl.load(row_max + i * H + offs_h, mask=mask_h, other=0.)
-    den = tl.load(row_den + i * H + offs_h, mask=mask_h, other=1.)
-    d = tl.load(delta + i * H + offs_h, mask=mask_h, other=0.)
+    u_i = _node_row(u, i, offs_h, offs_d, H, D, mask_hd)
+    g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
+    m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
     acc_u = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
@@ -226,22 +199,17 @@ def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
         j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         row = j[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        v_j = tl.load(v + row[:, :, None] * D + offs_d[None, None, :],
-                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
-                      other=0.).to(tl.float32)
+        v_j = _gather_rows(v, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)
         logit, slope = _link(t, eps, LOG_SQUARE)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit - m[None, :]),
-                                          den[None, :]), 0.)
-        x = tl.load(values + row[:, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        # dL/dalpha = m/(1-p) <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_alpha = tl.sum(x * g_i[None, :, :], axis=2)
-        if HAS_DROPOUT:
-            d_alpha *= _keep(seed, e, offs_h, H, dropout, keep_scale)
-        d_t = alpha * (d_alpha - d[None, :]) * slope * scale
+        alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
+        x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+        # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
+        d_logit, _ = _logit_gradient(
+            alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
+            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        d_t = d_logit * slope * scale
         acc_u += tl.sum(d_t[:, :, None] * v_j, axis=0)
     tl.store(grad_u + (i * H + offs_h[:, None]) * D + offs_d[None, :], acc_u,
              mask=mask_hd)
@@ -253,20 +221,13 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
                        LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
-    j = tl.program_id(0).to(tl.int64)
-    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    start = tl.load(colptr + j).to(tl.int64)
-    stop = tl.load(colptr + j + 1).to(tl.int64)
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
-    offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
     mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
-    v_j = tl.load(v + (j * H + offs_h[:, None]) * D + offs_d[None, :],
-                  mask=mask_hd, other=0.).to(tl.float32)
-    x_j = tl.load(values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
-                  mask=mask_hc, other=0.).to(tl.float32)
+    v_j = _node_row(v, j, offs_h, offs_d, H, D, mask_hd)
+    x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
     acc_v = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
@@ -279,26 +240,15 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
         i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        u_i = tl.load(u + row[:, :, None] * D + offs_d[None, None, :],
-                      mask=mask_e[:, None, None] & mask_hd[None, :, :],
-                      other=0.).to(tl.float32)
+        u_i = _gather_rows(u, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(u_i * v_j[None, :, :], axis=2)
         logit, slope = _link(t, eps, LOG_SQUARE)
-        m = tl.load(row_max + row, mask=mask_eh, other=0.)
-        den = tl.load(row_den + row, mask=mask_eh, other=1.)
-        d = tl.load(delta + row, mask=mask_eh, other=0.)
-        alpha = tl.where(mask_eh, tl.fdiv(tl.exp(logit + s_j[None, :] - m),
-                                          den), 0.)
-        g = tl.load(grad_out + row[:, :, None] * C + offs_c[None, None, :],
-                    mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                    other=0.).to(tl.float32)
-        d_alpha = tl.sum(g * x_j[None, :, :], axis=2)
-        kept = alpha  # the dropped weight a~ (alpha without dropout)
-        if HAS_DROPOUT:
-            keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
-            d_alpha *= keep
-            kept = keep * alpha
-        d_logit = alpha * (d_alpha - d)
+        m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
+        alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
+        g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
+        d_logit, kept = _logit_gradient(
+            alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
+            H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g, axis=0)
         acc_s += tl.sum(d_logit, axis=0)
         acc_v += tl.sum((d_logit * slope * scale)[:, :, None] * u_i, axis=0)
@@ -312,7 +262,9 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
 def kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
-    global triton, tl, _keep, _online_softmax, _link, _KERNELS
+    global triton, tl, _node_program, _link, _gather_rows, _aggregate
+    global _node_row, _statistics, _finish, _softmax_weight, _logit_gradient
+    global _KERNELS
     if _KERNELS is None:
         try:
             import triton as triton_module
@@ -322,11 +274,14 @@ def kernels():
                 "fused_transformer_attention needs Triton; install it with "
                 "'pip install triton' (or ikgat[test])") from error
         triton, tl = triton_module, tl_module
-        # The online softmax and the dropout draw of the GAT kernels
+        # The steps shared with the other fused kernels
         # (ikgat.nn.triton_softmax):
         shared = helpers()
-        _online_softmax, _keep = shared['online_softmax'], shared['keep']
-        _link = triton.jit(_link_body)
+        _node_program, _link = shared['node_program'], shared['link']
+        _gather_rows, _aggregate = shared['gather_rows'], shared['aggregate']
+        _finish, _softmax_weight = shared['finish'], shared['softmax_weight']
+        _logit_gradient = shared['logit_gradient']
+        _node_row, _statistics = shared['node_row'], shared['statistics']
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             backward_dst=triton.jit(_backward_dst_body),

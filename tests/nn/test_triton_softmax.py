@@ -1,6 +1,6 @@
 """The softmax steps shared by the fused attention kernels: the dropout
-factor and its PyTorch mask, and one jitted helper of each kind for both
-kernel modules (the kernels' values: tests/nn/test_triton_attention.py,
+factor and its PyTorch mask, and one jitted helper of each kind for every
+kernel module (the kernels' values: tests/nn/test_triton_attention.py,
 test_triton_transformer.py and test_fused_dropout.py)."""
 import pytest
 import torch
@@ -29,14 +29,24 @@ def test_torch_keep_is_a_seeded_scaled_mask():
     assert not torch_keep(seed, (400, 3), 1.0, like).any()
 
 
-def test_both_kernel_modules_call_the_same_jitted_helpers():
+def test_every_kernel_module_calls_the_same_jitted_steps():
     pytest.importorskip('triton')
     import ikgat.nn.triton_attention as triton_attention
+    import ikgat.nn.triton_fourier_pairs as triton_fourier_pairs
     import ikgat.nn.triton_transformer as triton_transformer
     from ikgat.nn.triton_softmax import helpers
     triton_attention.kernels()
     triton_transformer.kernels()
+    triton_fourier_pairs.kernels()
     shared = helpers()
-    for module in (triton_attention, triton_transformer):
-        assert module._keep is shared['keep']
-        assert module._online_softmax is shared['online_softmax']
+    steps = ('node_program', 'aggregate', 'finish', 'softmax_weight',
+             'logit_gradient', 'statistics')
+    for module in (triton_attention, triton_transformer,
+                   triton_fourier_pairs):
+        for step in steps:
+            assert getattr(module, '_' + step) is shared[step], step
+    for module in (triton_transformer, triton_fourier_pairs):
+        assert module._link is shared['link']
+        assert module._gather_rows is shared['gather_rows']
+        assert module._node_row is shared['node_row']
+    assert triton_attention._keep is shared['keep']
