@@ -114,6 +114,7 @@ from torch import Tensor
 
 import ikgat.kernels.triton_fourier as triton_fourier
 from ikgat.kernels.base import renamed_argument
+from ikgat.kernels.trigonometry import cos_sin
 from ikgat.kernels.triton_runtime import triton_usable
 
 #: Elements of one :math:`(H, mR, n)` chunk of angles (float32: 1 MiB);
@@ -230,9 +231,9 @@ def _chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
             angle = _view(angle_buf, heads, num_angles, stop - start)
             cos = _view(cos_buf, heads, num_angles, stop - start)
             torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
-            torch.cos(angle, out=cos)
+            cos, sin = cos_sin(angle, cos, angle)  # sin in place
             estimate = torch.bmm(cos_weight, cos)  # [H, T, n]
-            estimate.baddbmm_(sin_weight, angle.sin_())
+            estimate.baddbmm_(sin_weight, sin)
         out[start:stop] = estimate.permute(2, 0, 1)
     return out
 
@@ -280,8 +281,7 @@ def _chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
         shape = (heads, num_angles, stop - start)
         angle, cos, u, v = [_view(buffer, *shape) for buffer in buffers]
         torch.bmm(points, x_chunk, out=angle)  # theta
-        torch.cos(angle, out=cos)
-        sin = angle.sin_()
+        cos, sin = cos_sin(angle, cos, angle)  # sin in place
         if need_cos:  # dL/dA^c = sum_n G cos(theta)
             grad_cos.baddbmm_(grad_chunk, cos.transpose(1, 2))
         if need_sin:

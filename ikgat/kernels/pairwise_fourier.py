@@ -36,6 +36,8 @@ from typing import NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
+from ikgat.kernels.trigonometry import cos_sin
+
 #: Elements of one per-node feature table of a head group
 #: (:math:`N \times H_g \times 2R`; float32: 16 MiB); a head group holds as
 #: many heads as fit, at least one.
@@ -126,11 +128,6 @@ def _angles_backward(grad: Tensor, x: Tensor, points: _Points,
     return torch.einsum('hnq,nhcq->nhc', grad, points.matrix[graph])
 
 
-def _cos_sin(angles: Tensor) -> Tuple[Tensor, Tensor]:
-    r"""The cosines and sines of the angles (contiguous)."""
-    return torch.cos(angles), torch.sin(angles)
-
-
 def _sum_sets(values: Tensor, num_points: int, out: Tensor) -> None:
     r"""Write :math:`\sum_s v_s` of :obj:`values` :math:`(H_g, n, mR)` (the
     sets side by side) into :obj:`out` :math:`(H_g, n, R)`."""
@@ -146,7 +143,8 @@ def _sum_sets(values: Tensor, num_points: int, out: Tensor) -> None:
 def _features(cos: Tensor, sin: Tensor, num_points: int,
               out: Optional[Tensor] = None) -> Tensor:
     r""":math:`\phi = [\sum_s \cos;\, \sum_s \sin]` of shape :math:`(H_g, n,
-    2R)` from :func:`_cos_sin` (into :obj:`out` if given)."""
+    2R)` from :func:`~ikgat.kernels.trigonometry.cos_sin` (into :obj:`out`
+    if given)."""
     if out is None:
         out = cos.new_empty(*cos.shape[:2], 2 * num_points)
     _sum_sets(cos, num_points, out[..., :num_points])
@@ -193,11 +191,8 @@ class _NodeSide:
     def _cos_sin(self, a: int, b: int) -> Tuple[Tensor, Tensor]:
         angles = _angles(self.x[a:b], self.points, self._graph(a, b))
         if self.cache is None:
-            return _cos_sin(angles)
-        cos, sin = self.cache[0][:, a:b], self.cache[1][:, a:b]
-        torch.cos(angles, out=cos)
-        torch.sin(angles, out=sin)
-        return cos, sin
+            return cos_sin(angles)
+        return cos_sin(angles, self.cache[0][:, a:b], self.cache[1][:, a:b])
 
     def backward(self, grad_table: Tensor) -> Tensor:
         r"""The gradient with respect to :obj:`x` (the points' is added to
@@ -551,7 +546,7 @@ def _edge_key_features(key: Tensor, edge_key: Tensor, points: _Points,
     keys = key.index_select(0, src[a:b]) + edge_key[a:b]
     graph = None if graph_dst is None else graph_dst.index_select(
         0, dst[a:b])
-    cos, sin = _cos_sin(_angles(keys, points, graph))
+    cos, sin = cos_sin(_angles(keys, points, graph))
     return (_features(cos, sin, points.num_points),
             (keys, cos, sin, graph))
 
