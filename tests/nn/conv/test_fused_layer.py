@@ -24,6 +24,12 @@ pytest.importorskip('triton')
 
 KERNEL_NAMES = sorted(KERNELS)
 TOLERANCE = 1e-5
+#: Gradients, relative to max(1, |grad|): they reach scalar parameters
+#: (IKAN's spectral transform) through sums over every node, head and
+#: point, where float32 rounding alone moves them by several 1e-6 (taking
+#: the cosines from NumPy's loops instead of ATen's, both within one ULP,
+#: moved MIKANConv's transform bias gradient by 6e-6 on either path).
+GRAD_TOLERANCE = 3e-5
 
 
 def count_fused_calls(monkeypatch):
@@ -79,7 +85,7 @@ def assert_close(current, fused):
     assert (alpha - alpha_f).abs().max() < TOLERANCE
     assert len(grads) == len(grads_f)
     for grad, grad_f in zip(grads, grads_f):
-        assert (grad - grad_f).abs().max() < TOLERANCE * max(
+        assert (grad - grad_f).abs().max() < GRAD_TOLERANCE * max(
             1.0, grad.abs().max())
 
 
