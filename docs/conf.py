@@ -73,7 +73,7 @@ autodoc_class_signature = 'separated'
 # does not.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r'py:.*', r'(torch|torch_geometric|torch_sparse|torch_scatter|triton'
+    (r'py:.*', r'(torch|torch_geometric|torch_sparse|torch_scatter|triton|tl'
      r'|numpy|np|scipy|matplotlib|sklearn|tqdm|ogb|argparse|collections|contextlib|typing'
      r'|typing_extensions|os|pathlib|io|enum|abc|types|weakref|warnings'
      r'|dataclasses|functools|multiprocessing|threading)(\..*)?'),
