@@ -13,7 +13,8 @@ rejects and says nothing of registers.  This check runs the compiler:
    in training and forward in evaluation, over a grid of shapes and options
    (:func:`layer_calls`: heads x channels, spectral points, attention
    dropout, edge features, bipartite inputs, a shared target row, returned
-   attention weights, sparse and dense neighbourhoods, evaluation draws),
+   attention weights, every edge block from sparse to dense
+   neighbourhoods, evaluation draws),
    forced onto the fused attention and the Triton node terms, inside
    :func:`ikgat.kernels.triton_runtime.record_launches`: each launch is
    recorded (kernel, argument types as Triton specialises them,
@@ -60,17 +61,24 @@ TARGETS = (90, 80)
 SHAPES = ((8, 8), (1, 7), (4, 32), (1, 64), (8, 64))
 SPECTRAL_POINTS = (16, 64, 128)
 DROPOUTS = (0.0, 0.6)
-#: In-edges per node: sparse, the GAT benchmarks' and a dense neighbourhood
-#: (the edge block grows with the degree up to its cap).
-DEGREES = (2, 8, 256)
+#: In-edges per node, so that every edge block a graph can give the 8 x 8
+#: layers is compiled: the block is the next power of two of the mean
+#: in-degree (the GAT layers add a self-loop) up to a cap, so 1, 2, 4 and 8
+#: give blocks of 2, 4, 8 (Cora's and PubMed's, mean degree 4-5 with the
+#: self-loop) and 16, and 256 the cap.
+DEGREES = (1, 2, 4, 8, 256)
+#: The same for the transformer drop-ins (no self-loop added; every shape
+#: of :data:`TRANSFORMER_GRID` also runs at degree 8): blocks of 2 and 4,
+#: and the cap.
+TRANSFORMER_DEGREES = (2, 4, 256)
 #: Draws averaged in evaluation by the stochastic kernels.
 NUM_SAMPLES = 4
 #: The transformer drop-ins' grid (heads, channels, R): their kernels'
 #: constants follow D (C, or 2R), C and the heads alone, so that three
 #: points span them: the arxiv-size layer, one head (Triton specialises
 #: H = 1) at the smallest R, and the widest tables (D = 256, C = 64, two
-#: blocks of heads); then the dense neighbourhood (the edge block's cap)
-#: and a bipartite graph at 8 x 8.
+#: blocks of heads); then :data:`TRANSFORMER_DEGREES` and a bipartite
+#: graph at 8 x 8.
 TRANSFORMER_GRID = ((8, 8, 64), (1, 7, 16), (8, 64, 128))
 #: IKTransformerConv's stochastic kernels: their tables, link and blocks
 #: are direct's (D = 2R, 'log_square') in training and at every degree,
@@ -218,7 +226,7 @@ def layer_calls(layers: List[str]
         if is_transformer(name):
             grid = [(heads, channels, points if _spectral(name) else 64)
                     for heads, channels, points in TRANSFORMER_GRID]
-            degrees = (DEGREES[-1], )
+            degrees = TRANSFORMER_DEGREES
         if name in TRANSFORMER_DRAWS_ONLY:
             # Launches that IKTransformerConv-direct already makes: only
             # the evaluation draws (S H heads) are their own.

@@ -703,8 +703,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv with a random-feature
     kernel (:mod:`ikgat.nn.triton_fourier_pairs`), one launch of each
     kernel per layer step, with the blocks of
-    :func:`~ikgat.nn.triton_transformer.tiling` at
-    :data:`~ikgat.nn.triton_transformer.FOURIER_ROW_ELEMENTS`: one program
+    :func:`~ikgat.nn.triton_transformer.fourier_tiling`: one program
     per node and block of :math:`B_H` heads; per edge tile the edge
     indices, then per edge the other end's :math:`D` floats of :math:`B_H`
     heads (instead of a :math:`2R` table row) and the rows of the tables
@@ -721,14 +720,12 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     the current tile's work, so that one dependent round trip per tile
     remains there (the gather of the other end's row), not two; the
     per-source kernel keeps two (prefetching spilled its widest tiles)."""
-    from ikgat.nn.triton_transformer import FOURIER_ROW_ELEMENTS
-    from ikgat.nn.triton_transformer import tiling as transformer_tiling
+    from ikgat.nn.triton_transformer import fourier_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     f32, d = 4, channels
-    tile = transformer_tiling(e, n, heads, points, channels,
-                              FOURIER_ROW_ELEMENTS)
+    tile = fourier_tiling(e, n, heads, points, channels)
     block_e, block_h = tile['BLOCK_E'], tile['BLOCK_H']
-    block_r, block_c = tile['BLOCK_D'], tile['BLOCK_C']
+    block_r, block_c = tile['BLOCK_R'], tile['BLOCK_C']
     block_d = next_power_of_2(d)
     head_blocks = -(-heads // block_h)
     heads_in = min(block_h, heads)

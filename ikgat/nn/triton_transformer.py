@@ -325,6 +325,12 @@ ROW_ELEMENTS = TILE_ELEMENTS // 2
 #: (``benchmarks.gpu_compile``, Triton 3.9, sm_90); a quarter builds
 #: without spill at 128 registers, in four-warp programs of 4 edges.
 FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
+#: The smallest edge block of those kernels: at blocks of 2 edges (graphs
+#: of mean in-degree 2 or less) the per-source backward with learned points
+#: and dropout spilled 28 bytes at 8 heads x R = 64 (Triton 3.9, sm_90, 128
+#: registers), and at 4 it builds without (``benchmarks.gpu_compile``,
+#: degrees 2 and 4).
+FOURIER_MIN_EDGES = 4
 
 
 def head_block(heads: int, width: int, channels: int,
@@ -339,19 +345,33 @@ def head_block(heads: int, width: int, channels: int,
 
 def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
            channels: int, row_elements: int = ROW_ELEMENTS,
-           tile_elements: int = ROW_ELEMENTS) -> dict:
+           tile_elements: int = ROW_ELEMENTS, min_edges: int = 2) -> dict:
     r"""The block constants and warps of the three kernels: :math:`B_H`
     (:func:`head_block` for rows of :obj:`row_elements`), :math:`B_D`,
     :math:`B_C` and the edge block of
     :func:`~ikgat.nn.triton_attention.edge_tiling` for rows of :math:`B_H
     \times \max(B_D, B_C)` elements, tiles of :obj:`tile_elements` (at
-    least two edges: 8 warps above)."""
+    least :obj:`min_edges` edges while they fit, and two: 8 warps
+    above)."""
     block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
     block_h = head_block(heads, width, channels, row_elements)
     return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
                 **edge_tiling(num_edges, num_nodes,
                               block_h * max(block_d, block_c),
-                              tile_elements))
+                              tile_elements, min_edges))
+
+
+def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
+                   num_points: int, channels: int) -> dict:
+    r""":func:`tiling` of the kernels of
+    :mod:`ikgat.nn.triton_fourier_pairs`: rows of one half of :math:`\phi`
+    (:math:`B_R` for :math:`R`, ``BLOCK_R``) within
+    :data:`FOURIER_ROW_ELEMENTS`, edge blocks of at least
+    :data:`FOURIER_MIN_EDGES`."""
+    constants = tiling(num_edges, num_nodes, heads, num_points, channels,
+                       FOURIER_ROW_ELEMENTS, min_edges=FOURIER_MIN_EDGES)
+    constants['BLOCK_R'] = constants.pop('BLOCK_D')
+    return constants
 
 
 def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
@@ -362,14 +382,11 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
 def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
             channels: int, points: Optional[Tensor]) -> dict:
     r""":func:`tiling` of the tables' kernels, or with spectral points
-    that of the kernels of :mod:`ikgat.nn.triton_fourier_pairs`: their
-    rows are one half of :math:`\phi` (:math:`B_R` for :math:`R`)."""
+    :func:`fourier_tiling`."""
     if points is None:
         return tiling(num_edges, num_nodes, heads, width, channels)
-    constants = tiling(num_edges, num_nodes, heads, points.size(2), channels,
-                       FOURIER_ROW_ELEMENTS)
-    constants['BLOCK_R'] = constants.pop('BLOCK_D')
-    return constants
+    return fourier_tiling(num_edges, num_nodes, heads, points.size(2),
+                          channels)
 
 
 def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,

@@ -152,15 +152,15 @@ def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
     # the bytes of gathering 2R-wide tables, for more FLOPs (sin, cos and
     # the angles of every edge, head and point).
     from ikgat.nn.triton_fourier_pairs import _forward_body
-    from ikgat.nn.triton_transformer import FOURIER_ROW_ELEMENTS, tiling
+    from ikgat.nn.triton_transformer import fourier_tiling
     costs = gpu_model.fourier_pair_kernels(ARXIV, points=64, sets=2)
-    tile = tiling(ARXIV.edges, ARXIV.nodes, 8, 64, 8, FOURIER_ROW_ELEMENTS)
+    tile = fourier_tiling(ARXIV.edges, ARXIV.nodes, 8, 64, 8)
     assert [c.kernel for c in costs] == [
         _forward_body.__name__, '_backward_dst_body', '_backward_src_body']
     for cost in costs:
         assert cost.grid == (ARXIV.nodes, 8 // tile['BLOCK_H'])
         assert cost.constexprs['BLOCK_E'] == tile['BLOCK_E']
-        assert cost.constexprs['BLOCK_R'] == tile['BLOCK_D'] == 64
+        assert cost.constexprs['BLOCK_R'] == tile['BLOCK_R'] == 64
         assert cost.warps == tile['num_warps']
         # At least 2 sets x (angle 2D + sin and cos) per edge, head, point:
         assert cost.flops >= ARXIV.edges * 8 * 64 * 2 * (

@@ -20,8 +20,10 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     LINKS,
     LOG_SQUARE,
     _tiling,
+    fourier_tiling,
     fused_transformer_attention,
     head_block,
+    tiling,
 )
 from tests.helpers import DEVICE  # noqa: E402
 from tests.nn.test_triton_attention import graph  # noqa: E402
@@ -211,6 +213,31 @@ def test_points_kernels_walk_blocks_of_heads(points, block_h):
     assert _tiling(30, 6, 3, 2, 3, leaves[2])['BLOCK_H'] == block_h
     fused = fourier_values_and_gradients(leaves, edge_index, 6)
     reference = fourier_values_and_gradients(leaves, edge_index, 6,
+                                             use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_points_kernels_take_edge_blocks_of_at_least_four():
+    # Blocks of 2 edges made the per-source backward spill (Triton 3.9,
+    # sm_90): the random-feature kernels take 4 on sparse graphs while the
+    # tile fits, the tables' kernels keep following the degree.
+    assert fourier_tiling(40, 40, 8, 64, 8)['BLOCK_E'] == 4  # degree 1
+    assert tiling(40, 40, 8, 8, 8)['BLOCK_E'] == 2
+    assert fourier_tiling(40 * 16, 40, 1, 16, 7)['BLOCK_E'] == 16
+    # One head of R = 512 fills a tile with 1 edge: the floor of 2 holds.
+    assert fourier_tiling(40, 40, 1, 512, 8)['BLOCK_E'] == 2
+
+
+def test_points_kernels_on_a_graph_of_one_edge_per_node():
+    # Degree 1: each tile of 4 edges holds one, the rest masked.
+    leaves = fourier_leaves(9, 7, 8, 2, 8, 2, seed=21, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(22)
+    edge_index = torch.stack([torch.randint(0, 9, (7, ), generator=generator),
+                              torch.arange(7)]).to(DEVICE)
+    assert _tiling(7, 7, 8, 2, 3, leaves[2])['BLOCK_E'] == 4
+    fused = fourier_values_and_gradients(leaves, edge_index, 7)
+    reference = fourier_values_and_gradients(leaves, edge_index, 7,
                                              use_triton=False)
     for got, expected in zip(fused, reference):
         assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
