@@ -472,8 +472,8 @@ class _EdgeGradients:
     :math:`\phi(q_i)` is :math:`\sum_j g_{ij} \phi(k_j)`, a sparse-dense
     product, and that of :math:`\phi(k_j)` the transposed one.  The
     products write in place (``addmm_`` with :math:`\beta = 0`, which
-    ignores what the table held): ``torch.mm(..., out=)`` makes a new
-    result and copies it, 2.4 times the time at PubMed size."""
+    ignores what the table held): ``torch.mm(..., out=)`` makes, fills
+    and copies a new result."""
 
     def __init__(self, grad_dot: Tensor, src: Tensor, dst: Tensor,
                  num_dst: int, num_src: int):

@@ -457,9 +457,7 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
 def kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
-    global triton, tl, _edge_slope, _edge_logit, _node_program, _keep
-    global _aggregate, _finish, _softmax_weight, _logit_gradient, _statistics
-    global _KERNELS
+    global triton, tl, _edge_slope, _edge_logit, _KERNELS
     if _KERNELS is None:
         try:
             import triton as triton_module
@@ -473,12 +471,7 @@ def kernels():
         _edge_logit = triton.jit(_edge_logit_body)
         # The steps shared with the graph transformer kernels
         # (ikgat.nn.triton_softmax):
-        shared = triton_softmax.helpers()
-        _node_program, _keep = shared['node_program'], shared['keep']
-        _aggregate, _finish = shared['aggregate'], shared['finish']
-        _softmax_weight = shared['softmax_weight']
-        _logit_gradient = shared['logit_gradient']
-        _statistics = shared['statistics']
+        triton_softmax.bind_steps(globals())
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             alpha=triton.jit(_alpha_body),

@@ -53,7 +53,7 @@ registered operators are :mod:`ikgat.nn.triton_transformer`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-from ikgat.nn.triton_softmax import helpers
+from ikgat.nn.triton_softmax import bind_steps
 
 # Filled by kernels() on first use.
 triton = None
@@ -300,22 +300,15 @@ def kernels():
     ``'backward_src'`` (Triton is imported and the kernels are jitted on
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
     Triton before)."""
-    global triton, tl, _node_program, _link, _gather_rows, _aggregate
-    global _node_row, _statistics, _finish, _softmax_weight, _logit_gradient
-    global _features, _angle_gradients, _own_features, _pair_link
-    global _accumulate, _KERNELS
+    global triton, tl, _features, _angle_gradients, _own_features
+    global _pair_link, _accumulate, _KERNELS
     if _KERNELS is None:
         import triton as triton_module
         import triton.language as tl_module
         triton, tl = triton_module, tl_module
         # The steps shared with the other fused kernels
         # (ikgat.nn.triton_softmax):
-        shared = helpers()
-        _node_program, _link = shared['node_program'], shared['link']
-        _gather_rows, _aggregate = shared['gather_rows'], shared['aggregate']
-        _finish, _softmax_weight = shared['finish'], shared['softmax_weight']
-        _logit_gradient = shared['logit_gradient']
-        _node_row, _statistics = shared['node_row'], shared['statistics']
+        bind_steps(globals())
         _features = triton.jit(_features_body)
         _angle_gradients = triton.jit(_angle_gradients_body)
         _own_features = triton.jit(_own_features_body)

@@ -68,8 +68,9 @@ edges of a node with a softmax:
 The module's functions:
 
 * :func:`online_softmax_body`, :func:`keep_body` and the steps above: the
-  Triton bodies, jitted once by :func:`helpers` and called by the kernels
-  (Triton inlines them);
+  Triton bodies, jitted once by :func:`helpers`, bound into each kernel
+  module by :func:`bind_steps` and called by the kernels (Triton inlines
+  them);
 * :func:`keep_scale`: the factor :math:`1/(1 - p)`;
 * :func:`torch_keep`: :math:`\mu/(1 - p)` for the PyTorch
   implementations.
@@ -291,6 +292,14 @@ def helpers() -> Dict[str, Any]:
                         softmax_weight=triton.jit(softmax_weight_body),
                         logit_gradient=triton.jit(logit_gradient_body))
     return _HELPERS
+
+
+def bind_steps(namespace: Dict[str, Any]) -> None:
+    r"""Bind every jitted helper of :func:`helpers` into a kernel module's
+    :obj:`namespace` (its ``globals()``) as ``_<name>``, the name its
+    kernel bodies call (Triton resolves them as module globals)."""
+    namespace.update({'_' + name: jitted
+                      for name, jitted in helpers().items()})
 
 
 def keep_scale(dropout: float) -> float:

@@ -114,7 +114,7 @@ from ikgat.nn.triton_attention import (
     prepare_csr,
 )
 from ikgat.nn.triton_fourier_pairs import kernels as fourier_kernels
-from ikgat.nn.triton_softmax import helpers, keep_scale, torch_keep
+from ikgat.nn.triton_softmax import bind_steps, keep_scale, torch_keep
 
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
 #: The links :math:`\lambda` of the logit (see the module docstring):
@@ -262,9 +262,7 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
 def kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
-    global triton, tl, _node_program, _link, _gather_rows, _aggregate
-    global _node_row, _statistics, _finish, _softmax_weight, _logit_gradient
-    global _KERNELS
+    global triton, tl, _KERNELS
     if _KERNELS is None:
         try:
             import triton as triton_module
@@ -276,12 +274,7 @@ def kernels():
         triton, tl = triton_module, tl_module
         # The steps shared with the other fused kernels
         # (ikgat.nn.triton_softmax):
-        shared = helpers()
-        _node_program, _link = shared['node_program'], shared['link']
-        _gather_rows, _aggregate = shared['gather_rows'], shared['aggregate']
-        _finish, _softmax_weight = shared['finish'], shared['softmax_weight']
-        _logit_gradient = shared['logit_gradient']
-        _node_row, _statistics = shared['node_row'], shared['statistics']
+        bind_steps(globals())
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             backward_dst=triton.jit(_backward_dst_body),
