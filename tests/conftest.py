@@ -10,6 +10,42 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault('TRITON_INTERPRET', '1')
 
+
+def _patch_the_interpreter_once_per_kernel():
+    r"""Triton's interpreter patches :mod:`triton.language` at each kernel
+    launch, and again at every call of a jitted helper inside the kernel
+    (five ``inspect.getmembers`` scans, about 0.2 ms, repeated per edge
+    tile); the kernels' shared steps made those calls most of the
+    interpreter tests' time.  A helper whose language modules are already
+    patched (their builtins replaced, so ``tl.arange`` is no longer one)
+    skips the repeat; the launch's own patching and restoring stay as they
+    are."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    patch_lang = getattr(interpreter, '_patch_lang', None)
+    scope = getattr(interpreter, '_LangPatchScope', None)
+    if patch_lang is None or scope is None:
+        return
+    tl = interpreter.tl
+
+    def patched(lang):
+        return not tl.core.is_builtin(getattr(lang, 'arange', None))
+
+    def patch_unless_patched(fn):
+        langs = [value for value in fn.__globals__.values()
+                 if value is tl or value is tl.core]
+        if langs and all(patched(lang) for lang in langs):
+            return scope()
+        return patch_lang(fn)
+
+    interpreter._patch_lang = patch_unless_patched
+
+
+if os.environ.get('TRITON_INTERPRET') == '1':
+    _patch_the_interpreter_once_per_kernel()
+
 SHARED_DATA = osp.join(osp.dirname(__file__), '..', '..', 'shared', 'data')
 
 

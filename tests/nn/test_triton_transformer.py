@@ -291,7 +291,7 @@ def test_points_path_dropout_keeps_one_mask_forward_and_backward(use_triton):
     # Values one-hot per source: out[i, h, j] is the dropped weight of
     # j -> i; the keep rate lies in a binomial interval and the values'
     # gradient is those same weights (one mask in both directions).
-    num_src, num_dst, heads, dropout = 24, 20, 2, 0.4
+    num_src, num_dst, heads, dropout = 24, 12, 2, 0.4
     edge_index = torch.stack([
         torch.arange(num_src).repeat(num_dst),
         torch.arange(num_dst).repeat_interleave(num_src)]).to(DEVICE)
@@ -333,7 +333,7 @@ def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,
     # With values one-hot per source and head, out[i, h, j] is the dropped
     # weight of the edge j -> i (no repeated edges here).  Width 200: two
     # blocks of heads per node (head_block), one mask all the same.
-    num_src, num_dst, heads, dropout = 24, 20, 3, 0.4
+    num_src, num_dst, heads, dropout = 24, 12, 3, 0.4
     edge_index = torch.stack([
         torch.arange(num_src).repeat(num_dst),
         torch.arange(num_dst).repeat_interleave(num_src)]).to(DEVICE)
