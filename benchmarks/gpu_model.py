@@ -716,11 +716,15 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     angle, :math:`2 B_D` per head and channel); with learned points each
     backward kernel stores :math:`\partial L/\partial a` (:math:`N H m R`
     floats).  The spectral points (:math:`m H R D` floats) come from L2.
-    The forward and per-target kernels load the next tile's sources before
-    the current tile's work, so that one dependent round trip per tile
-    remains there (the gather of the other end's row), not two; the
-    per-source kernel keeps two (prefetching spilled its widest tiles)."""
-    from ikgat.nn.triton_transformer import fourier_tiling
+    Each kernel loads the next tile's other ends (sources, or the
+    per-source kernel's targets where
+    :func:`~ikgat.nn.triton_transformer.prefetches_targets`) before the
+    current tile's work, so that one dependent round trip per tile remains
+    (the gather of the other end's row), not two."""
+    from ikgat.nn.triton_transformer import (
+        fourier_tiling,
+        prefetches_targets,
+    )
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     f32, d = 4, channels
     tile = fourier_tiling(e, n, heads, points, channels)
@@ -744,6 +748,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     flags = dict(HAS_DROPOUT=False, BLOCK_E=block_e, BLOCK_H=block_h,
                  BLOCK_R=block_r, BLOCK_C=block_c)
     backward_flags = dict(STORE_ANGLES=learned, **flags, BLOCK_D=block_d)
+    prefetch = prefetches_targets(backward_flags)
     costs = []
     # per_program: floats per head read or written once per program;
     # per_edge: bytes gathered per edge and program; index: edge indices
@@ -762,11 +767,11 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
              2 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
              angles, 1),
             ('_backward_src_body', 'transformer backward, per source '
-             '(features inside)', backward_flags,
+             '(features inside)', dict(backward_flags, PREFETCH=prefetch),
              2 * d + 2 * channels + 2,
              x_row + 3 * head_row + value_row, 2, feature + 8,
              4 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
-             angles, 2)):
+             angles, 1 if prefetch else 2)):
         costs.append(KernelCost(
             name, label, (n, head_blocks), dict(constexprs),
             bytes=n * (2 * index_bytes + heads * per_program * f32) + stored

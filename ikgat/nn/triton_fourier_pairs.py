@@ -43,8 +43,10 @@ x_n^\top` is one node-level product per side (in torch).  Per edge and
 head a kernel computes :math:`2mR` sines and cosines and :math:`2mRD`
 FLOPs of angles, and gathers :math:`D` floats instead of :math:`2R`.
 
-The forward and per-target kernels load the next edge tile's sources
-before the current tile's work, so that the load's latency overlaps it.
+Each kernel loads the next edge tile's other ends before the current
+tile's work, so that the load's latency overlaps it (the per-source
+kernel where its rows are narrow: ``PREFETCH``,
+:func:`~ikgat.nn.triton_transformer.prefetches_targets`).
 The tiles are :math:`B_E \times B_H \times B_R` (edges, heads, points);
 the angles are accumulated over :math:`d` from single columns, so that no
 tile carries the :math:`D` axis.  The bodies read ``tl`` and the helpers
@@ -251,7 +253,7 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
                        STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                       BLOCK_D: tl.constexpr):
+                       BLOCK_D: tl.constexpr, PREFETCH: tl.constexpr):
     j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
@@ -264,14 +266,21 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
     acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
+    # The targets of the first tile's out-edges: with PREFETCH each tile
+    # loads the next one's before its own work (their CSR positions, read
+    # only by the dropout mask at the end of the tile, are loaded in it):
+    i_next = tl.load(csc_dst + start + offs_e, mask=start + offs_e < stop,
+                     other=0)
     for first in range(start, stop, BLOCK_E):
         kk = first + offs_e
         mask_e = kk < stop
-        # The CSR position and the target of each out-edge (not prefetched
-        # here as in the other two kernels: the registers it takes made
-        # the widest tiles spill on sm_80):
+        if PREFETCH:
+            i = i_next.to(tl.int64)
+            i_next = tl.load(csc_dst + kk + BLOCK_E,
+                             mask=kk + BLOCK_E < stop, other=0)
+        else:
+            i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
         e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
-        i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         q_cos, q_sin = _features(q, points, i, offs_h, offs_r, mask_e, H, D,

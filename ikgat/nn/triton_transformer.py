@@ -367,6 +367,23 @@ def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
     return constants
 
 
+#: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
+#: which the per-source kernel of :mod:`ikgat.nn.triton_fourier_pairs` loads
+#: the next tile's targets ahead: at 2 heads x 8 (8 heads x 8 channels, R =
+#: 64) it builds without spill at 128 registers, at 1 x 64 (R = 128) with
+#: dropout it spilled 24 bytes (Triton 3.9, sm_80;
+#: ``benchmarks.gpu_compile``).
+PREFETCH_ROW = 16
+
+
+def prefetches_targets(constants: dict) -> bool:
+    r"""Whether the per-source kernel with random features loads the next
+    tile's targets ahead (``PREFETCH``): its rows of :math:`B_H \times
+    \max(B_C, B_D)` floats are at most :data:`PREFETCH_ROW`."""
+    return constants['BLOCK_H'] * max(constants['BLOCK_C'],
+                                      constants['BLOCK_D']) <= PREFETCH_ROW
+
+
 def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
     r"""One program per node and block of :math:`B_H` heads."""
     return (num_nodes, -(-heads // constants['BLOCK_H']))
@@ -473,7 +490,11 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
             and heads > 0:
         constants = _tiling(num_edges, num_src, heads, width, channels,
                             points)
-        extra = () if points is None else (grad_angles_v, )
+        extra = ()
+        if points is not None:
+            extra = (grad_angles_v, )
+            constants['PREFETCH'] = prefetches_targets(
+                dict(constants, BLOCK_D=common['BLOCK_D']))
         launch(jitted['backward_src'], grid(num_src, heads, constants),
                u, v, *([] if points is None else [points]), s, values,
                colptr, csc_edge, csc_dst, row_max, row_den, delta, grad_out,

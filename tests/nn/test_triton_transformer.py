@@ -23,6 +23,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     fourier_tiling,
     fused_transformer_attention,
     head_block,
+    prefetches_targets,
     tiling,
 )
 from tests.helpers import DEVICE  # noqa: E402
@@ -227,6 +228,29 @@ def test_points_kernels_take_edge_blocks_of_at_least_four():
     assert fourier_tiling(40 * 16, 40, 1, 16, 7)['BLOCK_E'] == 16
     # One head of R = 512 fills a tile with 1 edge: the floor of 2 holds.
     assert fourier_tiling(40, 40, 1, 512, 8)['BLOCK_E'] == 2
+
+
+@pytest.mark.parametrize('width, prefetch', [(3, True), (20, False)])
+def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
+    # The per-source kernel loads the next tile's targets ahead only where
+    # its gathered rows are narrow (2 heads x 4 padded channels, not x 32):
+    # both ways give the PyTorch implementation's values and gradients.
+    from ikgat.kernels.triton_runtime import record_launches
+    leaves = fourier_leaves(9, 7, 2, 3, 5, 2, seed=31, dtype=torch.float32,
+                            values=width)
+    edge_index = graph(9, 7, 30, seed=32)
+    assert prefetches_targets(dict(_tiling(30, 9, 2, 3, width, leaves[2]),
+                                   BLOCK_D=4)) == prefetch
+    with record_launches() as launches:
+        fourier_values_and_gradients(leaves, edge_index, 7)
+    [source] = [launch for launch in launches
+                if launch.name == '_backward_src_body']
+    assert source.constexprs['PREFETCH'] == prefetch
+    fused = fourier_values_and_gradients(leaves, edge_index, 7)
+    reference = fourier_values_and_gradients(leaves, edge_index, 7,
+                                             use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
 
 
 def test_points_kernels_on_a_graph_of_one_edge_per_node():
