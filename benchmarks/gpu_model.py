@@ -703,19 +703,19 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv with a random-feature
     kernel (:mod:`ikgat.nn.triton_fourier_pairs`), one launch of each
     kernel per layer step, with the blocks of
-    :func:`~ikgat.nn.triton_transformer.fourier_tiling`: one program
-    per node and block of :math:`B_H` heads; per edge tile the edge
-    indices, then per edge the other end's :math:`D` floats of :math:`B_H`
-    heads (instead of a :math:`2R` table row) and the rows of the tables
-    kernels (:func:`table_kernels`).  Per issued lane of a :math:`B_E
-    \times B_H \times B_R` tile and per set: the angle (:math:`2D`
-    FLOPs), sin and cos (``OPS['sincos']``) and the two set sums; then the
-    dot (4) and, backward, the two accumulations (4).  Per program: its
-    own node's features, and backward its angle gradients (the angle
-    again, sin and cos, 3) and :math:`\sum_s W_s^\top` (:math:`2D` per
-    angle, :math:`2 B_D` per head and channel); with learned points each
-    backward kernel stores :math:`\partial L/\partial a` (:math:`N H m R`
-    floats).  The spectral points (:math:`m H R D` floats) come from L2.
+    :func:`~ikgat.nn.triton_transformer.fourier_tiling` (the forward
+    kernel's own): one program per node and block of :math:`B_H` heads; per
+    edge tile the edge indices, then per edge the other end's :math:`D`
+    floats of :math:`B_H` heads (instead of a :math:`2R` table row) and the
+    rows of the tables kernels (:func:`table_kernels`). Per issued lane of
+    a :math:`B_E \times B_H \times B_R` tile and per set: the angle
+    (:math:`2D` FLOPs), sin and cos (``OPS['sincos']``) and the two set
+    sums; then the dot (4) and, backward, the two accumulations (4). Per
+    program: its own node's features, and backward its angle gradients (the
+    angle again, sin and cos, 3) and :math:`\sum_s W_s^\top` (:math:`2D`
+    per angle, :math:`2 B_D` per head and channel); with learned points
+    each backward kernel stores :math:`\partial L/\partial a` (:math:`N H m
+    R` floats). The spectral points (:math:`m H R D` floats) come from L2.
     Each kernel loads the next tile's other ends (sources, or the
     per-source kernel's targets where
     :func:`~ikgat.nn.triton_transformer.prefetches_targets`) before the
@@ -727,58 +727,76 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     )
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     f32, d = 4, channels
-    tile = fourier_tiling(e, n, heads, points, channels)
-    block_e, block_h = tile['BLOCK_E'], tile['BLOCK_H']
-    block_r, block_c = tile['BLOCK_R'], tile['BLOCK_C']
     block_d = next_power_of_2(d)
-    head_blocks = -(-heads // block_h)
-    heads_in = min(block_h, heads)
-    programs = n * head_blocks
-    tiles = programs * mean_tiles(lam - 1, block_e)
-    issued = tiles * block_e * block_h  # edge-head lanes issued
-    lanes = issued * block_r  # edge-head-point lanes
-    own = programs * block_h * block_r  # the program's own angles per set
-    feature = sets * (2 * d + OPS['sincos']['flops'] + 2)  # per lane
-    angle_grads = sets * (own * (2 * d + OPS['sincos']['flops'] + 3 + 2 * d)
-                          + programs * block_h * d * 2 * block_d)
-    x_row = sector_bytes(heads_in * d * f32, hw)
-    value_row = sector_bytes(heads_in * channels * f32, hw)
-    head_row = sector_bytes(heads_in * f32, hw)
     angles = n * heads * sets * points * f32 if learned else 0
-    flags = dict(HAS_DROPOUT=False, BLOCK_E=block_e, BLOCK_H=block_h,
-                 BLOCK_R=block_r, BLOCK_C=block_c)
-    backward_flags = dict(STORE_ANGLES=learned, **flags, BLOCK_D=block_d)
-    prefetch = prefetches_targets(backward_flags)
+    feature = sets * (2 * d + OPS['sincos']['flops'] + 2)  # per lane
     costs = []
+
+    def shape(forward: bool) -> dict:
+        # The tiles of the forward kernel or of the backward ones, and the
+        # counts that follow from them.
+        tile = fourier_tiling(e, n, heads, points, channels, forward)
+        block_h, block_r = tile['BLOCK_H'], tile['BLOCK_R']
+        heads_in = min(block_h, heads)
+        programs = n * -(-heads // block_h)
+        tiles = programs * mean_tiles(lam - 1, tile['BLOCK_E'])
+        issued = tiles * tile['BLOCK_E'] * block_h  # edge-head lanes
+        own = programs * block_h * block_r  # own angles per set
+        return dict(
+            tile=tile, programs=programs, tiles=tiles, issued=issued,
+            lanes=issued * block_r, own=own,
+            head_blocks=-(-heads // block_h),
+            angle_grads=sets * (own * (2 * d + OPS['sincos']['flops'] + 3
+                                       + 2 * d)
+                                + programs * block_h * d * 2 * block_d),
+            x_row=sector_bytes(heads_in * d * f32, hw),
+            value_row=sector_bytes(heads_in * channels * f32, hw),
+            head_row=sector_bytes(heads_in * f32, hw),
+            flags=dict(HAS_DROPOUT=False, BLOCK_E=tile['BLOCK_E'],
+                       BLOCK_H=block_h, BLOCK_R=block_r,
+                       BLOCK_C=tile['BLOCK_C']))
+
+    fwd, bwd = shape(True), shape(False)
+    backward_flags = dict(STORE_ANGLES=learned, **bwd['flags'],
+                          BLOCK_D=block_d)
+    prefetch = prefetches_targets(backward_flags)
+    block_c = bwd['tile']['BLOCK_C']
     # per_program: floats per head read or written once per program;
     # per_edge: bytes gathered per edge and program; index: edge indices
     # per edge and program; flops per lane, per edge-head lane; sfu per
     # edge-head lane (exp, log, divisions).
     # trips: dependent round trips per tile.
-    for name, label, constexprs, per_program, per_edge, index, lane_flops, \
-            flops, sfu, node_flops, stored, trips in (
+    for name, label, at, constexprs, per_program, per_edge, index, \
+            lane_flops, flops, sfu, node_flops, stored, trips in (
             ('_forward_body', 'transformer attention forward (features '
-             'inside)', flags, d + channels + 2,
-             x_row + head_row + value_row, 1, feature + 4,
-             2 * block_c + 6, 3, sets * own * (2 * d + 27), 0, 1),
+             'inside)', fwd, fwd['flags'], d + channels + 2,
+             fwd['x_row'] + fwd['head_row'] + fwd['value_row'], 1,
+             feature + 4, 2 * fwd['tile']['BLOCK_C'] + 6, 3,
+             sets * fwd['own'] * (2 * d + 27), 0, 1),
             ('_backward_dst_body', 'transformer backward, per target '
-             '(features inside)', backward_flags, 2 * d + channels + 3,
-             x_row + head_row + value_row, 1, feature + 8,
-             2 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
+             '(features inside)', bwd, backward_flags, 2 * d + channels + 3,
+             bwd['x_row'] + bwd['head_row'] + bwd['value_row'], 1,
+             feature + 8, 2 * block_c + 8, 4,
+             sets * bwd['own'] * (2 * d + 27) + bwd['angle_grads'],
              angles, 1),
             ('_backward_src_body', 'transformer backward, per source '
-             '(features inside)', dict(backward_flags, PREFETCH=prefetch),
+             '(features inside)', bwd, dict(backward_flags,
+                                            PREFETCH=prefetch),
              2 * d + 2 * channels + 2,
-             x_row + 3 * head_row + value_row, 2, feature + 8,
-             4 * block_c + 8, 4, sets * own * (2 * d + 27) + angle_grads,
+             bwd['x_row'] + 3 * bwd['head_row'] + bwd['value_row'], 2,
+             feature + 8, 4 * block_c + 8, 4,
+             sets * bwd['own'] * (2 * d + 27) + bwd['angle_grads'],
              angles, 1 if prefetch else 2)):
         costs.append(KernelCost(
-            name, label, (n, head_blocks), dict(constexprs),
+            name, label, (n, at['head_blocks']), dict(constexprs),
             bytes=n * (2 * index_bytes + heads * per_program * f32) + stored
-            + e * head_blocks * (index * index_bytes + per_edge),
-            flops=lanes * lane_flops + issued * flops + node_flops,
-            transcendentals=issued * sfu + 2 * tiles * block_h,
-            round_trips=programs + trips * tiles, warps=tile['num_warps']))
+            + e * at['head_blocks'] * (index * index_bytes + per_edge),
+            flops=at['lanes'] * lane_flops + at['issued'] * flops
+            + node_flops,
+            transcendentals=at['issued'] * sfu
+            + 2 * at['tiles'] * at['tile']['BLOCK_H'],
+            round_trips=at['programs'] + trips * at['tiles'],
+            warps=at['tile']['num_warps']))
     return costs
 
 

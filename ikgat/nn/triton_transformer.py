@@ -316,7 +316,11 @@ ROW_ELEMENTS = TILE_ELEMENTS // 2
 #: :data:`ROW_ELEMENTS` the per-source backward with dropout spilled 56
 #: bytes at 8 heads x R = 64, and 24 bytes with half of it
 #: (``benchmarks.gpu_compile``, Triton 3.9, sm_90); a quarter builds
-#: without spill at 128 registers, in four-warp programs of 4 edges.
+#: without spill at 128 registers, in four-warp programs of 4 edges.  The
+#: forward kernel, which keeps no accumulators of :math:`\phi`'s gradient,
+#: takes rows of :data:`ROW_ELEMENTS` (all 8 heads at R = 64, one edge per
+#: tile; the backward ones spilled so, 24 bytes per target on Triton 3.6,
+#: sm_80): a quarter of the programs, each walking the in-edges once.
 FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 #: The smallest edge block of those kernels: at blocks of 2 edges (graphs
 #: of mean in-degree 2 or less) the per-source backward with learned points
@@ -324,6 +328,12 @@ FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 #: registers), and at 4 it builds without (``benchmarks.gpu_compile``,
 #: degrees 2 and 4).
 FOURIER_MIN_EDGES = 4
+#: The widest value rows (:math:`B_H \times B_C` floats) of the forward
+#: kernel's all-head tiles: 8 heads x 8 channels (R = 64) build at 128
+#: registers without spill; 4 heads x 64 channels (R = 128) spilled 20-28
+#: bytes (Triton 3.9, sm_90; ``benchmarks.gpu_compile``), and take the
+#: backward kernels' tiles instead.
+FORWARD_VALUE_ROW = 64
 
 
 def head_block(heads: int, width: int, channels: int,
@@ -355,14 +365,23 @@ def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
 
 
 def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
-                   num_points: int, channels: int) -> dict:
+                   num_points: int, channels: int,
+                   forward: bool = False) -> dict:
     r""":func:`tiling` of the kernels of
     :mod:`ikgat.nn.triton_fourier_pairs`: rows of one half of :math:`\phi`
     (:math:`B_R` for :math:`R`, ``BLOCK_R``) within
     :data:`FOURIER_ROW_ELEMENTS`, edge blocks of at least
-    :data:`FOURIER_MIN_EDGES`."""
+    :data:`FOURIER_MIN_EDGES`; for the :obj:`forward` kernel rows of
+    :data:`ROW_ELEMENTS`, down to one edge per tile, while its value rows
+    (:math:`B_H \times B_C`) are at most :data:`FORWARD_VALUE_ROW` (see
+    :data:`FOURIER_ROW_ELEMENTS`)."""
     constants = tiling(num_edges, num_nodes, heads, num_points, channels,
-                       FOURIER_ROW_ELEMENTS, min_edges=FOURIER_MIN_EDGES)
+                       ROW_ELEMENTS, min_edges=1) if forward else {}
+    if constants.get('BLOCK_H', 0) * constants.get(
+            'BLOCK_C', 0) > FORWARD_VALUE_ROW or not forward:
+        constants = tiling(num_edges, num_nodes, heads, num_points,
+                           channels, FOURIER_ROW_ELEMENTS,
+                           min_edges=FOURIER_MIN_EDGES)
     constants['BLOCK_R'] = constants.pop('BLOCK_D')
     return constants
 
@@ -390,13 +409,15 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
 
 
 def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
-            channels: int, points: Optional[Tensor]) -> dict:
+            channels: int, points: Optional[Tensor],
+            forward: bool = False) -> dict:
     r""":func:`tiling` of the tables' kernels, or with spectral points
-    :func:`fourier_tiling`."""
+    :func:`fourier_tiling` (of the :obj:`forward` kernel or the
+    backward ones)."""
     if points is None:
         return tiling(num_edges, num_nodes, heads, width, channels)
     return fourier_tiling(num_edges, num_nodes, heads, points.size(2),
-                          channels)
+                          channels, forward)
 
 
 def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
@@ -415,7 +436,7 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
     if num_dst == 0 or heads == 0:
         return out, row_max, row_den
     constants = _tiling(src.numel(), num_dst, heads, u.size(2), channels,
-                        points)
+                        points, forward=True)
     common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH,
                   **constants)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads)

@@ -154,10 +154,11 @@ def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
     from ikgat.nn.triton_fourier_pairs import _forward_body
     from ikgat.nn.triton_transformer import fourier_tiling
     costs = gpu_model.fourier_pair_kernels(ARXIV, points=64, sets=2)
-    tile = fourier_tiling(ARXIV.edges, ARXIV.nodes, 8, 64, 8)
     assert [c.kernel for c in costs] == [
         _forward_body.__name__, '_backward_dst_body', '_backward_src_body']
     for cost in costs:
+        tile = fourier_tiling(ARXIV.edges, ARXIV.nodes, 8, 64, 8,
+                              forward=cost.kernel == '_forward_body')
         assert cost.grid == (ARXIV.nodes, 8 // tile['BLOCK_H'])
         assert cost.constexprs['BLOCK_E'] == tile['BLOCK_E']
         assert cost.constexprs['BLOCK_R'] == tile['BLOCK_R'] == 64

@@ -230,6 +230,22 @@ def test_points_kernels_take_edge_blocks_of_at_least_four():
     assert fourier_tiling(40, 40, 1, 512, 8)['BLOCK_E'] == 2
 
 
+def test_points_forward_takes_all_heads_down_to_one_edge_per_tile():
+    # The forward kernel keeps no gradient accumulators: rows of all 8
+    # heads at R = 64 (one program per target instead of four), one edge
+    # per tile; the backward kernels keep blocks of 2 heads and 4 edges.
+    forward = fourier_tiling(1_166_243, 169_343, 8, 64, 8, forward=True)
+    backward = fourier_tiling(1_166_243, 169_343, 8, 64, 8)
+    assert (forward['BLOCK_H'], forward['BLOCK_E']) == (8, 1)
+    assert (backward['BLOCK_H'], backward['BLOCK_E']) == (2, 4)
+    assert forward['num_warps'] == backward['num_warps'] == 4
+    # Narrow rows still take edge blocks of the mean degree:
+    assert fourier_tiling(1000, 100, 1, 16, 7, forward=True)['BLOCK_E'] == 16
+    # Wide value rows (4 heads x 64 channels spilled) keep the backward's:
+    assert fourier_tiling(1_166_243, 169_343, 8, 128, 64, forward=True) == \
+        fourier_tiling(1_166_243, 169_343, 8, 128, 64)
+
+
 @pytest.mark.parametrize('width, prefetch', [(3, True), (20, False)])
 def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     # The per-source kernel loads the next tile's targets ahead only where
@@ -254,12 +270,15 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
 
 
 def test_points_kernels_on_a_graph_of_one_edge_per_node():
-    # Degree 1: each tile of 4 edges holds one, the rest masked.
+    # Degree 1: each backward tile of 4 edges holds one, the rest masked;
+    # the forward's tiles are one edge of all 8 heads.
     leaves = fourier_leaves(9, 7, 8, 2, 8, 2, seed=21, dtype=torch.float32)
     generator = torch.Generator().manual_seed(22)
     edge_index = torch.stack([torch.randint(0, 9, (7, ), generator=generator),
                               torch.arange(7)]).to(DEVICE)
     assert _tiling(7, 7, 8, 2, 3, leaves[2])['BLOCK_E'] == 4
+    forward = _tiling(7, 7, 8, 2, 3, leaves[2], forward=True)
+    assert (forward['BLOCK_E'], forward['BLOCK_H']) == (1, 8)
     fused = fourier_values_and_gradients(leaves, edge_index, 7)
     reference = fourier_values_and_gradients(leaves, edge_index, 7,
                                              use_triton=False)
