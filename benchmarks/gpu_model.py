@@ -703,8 +703,8 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv with a random-feature
     kernel (:mod:`ikgat.nn.triton_fourier_pairs`), one launch of each
     kernel per layer step, with the blocks of
-    :func:`~ikgat.nn.triton_transformer.fourier_tiling` (the forward
-    kernel's own): one program per node and block of :math:`B_H` heads; per
+    :func:`~ikgat.nn.triton_transformer.fourier_tiling` (each kernel's
+    own): one program per node and block of :math:`B_H` heads; per
     edge tile the edge indices, then per edge the other end's :math:`D`
     floats of :math:`B_H` heads (instead of a :math:`2R` table row) and the
     rows of the tables kernels (:func:`table_kernels`). Per issued lane of
@@ -732,10 +732,10 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     feature = sets * (2 * d + OPS['sincos']['flops'] + 2)  # per lane
     costs = []
 
-    def shape(forward: bool) -> dict:
-        # The tiles of the forward kernel or of the backward ones, and the
-        # counts that follow from them.
-        tile = fourier_tiling(e, n, heads, points, channels, forward)
+    def shape(kernel: str) -> dict:
+        # The tiles of the kernel named kernel, and the counts that follow
+        # from them.
+        tile = fourier_tiling(e, n, heads, points, channels, kernel)
         block_h, block_r = tile['BLOCK_H'], tile['BLOCK_R']
         heads_in = min(block_h, heads)
         programs = n * -(-heads // block_h)
@@ -756,11 +756,11 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                        BLOCK_H=block_h, BLOCK_R=block_r,
                        BLOCK_C=tile['BLOCK_C']))
 
-    fwd, bwd = shape(True), shape(False)
-    backward_flags = dict(STORE_ANGLES=learned, **bwd['flags'],
-                          BLOCK_D=block_d)
-    prefetch = prefetches_targets(backward_flags)
-    block_c = bwd['tile']['BLOCK_C']
+    fwd, dst, src = (shape(kernel) for kernel in (
+        'forward', 'backward_dst', 'backward_src'))
+    dst_flags = dict(STORE_ANGLES=learned, **dst['flags'], BLOCK_D=block_d)
+    src_flags = dict(STORE_ANGLES=learned, **src['flags'], BLOCK_D=block_d)
+    prefetch = prefetches_targets(src_flags)
     # per_program: floats per head read or written once per program;
     # per_edge: bytes gathered per edge and program; index: edge indices
     # per edge and program; flops per lane, per edge-head lane; sfu per
@@ -774,18 +774,17 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
              feature + 4, 2 * fwd['tile']['BLOCK_C'] + 6, 3,
              sets * fwd['own'] * (2 * d + 27), 0, 1),
             ('_backward_dst_body', 'transformer backward, per target '
-             '(features inside)', bwd, backward_flags, 2 * d + channels + 3,
-             bwd['x_row'] + bwd['head_row'] + bwd['value_row'], 1,
-             feature + 8, 2 * block_c + 8, 4,
-             sets * bwd['own'] * (2 * d + 27) + bwd['angle_grads'],
+             '(features inside)', dst, dst_flags, 2 * d + channels + 3,
+             dst['x_row'] + dst['head_row'] + dst['value_row'], 1,
+             feature + 8, 2 * dst['tile']['BLOCK_C'] + 8, 4,
+             sets * dst['own'] * (2 * d + 27) + dst['angle_grads'],
              angles, 1),
             ('_backward_src_body', 'transformer backward, per source '
-             '(features inside)', bwd, dict(backward_flags,
-                                            PREFETCH=prefetch),
+             '(features inside)', src, dict(src_flags, PREFETCH=prefetch),
              2 * d + 2 * channels + 2,
-             bwd['x_row'] + 3 * bwd['head_row'] + bwd['value_row'], 2,
-             feature + 8, 4 * block_c + 8, 4,
-             sets * bwd['own'] * (2 * d + 27) + bwd['angle_grads'],
+             src['x_row'] + 3 * src['head_row'] + src['value_row'], 2,
+             feature + 8, 4 * src['tile']['BLOCK_C'] + 8, 4,
+             sets * src['own'] * (2 * d + 27) + src['angle_grads'],
              angles, 1 if prefetch else 2)):
         costs.append(KernelCost(
             name, label, (n, at['head_blocks']), dict(constexprs),

@@ -316,11 +316,8 @@ ROW_ELEMENTS = TILE_ELEMENTS // 2
 #: :data:`ROW_ELEMENTS` the per-source backward with dropout spilled 56
 #: bytes at 8 heads x R = 64, and 24 bytes with half of it
 #: (``benchmarks.gpu_compile``, Triton 3.9, sm_90); a quarter builds
-#: without spill at 128 registers, in four-warp programs of 4 edges.  The
-#: forward kernel, which keeps no accumulators of :math:`\phi`'s gradient,
-#: takes rows of :data:`ROW_ELEMENTS` (all 8 heads at R = 64, one edge per
-#: tile; the backward ones spilled so, 24 bytes per target on Triton 3.6,
-#: sm_80): a quarter of the programs, each walking the in-edges once.
+#: without spill at 128 registers, in four-warp programs of 4 edges (the
+#: per-source kernel's tiles; the per-target ones: :data:`PER_TARGET_TILES`).
 FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 #: The smallest edge block of those kernels: at blocks of 2 edges (graphs
 #: of mean in-degree 2 or less) the per-source backward with learned points
@@ -328,12 +325,23 @@ FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 #: registers), and at 4 it builds without (``benchmarks.gpu_compile``,
 #: degrees 2 and 4).
 FOURIER_MIN_EDGES = 4
-#: The widest value rows (:math:`B_H \times B_C` floats) of the forward
-#: kernel's all-head tiles: 8 heads x 8 channels (R = 64) build at 128
-#: registers without spill; 4 heads x 64 channels (R = 128) spilled 20-28
-#: bytes (Triton 3.9, sm_90; ``benchmarks.gpu_compile``), and take the
-#: backward kernels' tiles instead.
-FORWARD_VALUE_ROW = 64
+#: Rows (:math:`B_H \times B_R`) and smallest edge blocks of the per-target
+#: kernels of :mod:`ikgat.nn.triton_fourier_pairs`, by their names in
+#: :func:`~ikgat.nn.triton_fourier_pairs.kernels`: wider than the
+#: per-source kernel's, so that fewer programs walk each target's in-edges.
+#: The forward kernel keeps no accumulator of :math:`\phi`'s gradient: all
+#: 8 heads at R = 64, one edge per tile (a quarter of the programs).  The
+#: per-target backward keeps one (a row per head): 4 heads in tiles of 2
+#: edges; with all 8 heads it spilled 24-48 bytes (Triton 3.6, sm_80;
+#: ``benchmarks.gpu_compile``).
+PER_TARGET_TILES = {'forward': (ROW_ELEMENTS, 1),
+                    'backward_dst': (ROW_ELEMENTS // 2, 2)}
+#: The widest value rows (:math:`B_H \times B_C` floats) of the per-target
+#: kernels' wider tiles: 8 heads x 8 channels (R = 64) build at 128
+#: registers without spill; in the forward kernel 4 heads x 64 channels
+#: (R = 128) spilled 20-28 bytes (Triton 3.9, sm_90), so wider value rows
+#: take the per-source kernel's tiles.
+PER_TARGET_VALUE_ROW = 64
 
 
 def head_block(heads: int, width: int, channels: int,
@@ -366,19 +374,28 @@ def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
 
 def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
                    num_points: int, channels: int,
-                   forward: bool = False) -> dict:
-    r""":func:`tiling` of the kernels of
-    :mod:`ikgat.nn.triton_fourier_pairs`: rows of one half of :math:`\phi`
-    (:math:`B_R` for :math:`R`, ``BLOCK_R``) within
-    :data:`FOURIER_ROW_ELEMENTS`, edge blocks of at least
-    :data:`FOURIER_MIN_EDGES`; for the :obj:`forward` kernel rows of
-    :data:`ROW_ELEMENTS`, down to one edge per tile, while its value rows
-    (:math:`B_H \times B_C`) are at most :data:`FORWARD_VALUE_ROW` (see
-    :data:`FOURIER_ROW_ELEMENTS`)."""
-    constants = tiling(num_edges, num_nodes, heads, num_points, channels,
-                       ROW_ELEMENTS, min_edges=1) if forward else {}
-    if constants.get('BLOCK_H', 0) * constants.get(
-            'BLOCK_C', 0) > FORWARD_VALUE_ROW or not forward:
+                   kernel: str = 'backward_src') -> dict:
+    r""":func:`tiling` of the kernel named :obj:`kernel` of
+    :mod:`ikgat.nn.triton_fourier_pairs` (``'forward'``,
+    ``'backward_dst'`` or ``'backward_src'``): rows of one half of
+    :math:`\phi` (:math:`B_R` for :math:`R`, ``BLOCK_R``), for the
+    per-source kernel within :data:`FOURIER_ROW_ELEMENTS` and in edge
+    blocks of at least :data:`FOURIER_MIN_EDGES`, for the per-target ones
+    those of :data:`PER_TARGET_TILES` while their value rows (:math:`B_H
+    \times B_C`) are at most :data:`PER_TARGET_VALUE_ROW`."""
+    constants = None
+    if kernel in PER_TARGET_TILES:
+        row_elements, min_edges = PER_TARGET_TILES[kernel]
+        constants = tiling(num_edges, num_nodes, heads, num_points,
+                           channels, row_elements, min_edges=min_edges)
+        if constants['BLOCK_H'] * constants['BLOCK_C'] > \
+                PER_TARGET_VALUE_ROW:
+            constants = None
+    elif kernel != 'backward_src':
+        raise ValueError(f"fourier_tiling: unknown kernel {kernel!r}; "
+                         f"choose one of "
+                         f"{list(PER_TARGET_TILES) + ['backward_src']}")
+    if constants is None:
         constants = tiling(num_edges, num_nodes, heads, num_points,
                            channels, FOURIER_ROW_ELEMENTS,
                            min_edges=FOURIER_MIN_EDGES)
@@ -409,15 +426,13 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
 
 
 def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
-            channels: int, points: Optional[Tensor],
-            forward: bool = False) -> dict:
+            channels: int, points: Optional[Tensor], kernel: str) -> dict:
     r""":func:`tiling` of the tables' kernels, or with spectral points
-    :func:`fourier_tiling` (of the :obj:`forward` kernel or the
-    backward ones)."""
+    :func:`fourier_tiling` of the kernel named :obj:`kernel`."""
     if points is None:
         return tiling(num_edges, num_nodes, heads, width, channels)
     return fourier_tiling(num_edges, num_nodes, heads, points.size(2),
-                          channels, forward)
+                          channels, kernel)
 
 
 def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
@@ -436,7 +451,7 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
     if num_dst == 0 or heads == 0:
         return out, row_max, row_den
     constants = _tiling(src.numel(), num_dst, heads, u.size(2), channels,
-                        points, forward=True)
+                        points, 'forward')
     common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH,
                   **constants)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads)
@@ -501,7 +516,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
                                     dtype=angle_dtype)
     if (need_u or need_points) and num_dst > 0 and heads > 0:
         constants = _tiling(num_edges, num_dst, heads, width, channels,
-                            points)
+                            points, 'backward_dst')
         extra = () if points is None else (grad_angles_u, )
         launch(jitted['backward_dst'], grid(num_dst, heads, constants),
                u, v, *([] if points is None else [points]), s, values,
@@ -510,7 +525,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     if (need_v or need_points or need_s or need_values) and num_src > 0 \
             and heads > 0:
         constants = _tiling(num_edges, num_src, heads, width, channels,
-                            points)
+                            points, 'backward_src')
         extra = ()
         if points is not None:
             extra = (grad_angles_v, )

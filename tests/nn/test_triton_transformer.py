@@ -211,7 +211,8 @@ def test_points_kernels_walk_blocks_of_heads(points, block_h):
     leaves = fourier_leaves(11, 6, 3, 2, points, 1, seed=11,
                             dtype=torch.float32)
     edge_index = graph(11, 6, 30, seed=12)
-    assert _tiling(30, 6, 3, 2, 3, leaves[2])['BLOCK_H'] == block_h
+    assert _tiling(30, 6, 3, 2, 3, leaves[2],
+                   'backward_src')['BLOCK_H'] == block_h
     fused = fourier_values_and_gradients(leaves, edge_index, 6)
     reference = fourier_values_and_gradients(leaves, edge_index, 6,
                                              use_triton=False)
@@ -230,20 +231,29 @@ def test_points_kernels_take_edge_blocks_of_at_least_four():
     assert fourier_tiling(40, 40, 1, 512, 8)['BLOCK_E'] == 2
 
 
-def test_points_forward_takes_all_heads_down_to_one_edge_per_tile():
+def test_points_per_target_kernels_take_wider_tiles():
     # The forward kernel keeps no gradient accumulators: rows of all 8
     # heads at R = 64 (one program per target instead of four), one edge
-    # per tile; the backward kernels keep blocks of 2 heads and 4 edges.
-    forward = fourier_tiling(1_166_243, 169_343, 8, 64, 8, forward=True)
-    backward = fourier_tiling(1_166_243, 169_343, 8, 64, 8)
-    assert (forward['BLOCK_H'], forward['BLOCK_E']) == (8, 1)
-    assert (backward['BLOCK_H'], backward['BLOCK_E']) == (2, 4)
-    assert forward['num_warps'] == backward['num_warps'] == 4
+    # per tile; the per-target backward keeps one: 4 heads, 2 edges; the
+    # per-source backward blocks of 2 heads and 4 edges.
+    def blocks(kernel, *shape):
+        tile = fourier_tiling(*shape, kernel)
+        return tile['BLOCK_H'], tile['BLOCK_E'], tile['num_warps']
+
+    arxiv = (1_166_243, 169_343, 8, 64, 8)
+    assert blocks('forward', *arxiv) == (8, 1, 4)
+    assert blocks('backward_dst', *arxiv) == (4, 2, 4)
+    assert blocks('backward_src', *arxiv) == (2, 4, 4)
+    assert fourier_tiling(*arxiv) == fourier_tiling(*arxiv, 'backward_src')
     # Narrow rows still take edge blocks of the mean degree:
-    assert fourier_tiling(1000, 100, 1, 16, 7, forward=True)['BLOCK_E'] == 16
-    # Wide value rows (4 heads x 64 channels spilled) keep the backward's:
-    assert fourier_tiling(1_166_243, 169_343, 8, 128, 64, forward=True) == \
-        fourier_tiling(1_166_243, 169_343, 8, 128, 64)
+    assert blocks('forward', 1000, 100, 1, 16, 7)[1] == 16
+    # Wide value rows (4 heads x 64 channels spilled) keep the per-source
+    # kernel's tiles:
+    wide = (1_166_243, 169_343, 8, 128, 64)
+    for kernel in ('forward', 'backward_dst'):
+        assert fourier_tiling(*wide, kernel) == fourier_tiling(*wide)
+    with pytest.raises(ValueError, match="unknown kernel 'backward'"):
+        fourier_tiling(*arxiv, 'backward')
 
 
 @pytest.mark.parametrize('width, prefetch', [(3, True), (20, False)])
@@ -255,8 +265,9 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     leaves = fourier_leaves(9, 7, 2, 3, 5, 2, seed=31, dtype=torch.float32,
                             values=width)
     edge_index = graph(9, 7, 30, seed=32)
-    assert prefetches_targets(dict(_tiling(30, 9, 2, 3, width, leaves[2]),
-                                   BLOCK_D=4)) == prefetch
+    assert prefetches_targets(dict(
+        _tiling(30, 9, 2, 3, width, leaves[2], 'backward_src'),
+        BLOCK_D=4)) == prefetch
     with record_launches() as launches:
         fourier_values_and_gradients(leaves, edge_index, 7)
     [source] = [launch for launch in launches
@@ -276,9 +287,11 @@ def test_points_kernels_on_a_graph_of_one_edge_per_node():
     generator = torch.Generator().manual_seed(22)
     edge_index = torch.stack([torch.randint(0, 9, (7, ), generator=generator),
                               torch.arange(7)]).to(DEVICE)
-    assert _tiling(7, 7, 8, 2, 3, leaves[2])['BLOCK_E'] == 4
-    forward = _tiling(7, 7, 8, 2, 3, leaves[2], forward=True)
+    assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_src')['BLOCK_E'] == 4
+    forward = _tiling(7, 7, 8, 2, 3, leaves[2], 'forward')
     assert (forward['BLOCK_E'], forward['BLOCK_H']) == (1, 8)
+    # The per-target backward: 2 edges of 8 heads of R = 8 (rows of 64):
+    assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_dst')['BLOCK_E'] == 2
     fused = fourier_values_and_gradients(leaves, edge_index, 7)
     reference = fourier_values_and_gradients(leaves, edge_index, 7,
                                              use_triton=False)
