@@ -172,9 +172,9 @@ OPS: Dict[str, Dict[str, float]] = {
 #: ``launches_6257efe.md``.
 EAGER_OPS = {'GATConv': 93 - 30, 'rbf': 159 - 58, 'direct': 147 - 60,
              'implicit': 259 - 100, 'rbf@6257efe': 186 - 59,
-             'TransformerConv': 121 - 48, 'transformer-rbf': 77 - 37,
-             'transformer-direct': 91 - 41,
-             'transformer-implicit': 218 - 84}
+             'TransformerConv': 121 - 48, 'transformer-rbf': 78 - 37,
+             'transformer-direct': 92 - 41,
+             'transformer-implicit': 219 - 84}
 #: Passes over N x H C floats in a layer step besides the Triton kernels
 #: and the projection (scores, norms, bias, the backward's D = <G, out>,
 #: their gradients): an assumption, the same for every kernel family.
@@ -720,7 +720,11 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     per-source kernel's targets where
     :func:`~ikgat.nn.triton_transformer.prefetches_targets`) before the
     current tile's work, so that one dependent round trip per tile remains
-    (the gather of the other end's row), not two."""
+    (the gather of the other end's row), not two.  The forward kernel
+    stores each edge's :math:`t` (:math:`E H` floats); the per-source
+    kernel reads it instead of its own node's features and the dot, and
+    adds each chunk of points into its accumulators through a one-hot
+    select (2 per accumulator element and chunk, per tile)."""
     from ikgat.nn.triton_transformer import (
         fourier_tiling,
         prefetches_targets,
@@ -736,7 +740,9 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
         # The tiles of the kernel named kernel, and the counts that follow
         # from them.
         tile = fourier_tiling(e, n, heads, points, channels, kernel)
-        block_h, block_r = tile['BLOCK_H'], tile['BLOCK_R']
+        # R whole: the per-source kernel walks it in CHUNKS blocks.
+        block_h = tile['BLOCK_H']
+        block_r = tile['BLOCK_R'] * tile.get('CHUNKS', 1)
         heads_in = min(block_h, heads)
         programs = n * -(-heads // block_h)
         tiles = programs * mean_tiles(lam - 1, tile['BLOCK_E'])
@@ -753,14 +759,19 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
             value_row=sector_bytes(heads_in * channels * f32, hw),
             head_row=sector_bytes(heads_in * f32, hw),
             flags=dict(HAS_DROPOUT=False, BLOCK_E=tile['BLOCK_E'],
-                       BLOCK_H=block_h, BLOCK_R=block_r,
+                       BLOCK_H=block_h, BLOCK_R=tile['BLOCK_R'],
                        BLOCK_C=tile['BLOCK_C']))
 
     fwd, dst, src = (shape(kernel) for kernel in (
         'forward', 'backward_dst', 'backward_src'))
     dst_flags = dict(STORE_ANGLES=learned, **dst['flags'], BLOCK_D=block_d)
-    src_flags = dict(STORE_ANGLES=learned, **src['flags'], BLOCK_D=block_d)
+    src_flags = dict(STORE_ANGLES=learned, **src['flags'], BLOCK_D=block_d,
+                     CHUNKS=src['tile']['CHUNKS'])
     prefetch = prefetches_targets(src_flags)
+    # The per-source kernel's one-hot adds of each chunk into its [B_H,
+    # CHUNKS, B_R] accumulators (2 per element per chunk), per tile:
+    chunk_adds = 2 * src['own'] / max(1, src['programs']) * src['tile'][
+        'CHUNKS']
     # per_program: floats per head read or written once per program;
     # per_edge: bytes gathered per edge and program; index: edge indices
     # per edge and program; flops per lane, per edge-head lane; sfu per
@@ -772,7 +783,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
              'inside)', fwd, fwd['flags'], d + channels + 2,
              fwd['x_row'] + fwd['head_row'] + fwd['value_row'], 1,
              feature + 4, 2 * fwd['tile']['BLOCK_C'] + 6, 3,
-             sets * fwd['own'] * (2 * d + 27), 0, 1),
+             sets * fwd['own'] * (2 * d + 27), e * heads * f32, 1),
             ('_backward_dst_body', 'transformer backward, per target '
              '(features inside)', dst, dst_flags, 2 * d + channels + 3,
              dst['x_row'] + dst['head_row'] + dst['value_row'], 1,
@@ -782,9 +793,9 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
             ('_backward_src_body', 'transformer backward, per source '
              '(features inside)', src, dict(src_flags, PREFETCH=prefetch),
              2 * d + 2 * channels + 2,
-             src['x_row'] + 3 * src['head_row'] + src['value_row'], 2,
-             feature + 8, 4 * src['tile']['BLOCK_C'] + 8, 4,
-             sets * src['own'] * (2 * d + 27) + src['angle_grads'],
+             src['x_row'] + 4 * src['head_row'] + src['value_row'], 2,
+             feature + 4, 4 * src['tile']['BLOCK_C'] + 8, 4,
+             src['tiles'] * chunk_adds + src['angle_grads'],
              angles, 1 if prefetch else 2)):
         costs.append(KernelCost(
             name, label, (n, at['head_blocks']), dict(constexprs),

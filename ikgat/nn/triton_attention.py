@@ -487,12 +487,9 @@ def edge_tiling(num_edges: int, num_nodes: int, row: int,
     :math:`B_E` edges of :obj:`row` elements: about one tile per node on
     average (:math:`E` and :math:`N` are shapes, so choosing needs no host
     synchronisation), at least :obj:`min_edges` while the tile fits, at
-    most :obj:`budget` elements at 4 warps; never under 2 edges unless
-    :obj:`min_edges` is 1 (then a row that fills the budget is one edge
-    per tile)."""
+    most :obj:`budget` elements at 4 warps."""
     degree = next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
-    block_e = max(min(2, min_edges),
-                  min(max(degree, min_edges), 128, budget // row))
+    block_e = max(2, min(max(degree, min_edges), 128, budget // row))
     return dict(BLOCK_E=block_e,
                 num_warps=4 if block_e * row <= budget else 8)
 

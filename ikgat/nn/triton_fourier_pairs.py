@@ -19,12 +19,18 @@ its own node once per program:
 
 * the **forward** kernel, per target :math:`i`: :math:`\phi(q_i)`, then
   :math:`\phi(k_j)` per in-edge, and the online softmax of the gathered
-  kernels;
+  kernels; it also stores each edge's :math:`t_{ij}` (:math:`E \times H`
+  floats, CSR order);
 * the **per-target backward**: :math:`\partial L/\partial\phi(q_i) = c
   \sum_j \partial L/\partial t_{ij}\,\phi(k_j)`;
 * the **per-source backward**: :math:`\partial L/\partial\phi(k_j) = c
   \sum_i \partial L/\partial t_{ij}\,\phi(q_i)`, and the gradients of the
-  source terms and values.
+  source terms and values.  It reads :math:`t_{ij}` instead of making it,
+  so that it needs no features of its own node before the sum: it makes
+  each out-edge's :math:`\phi(q_i)` once, in ``CHUNKS`` blocks of
+  :math:`B_R` points, and adds each block into accumulators laid out
+  :math:`B_H \times` ``CHUNKS`` :math:`\times B_R` (a one-hot select),
+  which lets one program hold all heads.
 
 Each backward kernel ends at its own node's angles :math:`a_s = W_s x`:
 
@@ -74,6 +80,7 @@ _angle_gradients = None
 _own_features = None
 _pair_link = None
 _accumulate = None
+_store_rows = None
 _KERNELS = None
 
 
@@ -105,13 +112,13 @@ def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
 
 
 def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
-                          grad_sin, grad_x, grad_angles, H, D, R, num_sets,
+                          grad_sin, grad_angles, H, D, R, num_sets,
                           STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
                           BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
-    # From dL/dphi(x_node) = [grad_cos; grad_sin] ([B_H, B_R] each): the
-    # angles' dL/da_s = cos a_s grad_sin - sin a_s grad_cos (stored in
-    # grad_angles (N, H, m, R) with STORE_ANGLES), and
-    # dL/dx = sum_s W_s^T dL/da_s, stored in grad_x (N, H, D).
+    # From dL/dphi(x_node) = [grad_cos; grad_sin] at the points offs_r
+    # ([B_H, B_R] each): the angles' dL/da_s = cos a_s grad_sin - sin a_s
+    # grad_cos (stored in grad_angles (N, H, m, R) with STORE_ANGLES), and
+    # their part of dL/dx = sum_s W_s^T dL/da_s, returned [B_H, B_D].
     mask_h = offs_h < H
     mask_hr = mask_h[:, None] & (offs_r < R)[None, :]
     row = node * H + offs_h  # [B_H]
@@ -133,8 +140,13 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
             w_d = tl.load(point + d, mask=mask_hr, other=0.).to(tl.float32)
             column = tl.sum(grad_angle * w_d, axis=1)  # [B_H]
             acc += tl.where(offs_d[None, :] == d, column[:, None], 0.)
-    tl.store(grad_x + row[:, None] * D + offs_d[None, :], acc,
-             mask=mask_h[:, None] & (offs_d < D)[None, :])
+    return acc
+
+
+def _store_rows_body(out, node, offs_h, offs_d, rows, H, D):
+    # rows [B_H, B_D] into out (N, H, D) at node.
+    tl.store(out + (node * H + offs_h[:, None]) * D + offs_d[None, :], rows,
+             mask=(offs_h < H)[:, None] & (offs_d < D)[None, :])
 
 
 def _own_features_body(x, points, node, offs_h, offs_r, H, D, R, num_sets,
@@ -148,12 +160,13 @@ def _own_features_body(x, points, node, offs_h, offs_r, H, D, R, num_sets,
 
 
 def _pair_link_body(own_cos, own_sin, cos, sin, scale, eps):
-    # The link lambda(t) = log(t^2 + eps) and its slope of the edges' t =
-    # c phi(own)^T phi(other), from the own node's features [B_H, B_R] and
-    # the other ends' [B_E, B_H, B_R].
+    # The edges' t = c phi(own)^T phi(other), from the own node's features
+    # [B_H, B_R] and the other ends' [B_E, B_H, B_R], and its link
+    # lambda(t) = log(t^2 + eps) and slope.
     t = scale * tl.sum(cos * own_cos[None, :, :] + sin * own_sin[None, :, :],
                        axis=2)
-    return _link(t, eps, True)
+    logit, slope = _link(t, eps, True)
+    return t, logit, slope
 
 
 def _accumulate_body(acc_cos, acc_sin, d_t, cos, sin):
@@ -163,7 +176,8 @@ def _accumulate_body(acc_cos, acc_sin, d_t, cos, sin):
 
 
 def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
-                  row_den, seed, scale, eps, dropout, keep_scale, H, D, R, C,
+                  row_den, t_out, seed, scale, eps, dropout, keep_scale, H, D,
+                  R, C,
                   num_sets, HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
                   BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
                   BLOCK_C: tl.constexpr):
@@ -190,7 +204,9 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
                                  R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        logit, _ = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
+        t, logit, _ = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
+        # The edges' t for the per-source backward (CSR order):
+        tl.store(t_out + e[:, None] * H + offs_h[None, :], t, mask=mask_eh)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
         running_max, running_sum, acc = _aggregate(
@@ -231,7 +247,7 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
                                  R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        logit, slope = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
+        _, logit, slope = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
         x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
@@ -241,34 +257,38 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
             offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         acc_cos, acc_sin = _accumulate(acc_cos, acc_sin,
                                        d_logit * slope * scale, k_cos, k_sin)
-    _angle_gradients(q, points, i, offs_h, offs_r, tl.arange(0, BLOCK_D),
-                     acc_cos, acc_sin, grad_q, grad_angles, H, D, R,
-                     num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+    offs_d = tl.arange(0, BLOCK_D)
+    _store_rows(grad_q, i, offs_h, offs_d, _angle_gradients(
+        q, points, i, offs_h, offs_r, offs_d, acc_cos, acc_sin, grad_angles,
+        H, D, R, num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D), H, D)
 
 
 def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
                        row_max, row_den, delta, grad_out, grad_k, grad_s,
-                       grad_values, grad_angles, seed, scale, eps, dropout,
-                       keep_scale, H, D, R, C, num_sets,
+                       grad_values, grad_angles, t_saved, seed, scale, eps,
+                       dropout, keep_scale, H, D, R, C, num_sets,
                        STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                       BLOCK_D: tl.constexpr, PREFETCH: tl.constexpr):
+                       BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr,
+                       PREFETCH: tl.constexpr):
+    # One program per source j and block of heads; the edges' t comes from
+    # the forward pass, so that each out-edge's phi(q_i) is made once, in
+    # CHUNKS blocks of B_R points, and accumulated into [B_H, CHUNKS, B_R].
     j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
-    k_cos, k_sin = _own_features(k, points, j, offs_h, offs_r, H, D, R,
-                                 num_sets, BLOCK_H, BLOCK_R)
+    offs_chunk = tl.arange(0, CHUNKS)
     x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
-    acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
-    acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
     # The targets of the first tile's out-edges: with PREFETCH each tile
     # loads the next one's before its own work (their CSR positions, read
-    # only by the dropout mask at the end of the tile, are loaded in it):
+    # by t and the dropout mask, are loaded in it):
     i_next = tl.load(csc_dst + start + offs_e, mask=start + offs_e < stop,
                      other=0)
     for first in range(start, stop, BLOCK_E):
@@ -283,9 +303,9 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
         e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        q_cos, q_sin = _features(q, points, i, offs_h, offs_r, mask_e, H, D,
-                                 R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        logit, slope = _pair_link(k_cos, k_sin, q_cos, q_sin, scale, eps)
+        t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
+                    other=0.)
+        logit, slope = _link(t, eps, True)
         m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
         alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
         g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
@@ -294,14 +314,31 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
             H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g, axis=0)
         acc_s += tl.sum(d_logit, axis=0)
-        acc_cos, acc_sin = _accumulate(acc_cos, acc_sin,
-                                       d_logit * slope * scale, q_cos, q_sin)
+        d_t = d_logit * slope * scale
+        for chunk in range(CHUNKS):
+            q_cos, q_sin = _features(q, points, i, offs_h,
+                                     chunk * BLOCK_R + offs_r, mask_e, H, D,
+                                     R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+            part_cos, part_sin = _accumulate(
+                tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32),
+                tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32), d_t, q_cos,
+                q_sin)
+            pick = (offs_chunk == chunk)[None, :, None]
+            acc_cos += tl.where(pick, part_cos[:, None, :], 0.)
+            acc_sin += tl.where(pick, part_sin[:, None, :], 0.)
     tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
              acc_x, mask=mask_hc)
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
-    _angle_gradients(k, points, j, offs_h, offs_r, tl.arange(0, BLOCK_D),
-                     acc_cos, acc_sin, grad_k, grad_angles, H, D, R,
-                     num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+    offs_d = tl.arange(0, BLOCK_D)
+    grad_x = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for chunk in range(CHUNKS):
+        pick = (offs_chunk == chunk)[None, :, None]
+        grad_x += _angle_gradients(
+            k, points, j, offs_h, chunk * BLOCK_R + offs_r, offs_d,
+            tl.sum(tl.where(pick, acc_cos, 0.), axis=1),
+            tl.sum(tl.where(pick, acc_sin, 0.), axis=1), grad_angles, H, D,
+            R, num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+    _store_rows(grad_k, j, offs_h, offs_d, grad_x, H, D)
 
 
 def kernels():
@@ -310,7 +347,7 @@ def kernels():
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
     Triton before)."""
     global triton, tl, _features, _angle_gradients, _own_features
-    global _pair_link, _accumulate, _KERNELS
+    global _pair_link, _accumulate, _store_rows, _KERNELS
     if _KERNELS is None:
         import triton as triton_module
         import triton.language as tl_module
@@ -323,6 +360,7 @@ def kernels():
         _own_features = triton.jit(_own_features_body)
         _pair_link = triton.jit(_pair_link_body)
         _accumulate = triton.jit(_accumulate_body)
+        _store_rows = triton.jit(_store_rows_body)
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             backward_dst=triton.jit(_backward_dst_body),

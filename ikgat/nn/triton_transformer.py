@@ -293,12 +293,14 @@ _OPTIONS = 'float scale, float eps, float dropout, bool log_square'
 _FORWARD_SCHEMA = (
     f'(Tensor u, Tensor v, Tensor? points, Tensor s, Tensor values, '
     f'{_INDEX_ARGS}, '
-    f'Tensor seed, {_OPTIONS}, bool use_triton) -> (Tensor, Tensor, Tensor)')
+    f'Tensor seed, {_OPTIONS}, bool use_triton) '
+    f'-> (Tensor, Tensor, Tensor, Tensor)')
 _BACKWARD_SCHEMA = (
     f'(Tensor grad_out, Tensor u, Tensor v, Tensor? points, Tensor s, '
     f'Tensor values, {_INDEX_ARGS}, Tensor seed, Tensor out, '
-    f'Tensor row_max, Tensor row_den, {_OPTIONS}, bool use_triton, '
-    f'bool[] needs) -> (Tensor, Tensor, Tensor, Tensor, Tensor)')
+    f'Tensor row_max, Tensor row_den, Tensor t, {_OPTIONS}, '
+    f'bool use_triton, bool[] needs) '
+    f'-> (Tensor, Tensor, Tensor, Tensor, Tensor)')
 
 
 #: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
@@ -309,33 +311,40 @@ _BACKWARD_SCHEMA = (
 #: reached 128 registers (16 resident warps per SM) and spilled with
 #: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
 ROW_ELEMENTS = TILE_ELEMENTS // 2
-#: The row of the kernels of :mod:`ikgat.nn.triton_fourier_pairs`
-#: (:math:`B_H \times B_R`, one half of :math:`\phi`; their edge tiles stay
-#: :data:`ROW_ELEMENTS`, at 4 warps): three live tiles per edge (angles,
+#: The row of the kernels of :mod:`ikgat.nn.triton_fourier_pairs` with
+#: wide value rows (:math:`B_H \times B_R`, one half of :math:`\phi`;
+#: their edge tiles stay :data:`ROW_ELEMENTS`, at 4 warps), and the
+#: per-source kernel's chunk of points: three live tiles per edge (angles,
 #: cosines, sines) besides the softmax's.  With rows of
-#: :data:`ROW_ELEMENTS` the per-source backward with dropout spilled 56
-#: bytes at 8 heads x R = 64, and 24 bytes with half of it
-#: (``benchmarks.gpu_compile``, Triton 3.9, sm_90); a quarter builds
-#: without spill at 128 registers, in four-warp programs of 4 edges (the
-#: per-source kernel's tiles; the per-target ones: :data:`PER_TARGET_TILES`).
+#: :data:`ROW_ELEMENTS` the per-source backward, when it still made its
+#: own node's features, spilled 56 bytes with dropout at 8 heads x R = 64,
+#: and 24 bytes with half of it (``benchmarks.gpu_compile``, Triton 3.9,
+#: sm_90); a quarter built without spill at 128 registers, in four-warp
+#: programs of 4 edges.
 FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
-#: The smallest edge block of those kernels: at blocks of 2 edges (graphs
-#: of mean in-degree 2 or less) the per-source backward with learned points
-#: and dropout spilled 28 bytes at 8 heads x R = 64 (Triton 3.9, sm_90, 128
-#: registers), and at 4 it builds without (``benchmarks.gpu_compile``,
-#: degrees 2 and 4).
+#: The smallest edge block of the wide-row tiles: at blocks of 2 edges
+#: (graphs of mean in-degree 2 or less) the per-source backward with learned
+#: points and dropout spilled 28 bytes at 8 heads x R = 64 (Triton 3.9,
+#: sm_90, 128 registers), and at 4 it built without
+#: (``benchmarks.gpu_compile``, degrees 2 and 4).
 FOURIER_MIN_EDGES = 4
 #: Rows (:math:`B_H \times B_R`) and smallest edge blocks of the per-target
 #: kernels of :mod:`ikgat.nn.triton_fourier_pairs`, by their names in
 #: :func:`~ikgat.nn.triton_fourier_pairs.kernels`: wider than the
 #: per-source kernel's, so that fewer programs walk each target's in-edges.
-#: The forward kernel keeps no accumulator of :math:`\phi`'s gradient: all
-#: 8 heads at R = 64, one edge per tile (a quarter of the programs).  The
-#: per-target backward keeps one (a row per head): 4 heads in tiles of 2
-#: edges; with all 8 heads it spilled 24-48 bytes (Triton 3.6, sm_80;
-#: ``benchmarks.gpu_compile``).
-PER_TARGET_TILES = {'forward': (ROW_ELEMENTS, 1),
+#: Both take 4 heads at R = 64 in tiles of 2 edges (half the programs):
+#: with all 8 heads, one edge per tile, the per-target backward spilled
+#: 24-48 bytes (Triton 3.6, sm_80) and the forward, which also stores each
+#: edge's t, 24 bytes (Triton 3.9, sm_90; ``benchmarks.gpu_compile``).
+PER_TARGET_TILES = {'forward': (ROW_ELEMENTS // 2, 2),
                     'backward_dst': (ROW_ELEMENTS // 2, 2)}
+#: The per-source backward's head rows (:math:`B_H \times R`) and smallest
+#: edge block: it reads each edge's t from the forward pass, so that it
+#: makes each out-edge's :math:`\phi(q_i)` once, in chunks of
+#: :data:`FOURIER_ROW_ELEMENTS` / :math:`B_H` points, tiles of
+#: :data:`ROW_ELEMENTS` / 2 (all 8 heads at R = 64: chunks of 16 points, 2
+#: edges; at 4 edges it spilled 56-84 bytes on sm_80).
+SOURCE_TILES = (ROW_ELEMENTS, 2)
 #: The widest value rows (:math:`B_H \times B_C` floats) of the per-target
 #: kernels' wider tiles: 8 heads x 8 channels (R = 64) build at 128
 #: registers without spill; in the forward kernel 4 heads x 64 channels
@@ -377,39 +386,47 @@ def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
                    kernel: str = 'backward_src') -> dict:
     r""":func:`tiling` of the kernel named :obj:`kernel` of
     :mod:`ikgat.nn.triton_fourier_pairs` (``'forward'``,
-    ``'backward_dst'`` or ``'backward_src'``): rows of one half of
-    :math:`\phi` (:math:`B_R` for :math:`R`, ``BLOCK_R``), for the
-    per-source kernel within :data:`FOURIER_ROW_ELEMENTS` and in edge
-    blocks of at least :data:`FOURIER_MIN_EDGES`, for the per-target ones
-    those of :data:`PER_TARGET_TILES` while their value rows (:math:`B_H
-    \times B_C`) are at most :data:`PER_TARGET_VALUE_ROW`."""
-    constants = None
-    if kernel in PER_TARGET_TILES:
-        row_elements, min_edges = PER_TARGET_TILES[kernel]
-        constants = tiling(num_edges, num_nodes, heads, num_points,
-                           channels, row_elements, min_edges=min_edges)
-        if constants['BLOCK_H'] * constants['BLOCK_C'] > \
-                PER_TARGET_VALUE_ROW:
-            constants = None
-    elif kernel != 'backward_src':
+    ``'backward_dst'`` or ``'backward_src'``), while its value rows
+    (:math:`B_H \times B_C`) are at most :data:`PER_TARGET_VALUE_ROW`:
+    for the per-target kernels those of :data:`PER_TARGET_TILES`, rows of
+    one half of :math:`\phi` (:math:`B_R` for :math:`R`, ``BLOCK_R``);
+    for the per-source one :data:`SOURCE_TILES`, :math:`R` in ``CHUNKS``
+    blocks of ``BLOCK_R``.  Wider value rows take rows within
+    :data:`FOURIER_ROW_ELEMENTS` in edge blocks of at least
+    :data:`FOURIER_MIN_EDGES` (one chunk)."""
+    known = list(PER_TARGET_TILES) + ['backward_src']
+    if kernel not in known:
         raise ValueError(f"fourier_tiling: unknown kernel {kernel!r}; "
-                         f"choose one of "
-                         f"{list(PER_TARGET_TILES) + ['backward_src']}")
-    if constants is None:
+                         f"choose one of {known}")
+    row_elements, min_edges = PER_TARGET_TILES.get(kernel, SOURCE_TILES)
+    block_h = head_block(heads, num_points, channels, row_elements)
+    block_r, block_c = next_power_of_2(num_points), next_power_of_2(channels)
+    if block_h * block_c > PER_TARGET_VALUE_ROW:
         constants = tiling(num_edges, num_nodes, heads, num_points,
                            channels, FOURIER_ROW_ELEMENTS,
                            min_edges=FOURIER_MIN_EDGES)
-    constants['BLOCK_R'] = constants.pop('BLOCK_D')
+        chunk = constants.pop('BLOCK_D')
+    elif kernel == 'backward_src':
+        chunk = max(1, min(block_r, FOURIER_ROW_ELEMENTS // block_h))
+        constants = dict(BLOCK_H=block_h, BLOCK_C=block_c, **edge_tiling(
+            num_edges, num_nodes, block_h * max(chunk, block_c),
+            ROW_ELEMENTS // 2, min_edges))
+    else:
+        constants = tiling(num_edges, num_nodes, heads, num_points,
+                           channels, row_elements, min_edges=min_edges)
+        chunk = constants.pop('BLOCK_D')
+    constants['BLOCK_R'] = chunk
+    if kernel == 'backward_src':
+        constants['CHUNKS'] = block_r // chunk
     return constants
 
 
 #: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
 #: which the per-source kernel of :mod:`ikgat.nn.triton_fourier_pairs` loads
-#: the next tile's targets ahead: at 2 heads x 8 (8 heads x 8 channels, R =
-#: 64) it builds without spill at 128 registers, at 1 x 64 (R = 128) with
-#: dropout it spilled 24 bytes (Triton 3.9, sm_80;
-#: ``benchmarks.gpu_compile``).
-PREFETCH_ROW = 16
+#: the next tile's targets ahead: at 8 heads x 8 (R = 64) and 1 x 64 (R =
+#: 128) it builds without spill (``benchmarks.gpu_compile``); wider rows
+#: are outside that check's grid and load them in the tile.
+PREFETCH_ROW = 64
 
 
 def prefetches_targets(constants: dict) -> bool:
@@ -442,14 +459,19 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
     if not use_triton:
         if points is not None:
             u, v = fourier_features(u, points), fourier_features(v, points)
-        return _torch_forward(u, v, s, values, src, dst, seed, num_dst,
-                              scale, eps, dropout, log_square)
+        out, row_max, row_den, t = _torch_forward(
+            u, v, s, values, src, dst, seed, num_dst, scale, eps, dropout,
+            log_square)
+        return out, row_max, row_den, t if points is not None else \
+            t.new_empty(0, heads)
     out = values.new_empty(num_dst, heads, channels)
     row_max = values.new_empty(num_dst, heads,
                                dtype=accumulation_dtype(values.dtype))
     row_den = torch.empty_like(row_max)
+    # The edges' t (CSR order), which the per-source backward reads:
+    t = row_max.new_empty(src.numel() if points is not None else 0, heads)
     if num_dst == 0 or heads == 0:
-        return out, row_max, row_den
+        return out, row_max, row_den, t
     constants = _tiling(src.numel(), num_dst, heads, u.size(2), channels,
                         points, 'forward')
     common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH,
@@ -463,9 +485,9 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
     else:
         launch(fourier_kernels()['forward'],
                grid(num_dst, heads, constants), u, v, points, s, values,
-               rowptr, src, out, row_max, row_den, *options, u.size(2),
+               rowptr, src, out, row_max, row_den, t, *options, u.size(2),
                points.size(2), channels, points.size(0), **common)
-    return out, row_max, row_den
+    return out, row_max, row_den, t
 
 
 def _forward_fake(u, v, points, s, values, rowptr, src, dst, colptr,
@@ -475,11 +497,13 @@ def _forward_fake(u, v, points, s, values, rowptr, src, dst, colptr,
     row_max = values.new_empty(num_dst, heads,
                                dtype=accumulation_dtype(values.dtype))
     return (values.new_empty(num_dst, heads, values.size(2)), row_max,
-            torch.empty_like(row_max))
+            torch.empty_like(row_max),
+            row_max.new_empty(src.size(0) if points is not None else 0,
+                              heads))
 
 
 def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
-              csc_edge, csc_dst, seed, out, row_max, row_den, scale, eps,
+              csc_edge, csc_dst, seed, out, row_max, row_den, t, scale, eps,
               dropout, log_square, use_triton, needs):
     need_u, need_v, need_points, need_s, need_values = needs
     # D_i = <G_i, out_i> (FlashAttention's D):
@@ -528,7 +552,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
                             points, 'backward_src')
         extra = ()
         if points is not None:
-            extra = (grad_angles_v, )
+            extra = (grad_angles_v, t)
             constants['PREFETCH'] = prefetches_targets(
                 dict(constants, BLOCK_D=common['BLOCK_D']))
         launch(jitted['backward_src'], grid(num_src, heads, constants),
@@ -557,7 +581,7 @@ def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
 
 
 def _backward_fake(grad_out, u, v, points, s, values, rowptr, src, dst,
-                   colptr, csc_edge, csc_dst, seed, out, row_max, row_den,
+                   colptr, csc_edge, csc_dst, seed, out, row_max, row_den, t,
                    scale, eps, dropout, log_square, use_triton, needs):
     return (torch.empty_like(u), torch.empty_like(v),
             u.new_empty(0) if points is None or not needs[2] else
@@ -578,21 +602,21 @@ _backward_op.register_fake(_backward_fake)
 def _setup_context(ctx, inputs, output):
     (u, v, points, s, values, *index, seed, scale, eps, dropout, log_square,
      use_triton) = inputs
-    out, row_max, row_den = output
+    out, row_max, row_den, t = output
     ctx.save_for_backward(u, v, points, s, values, *index, seed, out,
-                          row_max, row_den)
+                          row_max, row_den, t)
     ctx.options = (scale, eps, dropout, log_square, use_triton)
-    ctx.mark_non_differentiable(row_max, row_den)
+    ctx.mark_non_differentiable(row_max, row_den, t)
 
 
-def _autograd_backward(ctx, grad_out, _grad_max, _grad_den):
-    (u, v, points, s, values, *index, seed, out, row_max,
-     row_den) = ctx.saved_tensors
+def _autograd_backward(ctx, grad_out, _grad_max, _grad_den, _grad_t):
+    (u, v, points, s, values, *index, seed, out, row_max, row_den,
+     t) = ctx.saved_tensors
     needs = list(ctx.needs_input_grad[:5])
     if grad_out is None:
         grad_out = torch.zeros_like(out)
     grads = _backward_op(grad_out, u, v, points, s, values, *index, seed,
-                         out, row_max, row_den, *ctx.options, needs)
+                         out, row_max, row_den, t, *ctx.options, needs)
     return tuple(grad if need else None for grad, need in zip(grads, needs)
                  ) + (None, ) * 12
 
@@ -607,19 +631,20 @@ _forward_op.register_autograd(_autograd_backward,
 
 
 def _torch_logits(u, v, s, src, dst, scale, eps, log_square, dtype):
-    t = scale * (u.to(dtype)[dst] * v.to(dtype)[src]).sum(-1)  # [E, H]
+    # The logits, their slopes in t and t itself, [E, H] each.
+    t = scale * (u.to(dtype)[dst] * v.to(dtype)[src]).sum(-1)
     if log_square:
         square = t * t + eps
-        return square.log() + s.to(dtype)[src], 2 * t / square
-    return t + s.to(dtype)[src], torch.ones_like(t)
+        return square.log() + s.to(dtype)[src], 2 * t / square, t
+    return t + s.to(dtype)[src], torch.ones_like(t), t
 
 
 def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
                    dropout, log_square):
     src, dst = src.long(), dst.long()
     heads, dtype = values.size(1), accumulation_dtype(values.dtype)
-    logit, _ = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
-                             dtype)
+    logit, _, t = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
+                                dtype)
     row_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
         0, dst, logit, 'amax')
     p = (logit - row_max[dst]).exp()
@@ -628,7 +653,7 @@ def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
                                            logit).to(dtype)
     out = logit.new_zeros(num_dst, heads, values.size(2))
     out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(dtype)[src])
-    return out.to(values.dtype), row_max, row_den
+    return out.to(values.dtype), row_max, row_den, t
 
 
 def _torch_angle_gradients(x: Tensor, points: Tensor,
@@ -653,8 +678,8 @@ def _torch_backward(grad_out, u, v, points, s, values, src, dst, seed,
     dtype = accumulation_dtype(values.dtype)
     tables = (u, v) if points is None else (fourier_features(u, points),
                                             fourier_features(v, points))
-    logit, slope = _torch_logits(*tables, s, src, dst, scale, eps,
-                                 log_square, dtype)
+    logit, slope, _ = _torch_logits(*tables, s, src, dst, scale, eps,
+                                    log_square, dtype)
     alpha = (logit - row_max.to(dtype)[dst]).exp() / row_den.to(dtype)[dst]
     keep = torch_keep(seed, logit.shape, dropout, logit).to(dtype)
     g = grad_out.to(dtype)[dst]  # [E, H, C]
@@ -787,7 +812,7 @@ def fused_transformer_attention(
             else csr.rowptr)
     if points is not None:
         points = points.contiguous()
-    out, _, _ = _forward_op(
+    out, _, _, _ = _forward_op(
         u.contiguous(), v.contiguous(), points, s.contiguous(),
         values.contiguous(),
         csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge, csr.csc_dst,

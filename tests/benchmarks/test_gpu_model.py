@@ -161,7 +161,10 @@ def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
                               cost.kernel[1:-len('_body')])
         assert cost.grid == (ARXIV.nodes, 8 // tile['BLOCK_H'])
         assert cost.constexprs['BLOCK_E'] == tile['BLOCK_E']
-        assert cost.constexprs['BLOCK_R'] == tile['BLOCK_R'] == 64
+        assert cost.constexprs['BLOCK_R'] == tile['BLOCK_R']
+        # R = 64 whole, or in the per-source kernel's chunks:
+        assert tile['BLOCK_R'] * tile.get('CHUNKS', 1) == 64
+        assert cost.constexprs.get('CHUNKS') == tile.get('CHUNKS')
         assert cost.warps == tile['num_warps']
         # At least 2 sets x (angle 2D + sin and cos) per edge, head, point:
         assert cost.flops >= ARXIV.edges * 8 * 64 * 2 * (

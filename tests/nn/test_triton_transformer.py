@@ -203,16 +203,20 @@ def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
     assert fused[1][-2:].abs().max() == 0
 
 
-@pytest.mark.parametrize('points, block_h', [(200, 1), (5, 4)])
-def test_points_kernels_walk_blocks_of_heads(points, block_h):
-    # R = 200 pads to 256: one head per program (FOURIER_ROW_ELEMENTS), so
-    # that 3 heads take three programs per node; R = 5 pads to 8: one
-    # program of 4 heads, the fourth masked.
+@pytest.mark.parametrize('points, blocks', [
+    (200, ((1, 256), (1, 256), (2, 64))), (5, ((4, 8), (4, 8), (4, 8)))])
+def test_points_kernels_walk_blocks_of_heads(points, blocks):
+    # R = 200 pads to 256: the per-target kernels take one head per program
+    # (three programs per node), the per-source one 2 (the second
+    # program's second head masked) and walks R in 4 chunks of 64; R = 5
+    # pads to 8: one program of 4 heads, the fourth masked.
     leaves = fourier_leaves(11, 6, 3, 2, points, 1, seed=11,
                             dtype=torch.float32)
     edge_index = graph(11, 6, 30, seed=12)
-    assert _tiling(30, 6, 3, 2, 3, leaves[2],
-                   'backward_src')['BLOCK_H'] == block_h
+    for kernel, (block_h, block_r) in zip(
+            ('forward', 'backward_dst', 'backward_src'), blocks):
+        tile = _tiling(30, 6, 3, 2, 3, leaves[2], kernel)
+        assert (tile['BLOCK_H'], tile['BLOCK_R']) == (block_h, block_r)
     fused = fourier_values_and_gradients(leaves, edge_index, 6)
     reference = fourier_values_and_gradients(leaves, edge_index, 6,
                                              use_triton=False)
@@ -220,11 +224,13 @@ def test_points_kernels_walk_blocks_of_heads(points, block_h):
         assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
 
 
-def test_points_kernels_take_edge_blocks_of_at_least_four():
-    # Blocks of 2 edges made the per-source backward spill (Triton 3.9,
-    # sm_90): the random-feature kernels take 4 on sparse graphs while the
-    # tile fits, the tables' kernels keep following the degree.
-    assert fourier_tiling(40, 40, 8, 64, 8)['BLOCK_E'] == 4  # degree 1
+def test_points_kernels_of_wide_rows_take_edge_blocks_of_at_least_four():
+    # Blocks of 2 edges made the unchunked per-source backward spill
+    # (Triton 3.9, sm_90): the random-feature kernels of wide value rows
+    # take 4 on sparse graphs while the tile fits, the tables' kernels keep
+    # following the degree.
+    assert fourier_tiling(40, 40, 8, 128, 64)['BLOCK_E'] == 4  # degree 1
+    assert fourier_tiling(40, 40, 8, 128, 64)['CHUNKS'] == 1
     assert tiling(40, 40, 8, 8, 8)['BLOCK_E'] == 2
     assert fourier_tiling(40 * 16, 40, 1, 16, 7)['BLOCK_E'] == 16
     # One head of R = 512 fills a tile with 1 edge: the floor of 2 holds.
@@ -232,35 +238,38 @@ def test_points_kernels_take_edge_blocks_of_at_least_four():
 
 
 def test_points_per_target_kernels_take_wider_tiles():
-    # The forward kernel keeps no gradient accumulators: rows of all 8
-    # heads at R = 64 (one program per target instead of four), one edge
-    # per tile; the per-target backward keeps one: 4 heads, 2 edges; the
-    # per-source backward blocks of 2 heads and 4 edges.
+    # At R = 64 the per-target kernels take 4 heads in tiles of 2 edges
+    # (half the programs of blocks of 2 heads); the per-source backward all
+    # 8 heads, 2 edges, R in 4 chunks of 16.
     def blocks(kernel, *shape):
         tile = fourier_tiling(*shape, kernel)
         return tile['BLOCK_H'], tile['BLOCK_E'], tile['num_warps']
 
     arxiv = (1_166_243, 169_343, 8, 64, 8)
-    assert blocks('forward', *arxiv) == (8, 1, 4)
+    assert blocks('forward', *arxiv) == (4, 2, 4)
     assert blocks('backward_dst', *arxiv) == (4, 2, 4)
-    assert blocks('backward_src', *arxiv) == (2, 4, 4)
+    assert blocks('backward_src', *arxiv) == (8, 2, 4)
+    source = fourier_tiling(*arxiv, 'backward_src')
+    assert (source['BLOCK_R'], source['CHUNKS']) == (16, 4)
     assert fourier_tiling(*arxiv) == fourier_tiling(*arxiv, 'backward_src')
     # Narrow rows still take edge blocks of the mean degree:
     assert blocks('forward', 1000, 100, 1, 16, 7)[1] == 16
-    # Wide value rows (4 heads x 64 channels spilled) keep the per-source
-    # kernel's tiles:
+    # Wide value rows (4 heads x 64 channels spilled) take one head and R
+    # whole in each kernel:
     wide = (1_166_243, 169_343, 8, 128, 64)
-    for kernel in ('forward', 'backward_dst'):
-        assert fourier_tiling(*wide, kernel) == fourier_tiling(*wide)
+    for kernel in ('forward', 'backward_dst', 'backward_src'):
+        tile = fourier_tiling(*wide, kernel)
+        assert (tile['BLOCK_H'], tile['BLOCK_R']) == (1, 128)
     with pytest.raises(ValueError, match="unknown kernel 'backward'"):
         fourier_tiling(*arxiv, 'backward')
 
 
-@pytest.mark.parametrize('width, prefetch', [(3, True), (20, False)])
+@pytest.mark.parametrize('width, prefetch', [(3, True), (100, False)])
 def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     # The per-source kernel loads the next tile's targets ahead only where
-    # its gathered rows are narrow (2 heads x 4 padded channels, not x 32):
-    # both ways give the PyTorch implementation's values and gradients.
+    # its gathered rows are narrow (2 heads x 4 padded channels, not one
+    # head of 128): both ways give the PyTorch implementation's values and
+    # gradients.
     from ikgat.kernels.triton_runtime import record_launches
     leaves = fourier_leaves(9, 7, 2, 3, 5, 2, seed=31, dtype=torch.float32,
                             values=width)
@@ -281,15 +290,14 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
 
 
 def test_points_kernels_on_a_graph_of_one_edge_per_node():
-    # Degree 1: each backward tile of 4 edges holds one, the rest masked;
-    # the forward's tiles are one edge of all 8 heads.
+    # Degree 1: each tile of 2 edges holds one, the other masked.
     leaves = fourier_leaves(9, 7, 8, 2, 8, 2, seed=21, dtype=torch.float32)
     generator = torch.Generator().manual_seed(22)
     edge_index = torch.stack([torch.randint(0, 9, (7, ), generator=generator),
                               torch.arange(7)]).to(DEVICE)
-    assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_src')['BLOCK_E'] == 4
+    assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_src')['BLOCK_E'] == 2
     forward = _tiling(7, 7, 8, 2, 3, leaves[2], 'forward')
-    assert (forward['BLOCK_E'], forward['BLOCK_H']) == (1, 8)
+    assert (forward['BLOCK_E'], forward['BLOCK_H']) == (2, 8)
     # The per-target backward: 2 edges of 8 heads of R = 8 (rows of 64):
     assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_dst')['BLOCK_E'] == 2
     fused = fourier_values_and_gradients(leaves, edge_index, 7)
