@@ -54,7 +54,9 @@ of a few edges each, bound by the latency of their dependent loads.
 (FlashAttention's recurrence, shared with :mod:`ikgat.nn.triton_attention`
 in :mod:`ikgat.nn.triton_softmax`)
 accumulates :math:`\sum \exp(\ell - m) \mu X_j`; the row maximum :math:`m`
-and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats.
+and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats (with
+spectral points also each edge's :math:`t`, :math:`E H` floats, which the
+per-source backward reads: :mod:`ikgat.nn.triton_fourier_pairs`).
 
 **Backward.**  With :math:`G = \partial L/\partial\mathrm{out}`,
 :math:`\partial L/\partial\tilde\alpha_e = G_i^\top X_j` and, as in
