@@ -155,6 +155,16 @@ def fourier_values_and_gradients(leaves, edge_index, num_dst, **kwargs):
     return [out] + [leaf.grad for leaf in leaves]
 
 
+def assert_points_path_matches_pytorch(leaves, edge_index, num_dst):
+    r"""The Triton kernels' output and gradients equal the PyTorch
+    implementation's."""
+    fused = fourier_values_and_gradients(leaves, edge_index, num_dst)
+    reference = fourier_values_and_gradients(leaves, edge_index, num_dst,
+                                             use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
 def test_points_path_pytorch_implementation_passes_gradcheck():
     # The tables phi(u), phi(v) from the points: gradients to the queries,
     # keys and points through the angles.
@@ -217,11 +227,7 @@ def test_points_kernels_walk_blocks_of_heads(points, blocks):
             ('forward', 'backward_dst', 'backward_src'), blocks):
         tile = _tiling(30, 6, 3, 2, 3, leaves[2], kernel)
         assert (tile['BLOCK_H'], tile['BLOCK_R']) == (block_h, block_r)
-    fused = fourier_values_and_gradients(leaves, edge_index, 6)
-    reference = fourier_values_and_gradients(leaves, edge_index, 6,
-                                             use_triton=False)
-    for got, expected in zip(fused, reference):
-        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    assert_points_path_matches_pytorch(leaves, edge_index, 6)
 
 
 def test_points_kernels_of_wide_rows_take_edge_blocks_of_at_least_four():
@@ -282,11 +288,7 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     [source] = [launch for launch in launches
                 if launch.name == '_backward_src_body']
     assert source.constexprs['PREFETCH'] == prefetch
-    fused = fourier_values_and_gradients(leaves, edge_index, 7)
-    reference = fourier_values_and_gradients(leaves, edge_index, 7,
-                                             use_triton=False)
-    for got, expected in zip(fused, reference):
-        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    assert_points_path_matches_pytorch(leaves, edge_index, 7)
 
 
 def test_points_kernels_on_a_graph_of_one_edge_per_node():
@@ -300,11 +302,7 @@ def test_points_kernels_on_a_graph_of_one_edge_per_node():
     assert (forward['BLOCK_E'], forward['BLOCK_H']) == (2, 8)
     # The per-target backward: 2 edges of 8 heads of R = 8 (rows of 64):
     assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_dst')['BLOCK_E'] == 2
-    fused = fourier_values_and_gradients(leaves, edge_index, 7)
-    reference = fourier_values_and_gradients(leaves, edge_index, 7,
-                                             use_triton=False)
-    for got, expected in zip(fused, reference):
-        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    assert_points_path_matches_pytorch(leaves, edge_index, 7)
 
 
 @pytest.mark.parametrize('use_triton', [True, False])
