@@ -703,28 +703,30 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv with a random-feature
     kernel (:mod:`ikgat.nn.triton_fourier_pairs`), one launch of each
     kernel per layer step, with the blocks of
-    :func:`~ikgat.nn.triton_transformer.fourier_tiling` (each kernel's
-    own): one program per node and block of :math:`B_H` heads; per
-    edge tile the edge indices, then per edge the other end's :math:`D`
-    floats of :math:`B_H` heads (instead of a :math:`2R` table row) and the
-    rows of the tables kernels (:func:`table_kernels`). Per issued lane of
-    a :math:`B_E \times B_H \times B_R` tile and per set: the angle
-    (:math:`2D` FLOPs), sin and cos (``OPS['sincos']``) and the two set
-    sums; then the dot (4) and, backward, the two accumulations (4). Per
-    program: its own node's features, and backward its angle gradients (the
-    angle again, sin and cos, 3) and :math:`\sum_s W_s^\top` (:math:`2D`
-    per angle, :math:`2 B_D` per head and channel); with learned points
-    each backward kernel stores :math:`\partial L/\partial a` (:math:`N H m
-    R` floats). The spectral points (:math:`m H R D` floats) come from L2.
+    :func:`~ikgat.nn.triton_transformer.fourier_tiling`: one program per
+    node and block of :math:`B_H` heads; per edge tile the edge indices,
+    then per edge the other end's :math:`D` floats of :math:`B_H` heads
+    (instead of a :math:`2R` table row) and the rows of the tables kernels
+    (:func:`table_kernels`). Per issued lane of a :math:`B_E \times B_H
+    \times B_R` tile and per set: the angle (:math:`2D` FLOPs), sin and cos
+    (``OPS['sincos']``) and the two set sums; then the forward's dot (4) or
+    a backward kernel's two accumulations (4). Per program: the forward's
+    own node's features, and backward its angle gradients (the angle
+    again, sin and cos, 3) and :math:`\sum_s W_s^\top` (:math:`2D` per
+    angle, :math:`2 B_D` per head and channel); with learned points each
+    backward kernel stores :math:`\partial L/\partial a` (:math:`N H m R`
+    floats). The spectral points (:math:`m H R D` floats) come from L2.
     Each kernel loads the next tile's other ends (sources, or the
     per-source kernel's targets where
     :func:`~ikgat.nn.triton_transformer.prefetches_targets`) before the
     current tile's work, so that one dependent round trip per tile remains
     (the gather of the other end's row), not two.  The forward kernel
-    stores each edge's :math:`t` (:math:`E H` floats); the per-source
-    kernel reads it instead of its own node's features and the dot, and
-    adds each chunk of points into its accumulators through a one-hot
-    select (2 per accumulator element and chunk, per tile)."""
+    stores each edge's :math:`t` (:math:`E H` floats) and both backward
+    kernels read it instead of their own node's features and the dot.  Each
+    kernel walks :math:`R` in ``CHUNKS`` blocks, selecting (forward) or
+    adding (backward) each block of its :math:`[B_H, \text{CHUNKS}, B_R]`
+    own-node tiles through a one-hot select: 2 per element of both tiles
+    and chunk, per edge tile."""
     from ikgat.nn.triton_transformer import (
         fourier_tiling,
         prefetches_targets,
@@ -734,79 +736,64 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     block_d = next_power_of_2(d)
     angles = n * heads * sets * points * f32 if learned else 0
     feature = sets * (2 * d + OPS['sincos']['flops'] + 2)  # per lane
+    tile = fourier_tiling(e, n, heads, points, channels)
+    # R whole, walked in CHUNKS blocks:
+    block_h = tile['BLOCK_H']
+    block_r = tile['BLOCK_R'] * tile['CHUNKS']
+    heads_in = min(block_h, heads)
+    programs = n * -(-heads // block_h)
+    tiles = programs * mean_tiles(lam - 1, tile['BLOCK_E'])
+    issued = tiles * tile['BLOCK_E'] * block_h  # edge-head lanes
+    lanes = issued * block_r
+    own = programs * block_h * block_r  # own angles per set
+    head_blocks = -(-heads // block_h)
+    angle_grads = sets * (own * (2 * d + OPS['sincos']['flops'] + 3 + 2 * d)
+                          + programs * block_h * d * 2 * block_d)
+    x_row = sector_bytes(heads_in * d * f32, hw)
+    value_row = sector_bytes(heads_in * channels * f32, hw)
+    head_row = sector_bytes(heads_in * f32, hw)
+    flags = dict(HAS_DROPOUT=False, BLOCK_E=tile['BLOCK_E'], BLOCK_H=block_h,
+                 BLOCK_R=tile['BLOCK_R'], BLOCK_C=tile['BLOCK_C'],
+                 CHUNKS=tile['CHUNKS'])
+    backward_flags = dict(STORE_ANGLES=learned, **flags, BLOCK_D=block_d)
+    prefetch = prefetches_targets(backward_flags)
+    # The one-hot selects or adds of each chunk of the [B_H, CHUNKS, B_R]
+    # tiles of cos and sin, per edge tile:
+    chunk_ops = tiles * 2 * block_h * block_r * tile['CHUNKS']
+    saved_t = e * heads * f32
     costs = []
-
-    def shape(kernel: str) -> dict:
-        # The tiles of the kernel named kernel, and the counts that follow
-        # from them.
-        tile = fourier_tiling(e, n, heads, points, channels, kernel)
-        # R whole: the per-source kernel walks it in CHUNKS blocks.
-        block_h = tile['BLOCK_H']
-        block_r = tile['BLOCK_R'] * tile.get('CHUNKS', 1)
-        heads_in = min(block_h, heads)
-        programs = n * -(-heads // block_h)
-        tiles = programs * mean_tiles(lam - 1, tile['BLOCK_E'])
-        issued = tiles * tile['BLOCK_E'] * block_h  # edge-head lanes
-        own = programs * block_h * block_r  # own angles per set
-        return dict(
-            tile=tile, programs=programs, tiles=tiles, issued=issued,
-            lanes=issued * block_r, own=own,
-            head_blocks=-(-heads // block_h),
-            angle_grads=sets * (own * (2 * d + OPS['sincos']['flops'] + 3
-                                       + 2 * d)
-                                + programs * block_h * d * 2 * block_d),
-            x_row=sector_bytes(heads_in * d * f32, hw),
-            value_row=sector_bytes(heads_in * channels * f32, hw),
-            head_row=sector_bytes(heads_in * f32, hw),
-            flags=dict(HAS_DROPOUT=False, BLOCK_E=tile['BLOCK_E'],
-                       BLOCK_H=block_h, BLOCK_R=tile['BLOCK_R'],
-                       BLOCK_C=tile['BLOCK_C']))
-
-    fwd, dst, src = (shape(kernel) for kernel in (
-        'forward', 'backward_dst', 'backward_src'))
-    dst_flags = dict(STORE_ANGLES=learned, **dst['flags'], BLOCK_D=block_d)
-    src_flags = dict(STORE_ANGLES=learned, **src['flags'], BLOCK_D=block_d,
-                     CHUNKS=src['tile']['CHUNKS'])
-    prefetch = prefetches_targets(src_flags)
-    # The per-source kernel's one-hot adds of each chunk into its [B_H,
-    # CHUNKS, B_R] accumulators (2 per element per chunk), per tile:
-    chunk_adds = 2 * src['own'] / max(1, src['programs']) * src['tile'][
-        'CHUNKS']
     # per_program: floats per head read or written once per program;
     # per_edge: bytes gathered per edge and program; index: edge indices
     # per edge and program; flops per lane, per edge-head lane; sfu per
-    # edge-head lane (exp, log, divisions).
+    # edge-head lane (exp, log, divisions); node_flops: per program and
+    # per tile outside the lanes; stored: bytes of t and dL/da.
     # trips: dependent round trips per tile.
-    for name, label, at, constexprs, per_program, per_edge, index, \
+    for name, label, constexprs, per_program, per_edge, index, \
             lane_flops, flops, sfu, node_flops, stored, trips in (
             ('_forward_body', 'transformer attention forward (features '
-             'inside)', fwd, fwd['flags'], d + channels + 2,
-             fwd['x_row'] + fwd['head_row'] + fwd['value_row'], 1,
-             feature + 4, 2 * fwd['tile']['BLOCK_C'] + 6, 3,
-             sets * fwd['own'] * (2 * d + 27), e * heads * f32, 1),
+             'inside)', flags, d + channels + 2,
+             x_row + head_row + value_row, 1,
+             feature + 4, 2 * tile['BLOCK_C'] + 6, 3,
+             sets * own * (2 * d + 27) + chunk_ops, saved_t, 1),
             ('_backward_dst_body', 'transformer backward, per target '
-             '(features inside)', dst, dst_flags, 2 * d + channels + 3,
-             dst['x_row'] + dst['head_row'] + dst['value_row'], 1,
-             feature + 8, 2 * dst['tile']['BLOCK_C'] + 8, 4,
-             sets * dst['own'] * (2 * d + 27) + dst['angle_grads'],
-             angles, 1),
+             '(features inside)', backward_flags, 2 * d + channels + 3,
+             x_row + 2 * head_row + value_row, 1,
+             feature + 4, 2 * tile['BLOCK_C'] + 8, 4,
+             chunk_ops + angle_grads, angles, 1),
             ('_backward_src_body', 'transformer backward, per source '
-             '(features inside)', src, dict(src_flags, PREFETCH=prefetch),
+             '(features inside)', dict(backward_flags, PREFETCH=prefetch),
              2 * d + 2 * channels + 2,
-             src['x_row'] + 4 * src['head_row'] + src['value_row'], 2,
-             feature + 4, 4 * src['tile']['BLOCK_C'] + 8, 4,
-             src['tiles'] * chunk_adds + src['angle_grads'],
-             angles, 1 if prefetch else 2)):
+             x_row + 4 * head_row + value_row, 2,
+             feature + 4, 4 * tile['BLOCK_C'] + 8, 4,
+             chunk_ops + angle_grads, angles, 1 if prefetch else 2)):
         costs.append(KernelCost(
-            name, label, (n, at['head_blocks']), dict(constexprs),
+            name, label, (n, head_blocks), dict(constexprs),
             bytes=n * (2 * index_bytes + heads * per_program * f32) + stored
-            + e * at['head_blocks'] * (index * index_bytes + per_edge),
-            flops=at['lanes'] * lane_flops + at['issued'] * flops
-            + node_flops,
-            transcendentals=at['issued'] * sfu
-            + 2 * at['tiles'] * at['tile']['BLOCK_H'],
-            round_trips=at['programs'] + trips * at['tiles'],
-            warps=at['tile']['num_warps']))
+            + e * head_blocks * (index * index_bytes + per_edge),
+            flops=lanes * lane_flops + issued * flops + node_flops,
+            transcendentals=issued * sfu + 2 * tiles * block_h,
+            round_trips=programs + trips * tiles,
+            warps=tile['num_warps']))
     return costs
 
 
@@ -980,7 +967,8 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
                 if family == 'rbf' else
                 f'`{family}` (features computed inside from the D = 8 '
                 f'floats of the other end: 2 sets x R = '
-                f'{blocks["BLOCK_R"]} angles per edge and head):', '']
+                f'{blocks["BLOCK_R"] * blocks.get("CHUNKS", 1)} angles per '
+                f'edge and head, in chunks of {blocks["BLOCK_R"]}):', '']
         out += kernel_table(costs) + ['']
     eager = transformer_conv_step(ARXIV, hw=hw)
     out += ['| step | Triton kernels ms | other ms | host ms | predicted ms '

@@ -17,20 +17,24 @@ and an edge :math:`j \to i` the link :math:`t = c\,\phi(q_i)^\top
 features of the edge's other end from its :math:`D` floats, and those of
 its own node once per program:
 
-* the **forward** kernel, per target :math:`i`: :math:`\phi(q_i)`, then
-  :math:`\phi(k_j)` per in-edge, and the online softmax of the gathered
-  kernels; it also stores each edge's :math:`t_{ij}` (:math:`E \times H`
+* the **forward** kernel, per target :math:`i`: :math:`\phi(q_i)` once,
+  then per in-edge :math:`t_{ij}` and the online softmax of the gathered
+  kernels; it stores each edge's :math:`t_{ij}` (:math:`E \times H`
   floats, CSR order);
 * the **per-target backward**: :math:`\partial L/\partial\phi(q_i) = c
   \sum_j \partial L/\partial t_{ij}\,\phi(k_j)`;
 * the **per-source backward**: :math:`\partial L/\partial\phi(k_j) = c
   \sum_i \partial L/\partial t_{ij}\,\phi(q_i)`, and the gradients of the
-  source terms and values.  It reads :math:`t_{ij}` instead of making it,
-  so that it needs no features of its own node before the sum: it makes
-  each out-edge's :math:`\phi(q_i)` once, in ``CHUNKS`` blocks of
-  :math:`B_R` points, and adds each block into accumulators laid out
-  :math:`B_H \times` ``CHUNKS`` :math:`\times B_R` (a one-hot select),
-  which lets one program hold all heads.
+  source terms and values.
+
+Both backward kernels read :math:`t_{ij}` instead of making it, so that
+they need no features of their own node before the sum.  Every kernel
+makes each edge's other end's :math:`\phi` once, in ``CHUNKS`` blocks of
+:math:`B_R` points, and adds each block into a dot (forward) or into
+accumulators laid out :math:`B_H \times` ``CHUNKS`` :math:`\times B_R`
+(backward; the forward holds its own node's :math:`\phi` so), through a
+one-hot select: the live tiles are those of one chunk, which lets one
+program hold all heads.
 
 Each backward kernel ends at its own node's angles :math:`a_s = W_s x`:
 
@@ -77,10 +81,12 @@ _softmax_weight = None
 _logit_gradient = None
 _features = None
 _angle_gradients = None
+_add_chunk = None
+_chunk = None
 _own_features = None
-_pair_link = None
+_dot = None
 _accumulate = None
-_store_rows = None
+_store_gradient = None
 _KERNELS = None
 
 
@@ -143,51 +149,105 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
     return acc
 
 
-def _store_rows_body(out, node, offs_h, offs_d, rows, H, D):
-    # rows [B_H, B_D] into out (N, H, D) at node.
-    tl.store(out + (node * H + offs_h[:, None]) * D + offs_d[None, :], rows,
-             mask=(offs_h < H)[:, None] & (offs_d < D)[None, :])
+def _add_chunk_body(acc, part, offs_chunk, chunk):
+    # acc [B_H, CHUNKS, B_R] with part [B_H, B_R] added at chunk (a one-hot
+    # select: the chunk axis of a tile cannot be indexed).
+    return acc + tl.where((offs_chunk == chunk)[None, :, None],
+                          part[:, None, :], 0.)
 
 
-def _own_features_body(x, points, node, offs_h, offs_r, H, D, R, num_sets,
-                  BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr):
-    # phi of the program's own node, [B_H, B_R] each.
+def _chunk_body(acc, offs_chunk, chunk):
+    # The chunk of acc [B_H, CHUNKS, B_R], [B_H, B_R].
+    return tl.sum(tl.where((offs_chunk == chunk)[None, :, None], acc, 0.),
+                  axis=1)
+
+
+def _own_features_body(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
+                       num_sets, BLOCK_H: tl.constexpr,
+                       BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
+    # phi of the program's own node, [B_H, CHUNKS, B_R] each.
     nodes = node + tl.zeros([1], dtype=tl.int64)
-    cos_sum, sin_sum = _features(x, points, nodes, offs_h, offs_r,
-                                 nodes >= 0, H, D, R, num_sets, 1, BLOCK_H,
-                                 BLOCK_R)
-    return tl.sum(cos_sum, axis=0), tl.sum(sin_sum, axis=0)
+    own_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    own_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    for chunk in range(CHUNKS):
+        cos, sin = _features(x, points, nodes, offs_h,
+                             chunk * BLOCK_R + offs_r, nodes >= 0, H, D, R,
+                             num_sets, 1, BLOCK_H, BLOCK_R)
+        own_cos = _add_chunk(own_cos, tl.sum(cos, axis=0), offs_chunk, chunk)
+        own_sin = _add_chunk(own_sin, tl.sum(sin, axis=0), offs_chunk, chunk)
+    return own_cos, own_sin
 
 
-def _pair_link_body(own_cos, own_sin, cos, sin, scale, eps):
-    # The edges' t = c phi(own)^T phi(other), from the own node's features
-    # [B_H, B_R] and the other ends' [B_E, B_H, B_R], and its link
-    # lambda(t) = log(t^2 + eps) and slope.
-    t = scale * tl.sum(cos * own_cos[None, :, :] + sin * own_sin[None, :, :],
-                       axis=2)
-    logit, slope = _link(t, eps, True)
-    return t, logit, slope
+def _dot_body(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
+              mask_e, H, D, R, num_sets, BLOCK_E: tl.constexpr,
+              BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+              CHUNKS: tl.constexpr):
+    # phi(own)^T phi(x_e) per edge e of the tile and head, [B_E, B_H], from
+    # the own node's features [B_H, CHUNKS, B_R], the other ends' made one
+    # chunk of points at a time.
+    dot = tl.zeros([BLOCK_E, BLOCK_H], dtype=tl.float32)
+    for chunk in range(CHUNKS):
+        cos, sin = _features(x, points, nodes, offs_h,
+                             chunk * BLOCK_R + offs_r, mask_e, H, D, R,
+                             num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        dot += tl.sum(cos * _chunk(own_cos, offs_chunk, chunk)[None, :, :]
+                      + sin * _chunk(own_sin, offs_chunk, chunk)[None, :, :],
+                      axis=2)
+    return dot
 
 
-def _accumulate_body(acc_cos, acc_sin, d_t, cos, sin):
-    # dL/dphi(own) += sum_e dL/dt_e phi(other_e), with the scale in d_t.
-    return (acc_cos + tl.sum(d_t[:, :, None] * cos, axis=0),
-            acc_sin + tl.sum(d_t[:, :, None] * sin, axis=0))
+def _accumulate_body(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
+                     offs_chunk, mask_e, H, D, R, num_sets,
+                     BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                     BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
+    # dL/dphi(own) += sum_e dL/dt_e phi(x_e) (the scale in d_t [B_E, B_H]),
+    # into [B_H, CHUNKS, B_R], the other ends' features made one chunk of
+    # points at a time.
+    for chunk in range(CHUNKS):
+        cos, sin = _features(x, points, nodes, offs_h,
+                             chunk * BLOCK_R + offs_r, mask_e, H, D, R,
+                             num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        acc_cos = _add_chunk(acc_cos, tl.sum(d_t[:, :, None] * cos, axis=0),
+                             offs_chunk, chunk)
+        acc_sin = _add_chunk(acc_sin, tl.sum(d_t[:, :, None] * sin, axis=0),
+                             offs_chunk, chunk)
+    return acc_cos, acc_sin
+
+
+def _store_gradient_body(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
+                         acc_cos, acc_sin, grad_angles, H, D, R, num_sets,
+                         STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
+                         BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
+                         CHUNKS: tl.constexpr):
+    # dL/dx of the own node from dL/dphi(x) [B_H, CHUNKS, B_R] each, chunk
+    # by chunk, stored into grad_x (N, H, D) (and dL/da with STORE_ANGLES).
+    offs_d = tl.arange(0, BLOCK_D)
+    rows = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for chunk in range(CHUNKS):
+        rows += _angle_gradients(
+            x, points, node, offs_h, chunk * BLOCK_R + offs_r, offs_d,
+            _chunk(acc_cos, offs_chunk, chunk),
+            _chunk(acc_sin, offs_chunk, chunk), grad_angles, H, D, R,
+            num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+    tl.store(grad_x + (node * H + offs_h[:, None]) * D + offs_d[None, :],
+             rows, mask=(offs_h < H)[:, None] & (offs_d < D)[None, :])
 
 
 def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
                   row_den, t_out, seed, scale, eps, dropout, keep_scale, H, D,
-                  R, C,
-                  num_sets, HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
-                  BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
-                  BLOCK_C: tl.constexpr):
-    # One program per target i and block of heads; phi(k_j) per in-edge.
+                  R, C, num_sets, HAS_DROPOUT: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                  CHUNKS: tl.constexpr):
+    # One program per target i and block of heads: phi(q_i) once, in
+    # [B_H, CHUNKS, B_R]; phi(k_j) per in-edge, a chunk at a time.
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
-    q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, H, D, R,
-                                 num_sets, BLOCK_H, BLOCK_R)
+    offs_chunk = tl.arange(0, CHUNKS)
+    q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, offs_chunk, H,
+                                 D, R, num_sets, BLOCK_H, BLOCK_R, CHUNKS)
     running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
     running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
@@ -202,11 +262,12 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
         j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
         row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
-                                 R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        t, logit, _ = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
-        # The edges' t for the per-source backward (CSR order):
+        t = scale * _dot(q_cos, q_sin, k, points, j, offs_h, offs_r,
+                         offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E,
+                         BLOCK_H, BLOCK_R, CHUNKS)
+        # The edges' t for the backward kernels (CSR order):
         tl.store(t_out + e[:, None] * H + offs_h[None, :], t, mask=mask_eh)
+        logit, _ = _link(t, eps, True)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
         running_max, running_sum, acc = _aggregate(
@@ -218,22 +279,25 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
 
 
 def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
-                       row_den, delta, grad_out, grad_q, grad_angles, seed,
-                       scale, eps, dropout, keep_scale, H, D, R, C, num_sets,
-                       STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                       BLOCK_D: tl.constexpr):
+                       row_den, delta, grad_out, grad_q, grad_angles, t_saved,
+                       seed, scale, eps, dropout, keep_scale, H, D, R, C,
+                       num_sets, STORE_ANGLES: tl.constexpr,
+                       HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                       BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+                       BLOCK_C: tl.constexpr, BLOCK_D: tl.constexpr,
+                       CHUNKS: tl.constexpr):
+    # One program per target i and block of heads; the edges' t comes from
+    # the forward pass (contiguous in CSR order), and each in-edge's
+    # phi(k_j) is made once, a chunk at a time.
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
-    q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, H, D, R,
-                                 num_sets, BLOCK_H, BLOCK_R)
+    offs_chunk = tl.arange(0, CHUNKS)
     g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
     m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
-    acc_cos = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
-    acc_sin = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+    acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
     # The sources of the first tile; each tile loads the next one's before
     # its own work (so that its latency overlaps the work):
     j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
@@ -245,9 +309,9 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
         j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
         row = j[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        k_cos, k_sin = _features(k, points, j, offs_h, offs_r, mask_e, H, D,
-                                 R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-        _, logit, slope = _pair_link(q_cos, q_sin, k_cos, k_sin, scale, eps)
+        t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
+                    other=0.)
+        logit, slope = _link(t, eps, True)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
         x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
@@ -255,12 +319,13 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
         d_logit, _ = _logit_gradient(
             alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
             offs_h, H, dropout, keep_scale, HAS_DROPOUT)
-        acc_cos, acc_sin = _accumulate(acc_cos, acc_sin,
-                                       d_logit * slope * scale, k_cos, k_sin)
-    offs_d = tl.arange(0, BLOCK_D)
-    _store_rows(grad_q, i, offs_h, offs_d, _angle_gradients(
-        q, points, i, offs_h, offs_r, offs_d, acc_cos, acc_sin, grad_angles,
-        H, D, R, num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D), H, D)
+        acc_cos, acc_sin = _accumulate(
+            acc_cos, acc_sin, d_logit * slope * scale, k, points, j, offs_h,
+            offs_r, offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E, BLOCK_H,
+            BLOCK_R, CHUNKS)
+    _store_gradient(grad_q, q, points, i, offs_h, offs_r, offs_chunk, acc_cos,
+                    acc_sin, grad_angles, H, D, R, num_sets, STORE_ANGLES,
+                    BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
 
 
 def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
@@ -273,8 +338,8 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
                        BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr,
                        PREFETCH: tl.constexpr):
     # One program per source j and block of heads; the edges' t comes from
-    # the forward pass, so that each out-edge's phi(q_i) is made once, in
-    # CHUNKS blocks of B_R points, and accumulated into [B_H, CHUNKS, B_R].
+    # the forward pass, and each out-edge's phi(q_i) is made once, a chunk
+    # at a time.
     j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
@@ -314,31 +379,16 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
             H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g, axis=0)
         acc_s += tl.sum(d_logit, axis=0)
-        d_t = d_logit * slope * scale
-        for chunk in range(CHUNKS):
-            q_cos, q_sin = _features(q, points, i, offs_h,
-                                     chunk * BLOCK_R + offs_r, mask_e, H, D,
-                                     R, num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
-            part_cos, part_sin = _accumulate(
-                tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32),
-                tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32), d_t, q_cos,
-                q_sin)
-            pick = (offs_chunk == chunk)[None, :, None]
-            acc_cos += tl.where(pick, part_cos[:, None, :], 0.)
-            acc_sin += tl.where(pick, part_sin[:, None, :], 0.)
+        acc_cos, acc_sin = _accumulate(
+            acc_cos, acc_sin, d_logit * slope * scale, q, points, i, offs_h,
+            offs_r, offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E, BLOCK_H,
+            BLOCK_R, CHUNKS)
     tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
              acc_x, mask=mask_hc)
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
-    offs_d = tl.arange(0, BLOCK_D)
-    grad_x = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
-    for chunk in range(CHUNKS):
-        pick = (offs_chunk == chunk)[None, :, None]
-        grad_x += _angle_gradients(
-            k, points, j, offs_h, chunk * BLOCK_R + offs_r, offs_d,
-            tl.sum(tl.where(pick, acc_cos, 0.), axis=1),
-            tl.sum(tl.where(pick, acc_sin, 0.), axis=1), grad_angles, H, D,
-            R, num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
-    _store_rows(grad_k, j, offs_h, offs_d, grad_x, H, D)
+    _store_gradient(grad_k, k, points, j, offs_h, offs_r, offs_chunk, acc_cos,
+                    acc_sin, grad_angles, H, D, R, num_sets, STORE_ANGLES,
+                    BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
 
 
 def kernels():
@@ -346,8 +396,8 @@ def kernels():
     ``'backward_src'`` (Triton is imported and the kernels are jitted on
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
     Triton before)."""
-    global triton, tl, _features, _angle_gradients, _own_features
-    global _pair_link, _accumulate, _store_rows, _KERNELS
+    global triton, tl, _features, _angle_gradients, _add_chunk, _chunk
+    global _own_features, _dot, _accumulate, _store_gradient, _KERNELS
     if _KERNELS is None:
         import triton as triton_module
         import triton.language as tl_module
@@ -357,10 +407,12 @@ def kernels():
         bind_steps(globals())
         _features = triton.jit(_features_body)
         _angle_gradients = triton.jit(_angle_gradients_body)
+        _add_chunk = triton.jit(_add_chunk_body)
+        _chunk = triton.jit(_chunk_body)
         _own_features = triton.jit(_own_features_body)
-        _pair_link = triton.jit(_pair_link_body)
+        _dot = triton.jit(_dot_body)
         _accumulate = triton.jit(_accumulate_body)
-        _store_rows = triton.jit(_store_rows_body)
+        _store_gradient = triton.jit(_store_gradient_body)
         _KERNELS = dict(
             forward=triton.jit(_forward_body),
             backward_dst=triton.jit(_backward_dst_body),

@@ -55,8 +55,8 @@ of a few edges each, bound by the latency of their dependent loads.
 in :mod:`ikgat.nn.triton_softmax`)
 accumulates :math:`\sum \exp(\ell - m) \mu X_j`; the row maximum :math:`m`
 and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats (with
-spectral points also each edge's :math:`t`, :math:`E H` floats, which the
-per-source backward reads: :mod:`ikgat.nn.triton_fourier_pairs`).
+spectral points also each edge's :math:`t`, :math:`E H` floats, which both
+backward kernels read: :mod:`ikgat.nn.triton_fourier_pairs`).
 
 **Backward.**  With :math:`G = \partial L/\partial\mathrm{out}`,
 :math:`\partial L/\partial\tilde\alpha_e = G_i^\top X_j` and, as in
@@ -79,9 +79,10 @@ FlashAttention, :math:`D_{i,h} = G_{i,h}^\top\mathrm{out}_{i,h}` (one
    U_i`, :math:`\partial L/\partial s_j = \sum_e \partial L/\partial
    \ell_e` and :math:`\partial L/\partial X_j = \sum_e \tilde\alpha_e G_i`.
 
-Each pass recomputes :math:`t` and :math:`\alpha` from the tables and the
-saved row statistics; every gradient is written once, without atomics
-(deterministic).  The backward pass is not itself differentiable.
+Each pass recomputes :math:`t` (with spectral points reads it) and
+:math:`\alpha` from the tables and the saved row statistics; every gradient
+is written once, without atomics (deterministic).  The backward pass is not
+itself differentiable.
 
 **Registered operators**, as in :mod:`ikgat.nn.triton_attention`:
 ``ikgat::fused_transformer_attention`` and its ``_backward``
@@ -330,29 +331,23 @@ FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 #: sm_90, 128 registers), and at 4 it built without
 #: (``benchmarks.gpu_compile``, degrees 2 and 4).
 FOURIER_MIN_EDGES = 4
-#: Rows (:math:`B_H \times B_R`) and smallest edge blocks of the per-target
-#: kernels of :mod:`ikgat.nn.triton_fourier_pairs`, by their names in
-#: :func:`~ikgat.nn.triton_fourier_pairs.kernels`: wider than the
-#: per-source kernel's, so that fewer programs walk each target's in-edges.
-#: Both take 4 heads at R = 64 in tiles of 2 edges (half the programs):
-#: with all 8 heads, one edge per tile, the per-target backward spilled
-#: 24-48 bytes (Triton 3.6, sm_80) and the forward, which also stores each
-#: edge's t, 24 bytes (Triton 3.9, sm_90; ``benchmarks.gpu_compile``).
-PER_TARGET_TILES = {'forward': (ROW_ELEMENTS // 2, 2),
-                    'backward_dst': (ROW_ELEMENTS // 2, 2)}
-#: The per-source backward's head rows (:math:`B_H \times R`) and smallest
-#: edge block: it reads each edge's t from the forward pass, so that it
-#: makes each out-edge's :math:`\phi(q_i)` once, in chunks of
+#: The head rows (:math:`B_H \times R`) and smallest edge block of the
+#: three kernels of :mod:`ikgat.nn.triton_fourier_pairs`.  The forward
+#: stores each edge's t and both backward kernels read it, so that no
+#: backward kernel makes its own node's features before the sum; each makes
+#: the other end's :math:`\phi` once per edge, in ``CHUNKS`` chunks of
 #: :data:`FOURIER_ROW_ELEMENTS` / :math:`B_H` points, tiles of
 #: :data:`ROW_ELEMENTS` / 2 (all 8 heads at R = 64: chunks of 16 points, 2
-#: edges; at 4 edges it spilled 56-84 bytes on sm_80).
-SOURCE_TILES = (ROW_ELEMENTS, 2)
-#: The widest value rows (:math:`B_H \times B_C` floats) of the per-target
-#: kernels' wider tiles: 8 heads x 8 channels (R = 64) build at 128
-#: registers without spill; in the forward kernel 4 heads x 64 channels
-#: (R = 128) spilled 20-28 bytes (Triton 3.9, sm_90), so wider value rows
-#: take the per-source kernel's tiles.
-PER_TARGET_VALUE_ROW = 64
+#: edges).  With the per-target kernels' whole-R rows, 8 heads in one-edge
+#: tiles spilled 24-48 bytes (Triton 3.6, sm_80); the per-source kernel at 4
+#: edges spilled 56-84 bytes on sm_80 (``benchmarks.gpu_compile``).
+CHUNKED_TILES = (ROW_ELEMENTS, 2)
+#: The widest value rows (:math:`B_H \times B_C` floats) of the chunked
+#: tiles: 8 heads x 8 channels (R = 64) build at 128 registers without
+#: spill; in the forward kernel 4 heads x 64 channels (R = 128) spilled
+#: 20-28 bytes (Triton 3.9, sm_90), so wider value rows take rows within
+#: :data:`FOURIER_ROW_ELEMENTS`.
+CHUNKED_VALUE_ROW = 64
 
 
 def head_block(heads: int, width: int, channels: int,
@@ -384,43 +379,27 @@ def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
 
 
 def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
-                   num_points: int, channels: int,
-                   kernel: str = 'backward_src') -> dict:
-    r""":func:`tiling` of the kernel named :obj:`kernel` of
-    :mod:`ikgat.nn.triton_fourier_pairs` (``'forward'``,
-    ``'backward_dst'`` or ``'backward_src'``), while its value rows
-    (:math:`B_H \times B_C`) are at most :data:`PER_TARGET_VALUE_ROW`:
-    for the per-target kernels those of :data:`PER_TARGET_TILES`, rows of
-    one half of :math:`\phi` (:math:`B_R` for :math:`R`, ``BLOCK_R``);
-    for the per-source one :data:`SOURCE_TILES`, :math:`R` in ``CHUNKS``
-    blocks of ``BLOCK_R``.  Wider value rows take rows within
-    :data:`FOURIER_ROW_ELEMENTS` in edge blocks of at least
-    :data:`FOURIER_MIN_EDGES` (one chunk)."""
-    known = list(PER_TARGET_TILES) + ['backward_src']
-    if kernel not in known:
-        raise ValueError(f"fourier_tiling: unknown kernel {kernel!r}; "
-                         f"choose one of {known}")
-    row_elements, min_edges = PER_TARGET_TILES.get(kernel, SOURCE_TILES)
+                   num_points: int, channels: int) -> dict:
+    r""":func:`tiling` of the three kernels of
+    :mod:`ikgat.nn.triton_fourier_pairs`: while the value rows (:math:`B_H
+    \times B_C`) are at most :data:`CHUNKED_VALUE_ROW`, the head rows of
+    :data:`CHUNKED_TILES`, :math:`R` in ``CHUNKS`` blocks of ``BLOCK_R``
+    points; wider value rows take rows within :data:`FOURIER_ROW_ELEMENTS`
+    in edge blocks of at least :data:`FOURIER_MIN_EDGES` (one chunk)."""
+    row_elements, min_edges = CHUNKED_TILES
     block_h = head_block(heads, num_points, channels, row_elements)
     block_r, block_c = next_power_of_2(num_points), next_power_of_2(channels)
-    if block_h * block_c > PER_TARGET_VALUE_ROW:
+    if block_h * block_c > CHUNKED_VALUE_ROW:
         constants = tiling(num_edges, num_nodes, heads, num_points,
                            channels, FOURIER_ROW_ELEMENTS,
                            min_edges=FOURIER_MIN_EDGES)
         chunk = constants.pop('BLOCK_D')
-    elif kernel == 'backward_src':
+    else:
         chunk = max(1, min(block_r, FOURIER_ROW_ELEMENTS // block_h))
         constants = dict(BLOCK_H=block_h, BLOCK_C=block_c, **edge_tiling(
             num_edges, num_nodes, block_h * max(chunk, block_c),
             ROW_ELEMENTS // 2, min_edges))
-    else:
-        constants = tiling(num_edges, num_nodes, heads, num_points,
-                           channels, row_elements, min_edges=min_edges)
-        chunk = constants.pop('BLOCK_D')
-    constants['BLOCK_R'] = chunk
-    if kernel == 'backward_src':
-        constants['CHUNKS'] = block_r // chunk
-    return constants
+    return dict(constants, BLOCK_R=chunk, CHUNKS=block_r // chunk)
 
 
 #: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
@@ -445,13 +424,13 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
 
 
 def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
-            channels: int, points: Optional[Tensor], kernel: str) -> dict:
+            channels: int, points: Optional[Tensor]) -> dict:
     r""":func:`tiling` of the tables' kernels, or with spectral points
-    :func:`fourier_tiling` of the kernel named :obj:`kernel`."""
+    :func:`fourier_tiling`."""
     if points is None:
         return tiling(num_edges, num_nodes, heads, width, channels)
     return fourier_tiling(num_edges, num_nodes, heads, points.size(2),
-                          channels, kernel)
+                          channels)
 
 
 def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
@@ -475,7 +454,7 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
     if num_dst == 0 or heads == 0:
         return out, row_max, row_den, t
     constants = _tiling(src.numel(), num_dst, heads, u.size(2), channels,
-                        points, 'forward')
+                        points)
     common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH,
                   **constants)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads)
@@ -542,8 +521,8 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
                                     dtype=angle_dtype)
     if (need_u or need_points) and num_dst > 0 and heads > 0:
         constants = _tiling(num_edges, num_dst, heads, width, channels,
-                            points, 'backward_dst')
-        extra = () if points is None else (grad_angles_u, )
+                            points)
+        extra = () if points is None else (grad_angles_u, t)
         launch(jitted['backward_dst'], grid(num_dst, heads, constants),
                u, v, *([] if points is None else [points]), s, values,
                rowptr, src, row_max, row_den, delta, grad_out, grad_u,
@@ -551,7 +530,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     if (need_v or need_points or need_s or need_values) and num_src > 0 \
             and heads > 0:
         constants = _tiling(num_edges, num_src, heads, width, channels,
-                            points, 'backward_src')
+                            points)
         extra = ()
         if points is not None:
             extra = (grad_angles_v, t)

@@ -213,20 +213,18 @@ def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
     assert fused[1][-2:].abs().max() == 0
 
 
-@pytest.mark.parametrize('points, blocks', [
-    (200, ((1, 256), (1, 256), (2, 64))), (5, ((4, 8), (4, 8), (4, 8)))])
-def test_points_kernels_walk_blocks_of_heads(points, blocks):
-    # R = 200 pads to 256: the per-target kernels take one head per program
-    # (three programs per node), the per-source one 2 (the second
-    # program's second head masked) and walks R in 4 chunks of 64; R = 5
-    # pads to 8: one program of 4 heads, the fourth masked.
+@pytest.mark.parametrize('points, blocks', [(200, (2, 64, 4)),
+                                            (5, (4, 8, 1))])
+def test_points_kernels_walk_blocks_of_heads_and_chunks(points, blocks):
+    # R = 200 pads to 256: each kernel takes 2 heads per program (the
+    # second program's second head masked) and walks R in 4 chunks of 64,
+    # the last one partly masked; R = 5 pads to 8: one program of 4 heads,
+    # the fourth masked, one chunk.
     leaves = fourier_leaves(11, 6, 3, 2, points, 1, seed=11,
                             dtype=torch.float32)
     edge_index = graph(11, 6, 30, seed=12)
-    for kernel, (block_h, block_r) in zip(
-            ('forward', 'backward_dst', 'backward_src'), blocks):
-        tile = _tiling(30, 6, 3, 2, 3, leaves[2], kernel)
-        assert (tile['BLOCK_H'], tile['BLOCK_R']) == (block_h, block_r)
+    tile = _tiling(30, 6, 3, 2, 3, leaves[2])
+    assert (tile['BLOCK_H'], tile['BLOCK_R'], tile['CHUNKS']) == blocks
     assert_points_path_matches_pytorch(leaves, edge_index, 6)
 
 
@@ -243,31 +241,19 @@ def test_points_kernels_of_wide_rows_take_edge_blocks_of_at_least_four():
     assert fourier_tiling(40, 40, 1, 512, 8)['BLOCK_E'] == 2
 
 
-def test_points_per_target_kernels_take_wider_tiles():
-    # At R = 64 the per-target kernels take 4 heads in tiles of 2 edges
-    # (half the programs of blocks of 2 heads); the per-source backward all
-    # 8 heads, 2 edges, R in 4 chunks of 16.
-    def blocks(kernel, *shape):
-        tile = fourier_tiling(*shape, kernel)
-        return tile['BLOCK_H'], tile['BLOCK_E'], tile['num_warps']
-
+def test_points_kernels_take_all_heads_in_chunks_of_points():
+    # At R = 64 each kernel takes all 8 heads, 2 edges, R in 4 chunks of
+    # 16 (one program per node).
     arxiv = (1_166_243, 169_343, 8, 64, 8)
-    assert blocks('forward', *arxiv) == (4, 2, 4)
-    assert blocks('backward_dst', *arxiv) == (4, 2, 4)
-    assert blocks('backward_src', *arxiv) == (8, 2, 4)
-    source = fourier_tiling(*arxiv, 'backward_src')
-    assert (source['BLOCK_R'], source['CHUNKS']) == (16, 4)
-    assert fourier_tiling(*arxiv) == fourier_tiling(*arxiv, 'backward_src')
+    tile = fourier_tiling(*arxiv)
+    assert (tile['BLOCK_H'], tile['BLOCK_E'], tile['num_warps'],
+            tile['BLOCK_R'], tile['CHUNKS']) == (8, 2, 4, 16, 4)
     # Narrow rows still take edge blocks of the mean degree:
-    assert blocks('forward', 1000, 100, 1, 16, 7)[1] == 16
+    assert fourier_tiling(1000, 100, 1, 16, 7)['BLOCK_E'] == 16
     # Wide value rows (4 heads x 64 channels spilled) take one head and R
-    # whole in each kernel:
-    wide = (1_166_243, 169_343, 8, 128, 64)
-    for kernel in ('forward', 'backward_dst', 'backward_src'):
-        tile = fourier_tiling(*wide, kernel)
-        assert (tile['BLOCK_H'], tile['BLOCK_R']) == (1, 128)
-    with pytest.raises(ValueError, match="unknown kernel 'backward'"):
-        fourier_tiling(*arxiv, 'backward')
+    # whole:
+    wide = fourier_tiling(1_166_243, 169_343, 8, 128, 64)
+    assert (wide['BLOCK_H'], wide['BLOCK_R'], wide['CHUNKS']) == (1, 128, 1)
 
 
 @pytest.mark.parametrize('width, prefetch', [(3, True), (100, False)])
@@ -281,7 +267,7 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
                             values=width)
     edge_index = graph(9, 7, 30, seed=32)
     assert prefetches_targets(dict(
-        _tiling(30, 9, 2, 3, width, leaves[2], 'backward_src'),
+        _tiling(30, 9, 2, 3, width, leaves[2]),
         BLOCK_D=4)) == prefetch
     with record_launches() as launches:
         fourier_values_and_gradients(leaves, edge_index, 7)
@@ -297,11 +283,8 @@ def test_points_kernels_on_a_graph_of_one_edge_per_node():
     generator = torch.Generator().manual_seed(22)
     edge_index = torch.stack([torch.randint(0, 9, (7, ), generator=generator),
                               torch.arange(7)]).to(DEVICE)
-    assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_src')['BLOCK_E'] == 2
-    forward = _tiling(7, 7, 8, 2, 3, leaves[2], 'forward')
-    assert (forward['BLOCK_E'], forward['BLOCK_H']) == (2, 8)
-    # The per-target backward: 2 edges of 8 heads of R = 8 (rows of 64):
-    assert _tiling(7, 7, 8, 2, 3, leaves[2], 'backward_dst')['BLOCK_E'] == 2
+    tile = _tiling(7, 7, 8, 2, 3, leaves[2])
+    assert (tile['BLOCK_E'], tile['BLOCK_H']) == (2, 8)
     assert_points_path_matches_pytorch(leaves, edge_index, 7)
 
 
