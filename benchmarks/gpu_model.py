@@ -725,8 +725,8 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     kernels read it instead of their own node's features and the dot.  Each
     kernel walks :math:`R` in ``CHUNKS`` blocks, selecting (forward) or
     adding (backward) each block of its :math:`[B_H, \text{CHUNKS}, B_R]`
-    own-node tiles through a one-hot select: 2 per element of both tiles
-    and chunk, per edge tile."""
+    own-node tiles of cos and sin through a one-hot select: a select and an
+    add per element of each tile and chunk, per edge tile."""
     from ikgat.nn.triton_transformer import (
         fourier_tiling,
         prefetches_targets,
@@ -758,8 +758,8 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     backward_flags = dict(STORE_ANGLES=learned, **flags, BLOCK_D=block_d)
     prefetch = prefetches_targets(backward_flags)
     # The one-hot selects or adds of each chunk of the [B_H, CHUNKS, B_R]
-    # tiles of cos and sin, per edge tile:
-    chunk_ops = tiles * 2 * block_h * block_r * tile['CHUNKS']
+    # tiles of cos and sin (a select and an add per element), per edge tile:
+    chunk_ops = tiles * 2 * 2 * block_h * block_r * tile['CHUNKS']
     saved_t = e * heads * f32
     costs = []
     # per_program: floats per head read or written once per program;
