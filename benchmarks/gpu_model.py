@@ -993,8 +993,11 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
              for term in ('memory', 'compute', 'sfu', 'latency')}
     out += ["Where `direct` goes: the three kernels compute the features "
             "of the edge's other end from its 8 floats per head, "
-            f"{sum(c.flops for c in direct) / 1e9:.0f} GFLOP in all (sin "
-            f"and cos as {OPS['sincos']['flops']} FLOPs each): compute "
+            f"{sum(c.flops for c in direct) / 1e9:.0f} GFLOP in all (the "
+            "sine and cosine of an angle as "
+            f"{OPS['sincos']['flops']} FLOPs: one range reduction and two "
+            "polynomials, `_sincos` of `ikgat.kernels.triton_fourier`): "
+            "compute "
             f"{terms['compute'] * 1e3:.2f} ms, memory "
             f"{terms['memory'] * 1e3:.2f} ms ("
             f"{sum(c.bytes for c in direct) / 1e9:.2f} GB), latency "

@@ -288,6 +288,14 @@ def kernels() -> Dict[str, object]:
     return _KERNELS
 
 
+def sincos():
+    r"""The jitted :func:`_sincos` (a sine and a cosine from one range
+    reduction), for the kernels of other modules: jits this module's
+    kernels first."""
+    kernels()
+    return _sincos
+
+
 def next_power_of_2(n: int) -> int:
     r"""The smallest power of two :math:`\ge n` (at least 1): Triton's
     block sizes."""

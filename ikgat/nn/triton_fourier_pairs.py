@@ -50,8 +50,10 @@ x` and, when the points need a gradient, :math:`\partial L/\partial a`
 :math:`(N, H, m, R)`, from which
 :math:`\partial L/\partial W_s = \sum_n (\partial L/\partial a_{n,s})\,
 x_n^\top` is one node-level product per side (in torch).  Per edge and
-head a kernel computes :math:`2mR` sines and cosines and :math:`2mRD`
-FLOPs of angles, and gathers :math:`D` floats instead of :math:`2R`.
+head a kernel computes :math:`2mR` sines and cosines (each pair from one
+range reduction and two polynomials,
+:func:`~ikgat.kernels.triton_fourier.sincos`) and :math:`2mRD` FLOPs of
+angles, and gathers :math:`D` floats instead of :math:`2R`.
 
 Each kernel loads the next edge tile's other ends before the current
 tile's work, so that the load's latency overlaps it (the per-source
@@ -65,6 +67,7 @@ registered operators are :mod:`ikgat.nn.triton_transformer`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
+from ikgat.kernels.triton_fourier import sincos
 from ikgat.nn.triton_softmax import bind_steps
 
 # Filled by kernels() on first use.
@@ -79,6 +82,7 @@ _aggregate = None
 _finish = None
 _softmax_weight = None
 _logit_gradient = None
+_sincos = None
 _features = None
 _angle_gradients = None
 _add_chunk = None
@@ -111,8 +115,9 @@ def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
             w_d = tl.load(point + d, mask=mask_hr, other=0.)
             angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
                 tl.float32)[None, :, :]
-        cos_sum += tl.cos(angle)
-        sin_sum += tl.sin(angle)
+        sin, cos = _sincos(angle)
+        cos_sum += cos
+        sin_sum += sin
     mask = mask_nh[:, :, None] & mask_hr[None, :, :]
     return tl.where(mask, cos_sum, 0.), tl.where(mask, sin_sum, 0.)
 
@@ -137,8 +142,8 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
             x_d = tl.load(x + row * D + d, mask=mask_h, other=0.)
             w_d = tl.load(point + d, mask=mask_hr, other=0.)
             angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
-        grad_angle = tl.where(mask_hr, tl.cos(angle) * grad_sin
-                              - tl.sin(angle) * grad_cos, 0.)
+        sin, cos = _sincos(angle)
+        grad_angle = tl.where(mask_hr, cos * grad_sin - sin * grad_cos, 0.)
         if STORE_ANGLES:
             tl.store(grad_angles + (row[:, None] * num_sets + s) * R
                      + offs_r[None, :], grad_angle, mask=mask_hr)
@@ -396,7 +401,8 @@ def kernels():
     ``'backward_src'`` (Triton is imported and the kernels are jitted on
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
     Triton before)."""
-    global triton, tl, _features, _angle_gradients, _add_chunk, _chunk
+    global triton, tl, _sincos, _features, _angle_gradients, _add_chunk
+    global _chunk
     global _own_features, _dot, _accumulate, _store_gradient, _KERNELS
     if _KERNELS is None:
         import triton as triton_module
@@ -405,6 +411,9 @@ def kernels():
         # The steps shared with the other fused kernels
         # (ikgat.nn.triton_softmax):
         bind_steps(globals())
+        # Sine and cosine from one range reduction, as the node terms'
+        # (ikgat.kernels.triton_fourier), without libdevice's slow path:
+        _sincos = sincos()
         _features = triton.jit(_features_body)
         _angle_gradients = triton.jit(_angle_gradients_body)
         _add_chunk = triton.jit(_add_chunk_body)
