@@ -319,7 +319,7 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
     x, edge_index = synthetic_graph(num_nodes, num_edges, num_features,
                                     device, args.seed)
     rows = []
-    for precision in PRECISIONS:
+    for precision in args.precisions:
         models, steps = {}, {}
         for name in args.models:
             torch.manual_seed(args.seed)
@@ -337,6 +337,12 @@ def layer_rows(graph: str, size, device: torch.device, timer: Timer,
                              features=num_features, model=name,
                              precision=precision, ms=medians[name],
                              peak_bytes=peak, step_bytes=extra))
+            # Each row as soon as it is known: a run cut off by a time limit
+            # keeps what it measured in its log.
+            ms = medians[name]
+            print(f'  {graph} {name} {precision}: '
+                  f'{ms if ms == "OOM" else f"{ms:.3f}"} ms, peak {peak} bytes',
+                  file=sys.stderr, flush=True)
         del models, steps
         free_memory(device)
     return rows
@@ -589,6 +595,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='dropout on the attention weights of every '
                         'layer, in training (the GAT recipe: 0.6); in the '
                         'two-layer step also on the features (default: 0)')
+    parser.add_argument('--precisions', nargs='+', default=PRECISIONS,
+                        choices=PRECISIONS, metavar='PRECISION',
+                        help=f'precisions of the layer study (default: '
+                        f'{PRECISIONS})')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-fused', action='store_true',
                         help='skip the fused kernel section')
