@@ -110,7 +110,7 @@ def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
         angle = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
         point = points + ((s * H + offs_h[:, None]) * R
                           + offs_r[None, :]) * D  # [B_H, B_R]
-        for d in range(D):
+        for d in tl.static_range(D):
             x_d = tl.load(x + rows * D + d, mask=mask_nh, other=0.)
             w_d = tl.load(point + d, mask=mask_hr, other=0.)
             angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
@@ -138,7 +138,7 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
         point = points + ((s * H + offs_h[:, None]) * R
                           + offs_r[None, :]) * D  # [B_H, B_R]
         angle = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
-        for d in range(D):
+        for d in tl.static_range(D):
             x_d = tl.load(x + row * D + d, mask=mask_h, other=0.)
             w_d = tl.load(point + d, mask=mask_hr, other=0.)
             angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
@@ -147,7 +147,7 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
         if STORE_ANGLES:
             tl.store(grad_angles + (row[:, None] * num_sets + s) * R
                      + offs_r[None, :], grad_angle, mask=mask_hr)
-        for d in range(D):  # column d of W_s^T dL/da_s
+        for d in tl.static_range(D):  # column d of W_s^T dL/da_s
             w_d = tl.load(point + d, mask=mask_hr, other=0.).to(tl.float32)
             column = tl.sum(grad_angle * w_d, axis=1)  # [B_H]
             acc += tl.where(offs_d[None, :] == d, column[:, None], 0.)
@@ -174,7 +174,7 @@ def _own_features_body(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
     nodes = node + tl.zeros([1], dtype=tl.int64)
     own_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
     own_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
-    for chunk in range(CHUNKS):
+    for chunk in tl.static_range(CHUNKS):
         cos, sin = _features(x, points, nodes, offs_h,
                              chunk * BLOCK_R + offs_r, nodes >= 0, H, D, R,
                              num_sets, 1, BLOCK_H, BLOCK_R)
@@ -191,7 +191,7 @@ def _dot_body(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
     # the own node's features [B_H, CHUNKS, B_R], the other ends' made one
     # chunk of points at a time.
     dot = tl.zeros([BLOCK_E, BLOCK_H], dtype=tl.float32)
-    for chunk in range(CHUNKS):
+    for chunk in tl.static_range(CHUNKS):
         cos, sin = _features(x, points, nodes, offs_h,
                              chunk * BLOCK_R + offs_r, mask_e, H, D, R,
                              num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
@@ -208,7 +208,7 @@ def _accumulate_body(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
     # dL/dphi(own) += sum_e dL/dt_e phi(x_e) (the scale in d_t [B_E, B_H]),
     # into [B_H, CHUNKS, B_R], the other ends' features made one chunk of
     # points at a time.
-    for chunk in range(CHUNKS):
+    for chunk in tl.static_range(CHUNKS):
         cos, sin = _features(x, points, nodes, offs_h,
                              chunk * BLOCK_R + offs_r, mask_e, H, D, R,
                              num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
@@ -228,7 +228,7 @@ def _store_gradient_body(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
     # by chunk, stored into grad_x (N, H, D) (and dL/da with STORE_ANGLES).
     offs_d = tl.arange(0, BLOCK_D)
     rows = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
-    for chunk in range(CHUNKS):
+    for chunk in tl.static_range(CHUNKS):
         rows += _angle_gradients(
             x, points, node, offs_h, chunk * BLOCK_R + offs_r, offs_d,
             _chunk(acc_cos, offs_chunk, chunk),
@@ -239,8 +239,8 @@ def _store_gradient_body(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
 
 
 def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
-                  row_den, t_out, seed, scale, eps, dropout, keep_scale, H, D,
-                  R, C, num_sets, HAS_DROPOUT: tl.constexpr,
+                  row_den, t_out, seed, scale, eps, dropout, keep_scale, H,
+                  D: tl.constexpr, R, C, num_sets, HAS_DROPOUT: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
                   CHUNKS: tl.constexpr):
@@ -285,8 +285,8 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
 
 def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
                        row_den, delta, grad_out, grad_q, grad_angles, t_saved,
-                       seed, scale, eps, dropout, keep_scale, H, D, R, C,
-                       num_sets, STORE_ANGLES: tl.constexpr,
+                       seed, scale, eps, dropout, keep_scale, H,
+                       D: tl.constexpr, R, C, num_sets, STORE_ANGLES: tl.constexpr,
                        HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
                        BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
                        BLOCK_C: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -336,7 +336,7 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
 def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
                        row_max, row_den, delta, grad_out, grad_k, grad_s,
                        grad_values, grad_angles, t_saved, seed, scale, eps,
-                       dropout, keep_scale, H, D, R, C, num_sets,
+                       dropout, keep_scale, H, D: tl.constexpr, R, C, num_sets,
                        STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,

@@ -190,12 +190,14 @@ def node_row_body(table, node, offs_h, offs, H, width, mask_hw):
 def statistics_body(row_max, row_den, delta, index, mask):
     r"""The Triton body that loads the saved softmax statistics :math:`m`
     and :math:`Z` and :math:`D_i` (each :math:`(N, H)`) at the flat
-    positions :obj:`index` (node times :math:`H` plus head), with
-    :math:`m = 0`, :math:`Z = 1`, :math:`D = 0` outside :obj:`mask`.
+    positions :obj:`index` (node times :math:`H` plus head), as float32
+    (they are float64 with float64 inputs, and every loop-carried tile is
+    float32), with :math:`m = 0`, :math:`Z = 1`, :math:`D = 0` outside
+    :obj:`mask`.
     Jitted by :func:`helpers`."""
-    return (tl.load(row_max + index, mask=mask, other=0.),
-            tl.load(row_den + index, mask=mask, other=1.),
-            tl.load(delta + index, mask=mask, other=0.))
+    return (tl.load(row_max + index, mask=mask, other=0.).to(tl.float32),
+            tl.load(row_den + index, mask=mask, other=1.).to(tl.float32),
+            tl.load(delta + index, mask=mask, other=0.).to(tl.float32))
 
 
 def aggregate_body(running_max, running_sum, acc, logit, values, row, offs_c,

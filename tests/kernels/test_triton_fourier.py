@@ -197,8 +197,12 @@ def test_layer_through_triton_equals_plain(name, graph):
                 assert grad is None
                 continue
             scale = max(1.0, expected_grad.abs().max().item())
+            # A scalar parameter's gradient sums every node's and head's
+            # terms: its float32 rounding (which on a GPU follows the order
+            # of the sums) grows with their number.
+            rtol = 5e-4 if expected_grad.numel() == 1 else 0
             torch.testing.assert_close(grad, expected_grad,
-                                       atol=5e-5 * scale, rtol=0)
+                                       atol=5e-5 * scale, rtol=rtol)
 
 
 def test_both_slopes_occur_in_the_layer_tests():

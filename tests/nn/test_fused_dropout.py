@@ -132,7 +132,10 @@ def test_seed_repeats_and_extremes(use_triton):
     again = fused(*tensors[:3], edge_index, 10, None, 0.4, use_triton)
     other = fused(*tensors[:3], edge_index, 10, None, 0.4, use_triton,
                   seed=1)
-    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    # The same mask (the PyTorch implementation's sums on CUDA take any
+    # order, so the values agree to rounding):
+    assert torch.equal(first[1] > 0, again[1] > 0)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(first, again))
     assert not torch.equal(first[1], other[1])
     # p = 0 is the attention without dropout, p = 1 drops every weight:
     plain = fused_attention(*tensors[:3], edge_index, 10, None, 0.2,

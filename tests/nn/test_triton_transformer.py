@@ -67,9 +67,10 @@ def values_and_gradients(leaves, edge_index, num_dst, link, **kwargs):
 def test_pytorch_implementation_passes_gradcheck(link):
     leaves = tables(6, 5, 2, 4, 3, seed=0, dtype=torch.float64)
     edge_index = graph(6, 5, 12, seed=1)
+    # nondet_tol: index_add_ on CUDA sums in any order.
     assert torch.autograd.gradcheck(
         lambda *args: run(args, edge_index, 5, link, use_triton=False),
-        leaves)
+        leaves, nondet_tol=1e-12)
 
 
 @pytest.mark.parametrize('link', LINKS)
@@ -172,7 +173,7 @@ def test_points_path_pytorch_implementation_passes_gradcheck():
     edge_index = graph(6, 5, 12, seed=1)
     assert torch.autograd.gradcheck(
         lambda *args: run_fourier(args, edge_index, 5, use_triton=False),
-        leaves)
+        leaves, nondet_tol=1e-12)
 
 
 def test_points_path_equals_the_tables_path():
@@ -321,10 +322,10 @@ def test_the_operators_pass_opcheck(with_points):
     u, v, points, s, values = fourier_leaves(6, 5, 2, 3, 4, 2, seed=0,
                                              dtype=torch.float64)
     if not with_points:
-        u, v = (torch.randn(n, 2, 8, dtype=torch.float64,
+        u, v = (torch.randn(n, 2, 8, dtype=torch.float64, device=DEVICE,
                             requires_grad=True) for n in (5, 6))
         points = None
-    csr = prepare_csr(graph(6, 5, 12, seed=1).cpu(), 6, 5)
+    csr = prepare_csr(graph(6, 5, 12, seed=1), 6, 5)
     args = (u, v, points, s, values, csr.rowptr, csr.src, csr.dst,
             csr.colptr, csr.csc_edge, csr.csc_dst, csr.rowptr, 0.3, 1e-3,
             0.0, True, False)
@@ -396,7 +397,10 @@ def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,
                 seed=5)
     other = run(leaves, edge_index, num_dst, IDENTITY, dropout, use_triton,
                 seed=6)
-    assert torch.equal(out, again)
+    # (the PyTorch implementation's sums on CUDA take any order, so the
+    # values agree to rounding):
+    assert torch.equal(out > 0, again > 0)
+    assert torch.allclose(out, again, atol=1e-6)
     assert not torch.equal(out > 0, other > 0)
 
 
