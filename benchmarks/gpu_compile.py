@@ -296,6 +296,40 @@ def gathered_table_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
                    f'D={2 * points} dropout={dropout:g}'), run
 
 
+def float64_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
+    r"""The transformer attention in float64 through its public function,
+    on tables (both links) and on spectral points, with and without
+    attention dropout: the layers fuse float32 only, but the operator takes
+    float64, and Triton types each float64 launch anew (a loop-carried tile
+    that turns float64, or a helper whose branches return other dtypes,
+    does not build, where the interpreter runs it)."""
+    import torch
+
+    from ikgat.nn.triton_transformer import (
+        LINKS,
+        LOG_SQUARE,
+        fused_transformer_attention,
+    )
+
+    def randn(*shape):
+        return torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+
+    for points in (None, 16):
+        for link in (LINKS if points is None else (LOG_SQUARE, )):
+            for dropout in DROPOUTS:
+                def run(points=points, link=link, dropout=dropout):
+                    width = 8 if points else 16
+                    fused_transformer_attention(
+                        randn(NODES, 2, width), randn(NODES, 2, width),
+                        randn(NODES, 2), randn(NODES, 2, 8), _graph(4),
+                        NODES, link, 0.1, 1e-5, dropout=dropout,
+                        use_triton=True, points=randn(
+                            2, 2, points, width) if points else None
+                    ).sum().backward()
+                yield (f'fused_transformer_attention float64 {link} '
+                       f'R={points} dropout={dropout:g}'), run
+
+
 def capture(layers: List[str]) -> List[dict]:
     r"""The distinct launches of every call (run with
     ``TRITON_INTERPRET=1``, so that the layers take their Triton path on
@@ -305,7 +339,7 @@ def capture(layers: List[str]) -> List[dict]:
     from ikgat.kernels.triton_runtime import record_launches
     distinct: OrderedDict[str, dict] = OrderedDict()
     calls = (list(layer_calls(layers)) + list(one_slope_calls())
-             + list(gathered_table_calls()))
+             + list(gathered_table_calls()) + list(float64_calls()))
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for label, run in calls:

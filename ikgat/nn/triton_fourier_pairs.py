@@ -315,7 +315,7 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
         row = j[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
-                    other=0.)
+                    other=0.).to(tl.float32)
         logit, slope = _link(t, eps, True)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
@@ -374,7 +374,7 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
         t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
-                    other=0.)
+                    other=0.).to(tl.float32)
         logit, slope = _link(t, eps, True)
         m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
         alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)

@@ -162,7 +162,7 @@ def link_body(t, eps, LOG_SQUARE: tl.constexpr):
     if LOG_SQUARE:
         square = t * t + eps
         return tl.log(square), tl.fdiv(2. * t, square)
-    return t, tl.full(t.shape, 1., tl.float32)
+    return t, tl.full(t.shape, 1., t.dtype)
 
 
 def gather_rows_body(table, row, offs, width, mask_e, mask_hw):
