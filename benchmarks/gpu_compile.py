@@ -19,8 +19,10 @@ rejects and says nothing of registers.  This check runs the compiler:
    :func:`ikgat.kernels.triton_runtime.record_launches`: each launch is
    recorded (kernel, argument types as Triton specialises them,
    compile-time constants) and nothing runs, so the grid costs seconds.
-   The node-term estimate with one slope, and the transformer attention
-   on gathered ``'log_square'`` tables, come from their public functions.
+   The node-term estimate with one slope, the transformer attention
+   on gathered ``'log_square'`` tables, and the transformer attention in
+   float64 (which the layers do not fuse, but the operator takes), come
+   from their public functions.
 2. **The compiler and ptxas.**  Each distinct launch is compiled with
    ``triton.compile(ASTSource(...), target=GPUTarget('cuda', cc, 32))`` for
    sm_90 (H100) and sm_80 (A100) with the launch's options (every kernel

@@ -56,8 +56,10 @@ each step should need; an OOM is reported as such)::
     # seconds on CPU, tiny graphs (checks the script, numbers meaningless):
     python -m benchmarks.gpu_speed --smoke --output /tmp/gpu_speed.md
 
-Self-contained: imports ikgat's public layers, torch and torch_geometric
-(and the fused kernel module), nothing from ``benchmarks/``.
+Imports ikgat's public layers, torch and torch_geometric (and the fused
+kernel module), and from ``benchmarks/`` only the commit of the checkout
+(:func:`benchmarks.harness.provenance.git_commit`, which a copy without its
+``.git`` takes from ``IKGAT_GIT_COMMIT``).
 """
 import argparse
 import json
@@ -65,7 +67,6 @@ import os
 import os.path as osp
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -73,6 +74,8 @@ from contextlib import nullcontext
 from typing import Callable, Dict, List, Optional
 
 import torch
+
+from benchmarks.harness.provenance import git_commit
 
 #: name -> (nodes, directed edges, features, classes): the real datasets'.
 GRAPHS = {
@@ -476,20 +479,6 @@ def fused_rows(graph: str, size, device: torch.device, timer: Timer,
             rows.append(row)
         free_memory(device)
     return rows
-
-
-def git_commit() -> str:
-    here = osp.dirname(osp.abspath(__file__))
-    try:
-        commit = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=here,
-                                capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain'], cwd=here,
-                               capture_output=True, text=True,
-                               check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return 'unknown (not a git checkout)'
-    return commit + (' (working tree modified)' if dirty else '')
 
 
 def fmt(value, kind: str = 'ms') -> str:

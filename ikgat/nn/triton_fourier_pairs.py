@@ -61,14 +61,29 @@ kernel where its rows are narrow: ``PREFETCH``,
 :func:`~ikgat.nn.triton_transformer.prefetches_targets`).
 The tiles are :math:`B_E \times B_H \times B_R` (edges, heads, points);
 the angles are accumulated over :math:`d` from single columns, so that no
-tile carries the :math:`D` axis.  The bodies read ``tl`` and the helpers
-as module globals, jitted by :func:`kernels`; the launches, tiling and
+tile carries the :math:`D` axis.  The loops over :math:`d` (``D`` is a
+compile-time constant) are unrolled :data:`D_STEP` columns at a time, and
+those over the chunks whole (``tl.static_range``), so that a step's loads
+issue together: on an H100 the arxiv-size layer step (D = 8, whole loops
+then) went from 71.6 to 59.6 ms
+(``benchmarks/results/cuda-2026-11-26-h100``).  Each kernel still takes
+about 7.8 ms per set of 64 points there, about 4.6 TFLOP/s at the FLOPs of
+the cost model: most likely instruction issue (addresses, masks, the
+chunks' one-hot selects, layout conversions), inferred from the kernels'
+times, not from an instruction-level profile.  The bodies read ``tl`` and
+the helpers as module globals, jitted by :func:`kernels`; the launches, tiling and
 registered operators are :mod:`ikgat.nn.triton_transformer`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
 from ikgat.kernels.triton_fourier import sincos
 from ikgat.nn.triton_softmax import bind_steps
+
+#: Columns of the vectors per unrolled step of the loops over :math:`d`
+#: (``tl.static_range``), so that a step's loads issue together.  Whole
+#: loops unrolled (D = 64, one head: 64 loads of 128 points hoisted) spilled
+#: 1.4-1.9 kB per thread (``benchmarks.gpu_compile``, Triton 3.6 and 3.9).
+D_STEP = 8
 
 # Filled by kernels() on first use.
 triton = None
@@ -83,6 +98,7 @@ _finish = None
 _softmax_weight = None
 _logit_gradient = None
 _sincos = None
+_D_STEP = None
 _features = None
 _angle_gradients = None
 _add_chunk = None
@@ -110,11 +126,15 @@ def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
         angle = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
         point = points + ((s * H + offs_h[:, None]) * R
                           + offs_r[None, :]) * D  # [B_H, B_R]
-        for d in tl.static_range(D):
-            x_d = tl.load(x + rows * D + d, mask=mask_nh, other=0.)
-            w_d = tl.load(point + d, mask=mask_hr, other=0.)
-            angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
-                tl.float32)[None, :, :]
+        for first in range(0, D, _D_STEP):  # D_STEP columns at a time
+            for step in tl.static_range(_D_STEP):
+                d = first + step
+                in_d = (tl.zeros([1, 1], dtype=tl.int32) + d) < D
+                x_d = tl.load(x + rows * D + d, mask=mask_nh & in_d,
+                              other=0.)
+                w_d = tl.load(point + d, mask=mask_hr & in_d, other=0.)
+                angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
+                    tl.float32)[None, :, :]
         sin, cos = _sincos(angle)
         cos_sum += cos
         sin_sum += sin
@@ -138,19 +158,27 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
         point = points + ((s * H + offs_h[:, None]) * R
                           + offs_r[None, :]) * D  # [B_H, B_R]
         angle = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
-        for d in tl.static_range(D):
-            x_d = tl.load(x + row * D + d, mask=mask_h, other=0.)
-            w_d = tl.load(point + d, mask=mask_hr, other=0.)
-            angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
+        for first in range(0, D, _D_STEP):
+            for step in tl.static_range(_D_STEP):
+                d = first + step
+                in_d = (tl.zeros([1], dtype=tl.int32) + d) < D
+                x_d = tl.load(x + row * D + d, mask=mask_h & in_d, other=0.)
+                w_d = tl.load(point + d, mask=mask_hr & in_d[:, None],
+                              other=0.)
+                angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
         sin, cos = _sincos(angle)
         grad_angle = tl.where(mask_hr, cos * grad_sin - sin * grad_cos, 0.)
         if STORE_ANGLES:
             tl.store(grad_angles + (row[:, None] * num_sets + s) * R
                      + offs_r[None, :], grad_angle, mask=mask_hr)
-        for d in tl.static_range(D):  # column d of W_s^T dL/da_s
-            w_d = tl.load(point + d, mask=mask_hr, other=0.).to(tl.float32)
-            column = tl.sum(grad_angle * w_d, axis=1)  # [B_H]
-            acc += tl.where(offs_d[None, :] == d, column[:, None], 0.)
+        for first in range(0, D, _D_STEP):  # columns d of W_s^T dL/da_s
+            for step in tl.static_range(_D_STEP):
+                d = first + step
+                in_d = (tl.zeros([1, 1], dtype=tl.int32) + d) < D
+                w_d = tl.load(point + d, mask=mask_hr & in_d,
+                              other=0.).to(tl.float32)
+                column = tl.sum(grad_angle * w_d, axis=1)  # [B_H]
+                acc += tl.where(offs_d[None, :] == d, column[:, None], 0.)
     return acc
 
 
@@ -401,7 +429,8 @@ def kernels():
     ``'backward_src'`` (Triton is imported and the kernels are jitted on
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing
     Triton before)."""
-    global triton, tl, _sincos, _features, _angle_gradients, _add_chunk
+    global triton, tl, _sincos, _D_STEP, _features, _angle_gradients
+    global _add_chunk
     global _chunk
     global _own_features, _dot, _accumulate, _store_gradient, _KERNELS
     if _KERNELS is None:
@@ -414,6 +443,7 @@ def kernels():
         # Sine and cosine from one range reduction, as the node terms'
         # (ikgat.kernels.triton_fourier), without libdevice's slow path:
         _sincos = sincos()
+        _D_STEP = tl.constexpr(D_STEP)
         _features = triton.jit(_features_body)
         _angle_gradients = triton.jit(_angle_gradients_body)
         _add_chunk = triton.jit(_add_chunk_body)

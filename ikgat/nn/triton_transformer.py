@@ -547,34 +547,41 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     return grad_u, grad_v, grad_points, grad_s, grad_values
 
 
+def _angle_product(grad_angles: Tensor, x: Tensor, one_product: bool
+                   ) -> Tensor:
+    r""":math:`\sum_n (\partial L/\partial a_{n,s})\, x_n^\top`,
+    :math:`(m, H, R, D)`, from the angles' gradients :math:`(N, H, m, R)`
+    and the vectors :math:`(N, H, D)` of one side.
+
+    With :obj:`one_product`, one matrix product :math:`(H m R, N) \times
+    (N, H D)` whose diagonal blocks (:math:`h = h'`) are the heads'
+    products: :math:`H` times the FLOPs of the per-head batched product,
+    but one that cuBLAS splits along :math:`N`.  On an H100 at arxiv size
+    the batched product (8 products of 64 x 8 over 169,343 nodes) took 5.9
+    ms per side, 12 of the layer step's 72 ms, and the one product about
+    0.25 ms per side (``benchmarks/results/cuda-2026-11-26-h100``).  Else
+    the batched product (on CPU, the :math:`H` times fewer FLOPs)."""
+    num_nodes, heads, num_sets, num_points = grad_angles.shape
+    width = x.size(2)
+    if not one_product or grad_angles.numel() == 0 or x.numel() == 0:
+        return torch.einsum('nhsr,nhd->shrd', grad_angles, x)
+    full = grad_angles.reshape(num_nodes, -1).t() @ x.reshape(num_nodes, -1)
+    return full.view(heads, num_sets, num_points, heads, width).diagonal(
+        dim1=0, dim2=3).permute(0, 3, 1, 2)  # (m, R, D, H) -> (m, H, R, D)
+
+
 def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
                      grad_angles_u: Tensor, grad_angles_v: Tensor) -> Tensor:
     r""":math:`\partial L/\partial W_s = \sum_n (\partial L/\partial
     a_{n,s})\, x_n^\top` over the queries and the keys, from the angles'
-    gradients :math:`(N, H, m, R)`: one product per side, summed over the
-    :math:`N` nodes.
-
-    On CUDA each side is one matrix product :math:`(H m R, N) \times (N,
-    H D)` whose diagonal blocks (:math:`h = h'`) are the heads' gradients:
-    :math:`H` times the FLOPs of the per-head batched product, but a
-    product cuBLAS splits along :math:`N`; the batched one (8 products of
-    64 x 8 over 169,343 nodes) took 5.9 ms per side on an H100, a fifth of
-    the layer's step (``benchmarks/results/cuda-2026-11-26-h100``).  On
-    CPU, the batched product (the :math:`H` times fewer FLOPs)."""
+    gradients :math:`(N, H, m, R)`: one product per side
+    (:func:`_angle_product`, as one matrix product off the CPU: CUDA, and
+    ``meta`` standing for it)."""
     dtype = accumulation_dtype(points.dtype)
-    num_sets, heads, num_points, width = points.shape
-    grad = None
-    for grad_angles, x in ((grad_angles_u, u), (grad_angles_v, v)):
-        grad_angles, x = grad_angles.to(dtype), x.to(dtype)
-        if x.is_cuda:
-            full = grad_angles.reshape(-1, heads * num_sets * num_points).t(
-            ) @ x.reshape(-1, heads * width)
-            side = full.view(heads, num_sets, num_points, heads,
-                             width).diagonal(dim1=0, dim2=3).permute(
-                                 0, 3, 1, 2)  # (m, H, R, D)
-        else:
-            side = torch.einsum('nhsr,nhd->shrd', grad_angles, x)
-        grad = side if grad is None else grad + side
+    one_product = points.device.type != 'cpu'
+    grad = _angle_product(grad_angles_u.to(dtype), u.to(dtype), one_product)
+    grad = grad + _angle_product(grad_angles_v.to(dtype), v.to(dtype),
+                                 one_product)
     # Contiguous, as the fake implementation declares:
     return grad.to(points.dtype).contiguous()
 

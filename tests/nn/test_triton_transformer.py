@@ -19,6 +19,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     IDENTITY,
     LINKS,
     LOG_SQUARE,
+    _angle_product,
     _tiling,
     fourier_tiling,
     fused_transformer_attention,
@@ -174,6 +175,23 @@ def test_points_path_pytorch_implementation_passes_gradcheck():
     assert torch.autograd.gradcheck(
         lambda *args: run_fourier(args, edge_index, 5, use_triton=False),
         leaves, nondet_tol=1e-12)
+
+
+@pytest.mark.parametrize('heads, sets, points, width, nodes', [
+    (3, 2, 5, 4, 7), (1, 1, 4, 3, 6), (2, 1, 3, 2, 0)])
+def test_the_points_gradient_as_one_product_equals_the_batched_one(
+        heads, sets, points, width, nodes):
+    # The CUDA form (one product, its diagonal blocks) against the per-head
+    # batched product, here on CPU; non-contiguous inputs, and no nodes.
+    generator = torch.Generator().manual_seed(heads + nodes)
+    grad_angles = torch.randn(heads, nodes, sets, points, generator=generator,
+                              dtype=torch.float64).transpose(0, 1)
+    x = torch.randn(nodes, heads, width, generator=generator,
+                    dtype=torch.float64)
+    one = _angle_product(grad_angles, x, one_product=True)
+    batched = _angle_product(grad_angles, x, one_product=False)
+    assert one.shape == (sets, heads, points, width)
+    assert torch.allclose(one, batched, atol=1e-12)
 
 
 def test_points_path_equals_the_tables_path():
