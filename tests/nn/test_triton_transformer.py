@@ -479,6 +479,41 @@ def test_layer_fused_path_equals_its_pytorch_path(name, training,
         assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize('name', ['rbf', 'direct'])
+def test_layer_fused_path_with_dropout_one_keeps_only_the_root_weight(
+        name, monkeypatch):
+    # The fused kernels draw their own mask (Philox), so in training with
+    # dropout they cannot equal the PyTorch path value by value; at p = 1
+    # both drop every weight and the output is the root weight's term
+    # (as TransformerConv's), values and gradients.  (The constructor
+    # takes p < 1, a layer being useless at 1; the attribute takes 1.)
+    calls = count_fused_calls(monkeypatch)
+    torch.manual_seed(1)
+    layer = IKTransformerConv((5, 4), 4, heads=2, kernel=name,
+                              num_spectral_points=8).to(DEVICE).train()
+    layer.dropout = 1.0
+    edge_index = graph(11, 7, 30, seed=7)
+    generator = torch.Generator().manual_seed(8)
+    x = (torch.randn(11, 5, generator=generator).to(DEVICE),
+         torch.randn(7, 4, generator=generator).to(DEVICE))
+    results = []
+    for mode in ('always', False):
+        layer.fused_attention = mode
+        layer.zero_grad()
+        leaves = tuple(part.clone().requires_grad_() for part in x)
+        out = layer(leaves, edge_index)
+        out.square().sum().backward()
+        results.append((out, leaves[1].grad, layer.lin_skip.weight.grad,
+                        layer.lin_value.weight.grad))
+    assert len(calls) == 1
+    (out, grad_dst, grad_skip, grad_value), expected = results
+    assert torch.allclose(out, layer.lin_skip(x[1]), atol=1e-6)
+    assert torch.allclose(out, expected[0], atol=1e-6)
+    assert torch.allclose(grad_dst, expected[1], atol=1e-5)
+    assert torch.allclose(grad_skip, expected[2], atol=1e-5)
+    assert not grad_value.any() and not expected[3].any()
+
+
 def test_layer_takes_the_pytorch_path_where_the_rule_says(monkeypatch):
     calls = count_fused_calls(monkeypatch)
     edge_index = graph(9, 9, 20, seed=10)
