@@ -30,7 +30,12 @@ others), writing under ``DIR``:
    the versions and the commit.
 
 ``--quick`` runs every part at toy sizes (on CPU, a smoke test of the
-command itself: no number from it is a GPU number).
+command itself: no number from it is a GPU number).  ``--parts`` runs some
+of them and ``--graphs`` narrows the layer studies, for a GPU lent for
+minutes (the whole study takes far longer): e.g. issue #29's target alone,
+
+    python -m benchmarks.cuda_study --output-dir gpu-results \
+        --parts transformers --graphs arxiv
 """
 import argparse
 import csv
@@ -56,8 +61,19 @@ PRODUCTS_TRAINING = ['GATConv', 'GATConv-compiled', 'IKGATConv-rbf',
                      'IKGATConv-direct', 'IKGATConv-direct-compiled']
 
 
-def parts(out: str, quick: bool) -> List[Tuple[str, List[str]]]:
-    r"""(name, module and arguments) of every part."""
+#: The short names of the parts (``--parts``), in the order they run.
+PART_KEYS = {'layers': 'layer study',
+             'dropout': 'layer study, attention dropout 0.6',
+             'products': 'products size', 'recipe': 'GAT recipe',
+             'launches': 'launch counts', 'transformers': 'graph transformers'}
+#: The graphs of the layer studies (``--graphs``).
+LAYER_GRAPHS = ['cora', 'pubmed', 'arxiv']
+
+
+def parts(out: str, quick: bool, graphs: Optional[List[str]] = None
+          ) -> List[Tuple[str, List[str]]]:
+    r"""(name, module and arguments) of every part; the layer studies on
+    :obj:`graphs` (default :data:`LAYER_GRAPHS`)."""
     def path(name: str) -> str:
         return osp.join(out, name)
 
@@ -71,7 +87,7 @@ def parts(out: str, quick: bool) -> List[Tuple[str, List[str]]]:
         transformers = layers + ['--models', 'TransformerConv',
                                  'IKTransformerConv-direct']
     else:
-        layers = ['--graphs', 'cora', 'pubmed', 'arxiv']
+        layers = ['--graphs', *(graphs or LAYER_GRAPHS)]
         products = ['--graphs', 'products', '--rounds', '3', '--warmup', '1',
                     '--models', *PRODUCTS_MODELS, '--training-models',
                     *PRODUCTS_TRAINING]
@@ -131,6 +147,14 @@ def main(argv: Optional[List[str]] = None) -> List[Tuple[str, int]]:
                         help='folder for every result file (created)')
     parser.add_argument('--quick', action='store_true',
                         help='toy sizes on CPU: checks the command only')
+    parser.add_argument('--parts', nargs='+', choices=list(PART_KEYS),
+                        default=list(PART_KEYS), metavar='PART',
+                        help=f'the parts to run, of {list(PART_KEYS)} '
+                        f'(default: all; a GPU lent for minutes runs a few)')
+    parser.add_argument('--graphs', nargs='+', choices=LAYER_GRAPHS,
+                        default=LAYER_GRAPHS, metavar='GRAPH',
+                        help=f'the graphs of the layer studies, of '
+                        f'{LAYER_GRAPHS} (default: all)')
     args = parser.parse_args(argv)
     out = osp.abspath(args.output_dir)
     try:
@@ -152,7 +176,10 @@ def main(argv: Optional[List[str]] = None) -> List[Tuple[str, int]]:
               f'{" ".join(argv if argv is not None else sys.argv[1:])}`.',
               '', '| part | command | exit status | seconds |',
               '|---|---|---:|---:|']
-    for name, command in parts(out, args.quick):
+    chosen = {PART_KEYS[key] for key in args.parts}
+    for name, command in parts(out, args.quick, args.graphs):
+        if name not in chosen:
+            continue
         print(f'cuda_study: {name}', file=sys.stderr, flush=True)
         start = time.perf_counter()
         status = subprocess.call([sys.executable, '-m', *command])

@@ -22,6 +22,19 @@ def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
     assert '| IKTransformerConv-direct |' in transformers
 
 
+def test_parts_and_graphs_choose_what_runs(tmp_path):
+    statuses = cuda_study.main(['--output-dir', str(tmp_path), '--quick',
+                                '--parts', 'launches'])
+    assert statuses == [('launch counts', 0)]
+    assert (tmp_path / 'launches.md').stat().st_size > 0
+    assert not (tmp_path / 'gpu_speed.md').exists()
+    summary = (tmp_path / 'summary.md').read_text()
+    assert 'launch counts' in summary and 'layer study' not in summary
+    commands = dict(cuda_study.parts(str(tmp_path), False, ['arxiv']))
+    assert commands['graph transformers'][1:4] == ['--graphs', 'arxiv',
+                                                   '--models']
+
+
 def test_the_full_study_asks_for_a_gpu(tmp_path, capsys):
     import torch
     if torch.cuda.is_available():
