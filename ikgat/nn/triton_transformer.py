@@ -449,7 +449,7 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
     row_max = values.new_empty(num_dst, heads,
                                dtype=accumulation_dtype(values.dtype))
     row_den = torch.empty_like(row_max)
-    # The edges' t (CSR order), which the per-source backward reads:
+    # The edges' t (CSR order), which both backward kernels read:
     t = row_max.new_empty(src.numel() if points is not None else 0, heads)
     if num_dst == 0 or heads == 0:
         return out, row_max, row_den, t
