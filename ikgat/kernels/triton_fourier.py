@@ -62,7 +62,7 @@ from torch import Tensor
 
 from ikgat.kernels.triton_runtime import NODE_TERMS_SWITCH, launch
 
-# Filled by kernels() on first use; the kernel bodies read them as module
+# Filled by _kernels() on first use; the kernel bodies read them as module
 # globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
@@ -266,7 +266,7 @@ def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
     tl.store(partial_sin + offs_kt, acc_sin, mask=mask_kt)
 
 
-def kernels() -> Dict[str, object]:
+def _kernels() -> Dict[str, object]:
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
     global triton, tl
@@ -292,7 +292,7 @@ def sincos():
     r"""The jitted :func:`_sincos` (a sine and a cosine from one range
     reduction), for the kernels of other modules: jits this module's
     kernels first."""
-    kernels()
+    _kernels()
     return _sincos
 
 
@@ -333,7 +333,7 @@ def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     if num_nodes > 0:
         block_n, block_r, _, block_t = block_sizes(num_angles, channels,
                                                    num_slopes)
-        launch(kernels()['estimate'], (triton.cdiv(num_nodes, block_n),
+        launch(_kernels()['estimate'], (triton.cdiv(num_nodes, block_n),
                                         heads),
                x, points, cos_weight, sin_weight, out, estimate, float(eps),
                float(scale), num_nodes, heads, channels, num_points,
@@ -369,7 +369,7 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
     partial_cos = x.new_empty(num_programs, heads, num_slopes, num_angles)
     partial_sin = torch.empty_like(partial_cos)
     if num_nodes > 0:
-        jitted = kernels()
+        jitted = _kernels()
         offset = channels if is_source else 0
         launch(jitted['grad_x'], (node_blocks, heads),
                x, points, cos_weight, sin_weight, grad, estimate, float(eps),

@@ -218,8 +218,8 @@ def build_error_reason(error: BaseException) -> str:
 
 def jitted_kernel(module: str, name: str):
     r"""The jitted kernel whose Python function is :obj:`name`, from the
-    :obj:`module`'s ``kernels()`` (for ``benchmarks.gpu_compile``)."""
-    for kernel in importlib.import_module(module).kernels().values():
+    :obj:`module`'s ``_kernels()`` (for ``benchmarks.gpu_compile``)."""
+    for kernel in importlib.import_module(module)._kernels().values():
         if kernel.fn.__name__ == name:
             return kernel
     raise KeyError(f"{module} has no kernel {name!r}")

@@ -129,7 +129,7 @@ from ikgat.kernels.triton_fourier import next_power_of_2
 from ikgat.kernels.triton_runtime import ATTENTION_SWITCH, launch
 from ikgat.nn.triton_softmax import keep_scale, torch_keep
 
-# Filled by kernels() on first use; the kernel bodies below read them as
+# Filled by _kernels() on first use; the kernel bodies below read them as
 # module globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
@@ -229,7 +229,7 @@ def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
 
 
 # ---------------------------------------------------------------------------
-# Kernel bodies (jitted by kernels()).  Tensors are contiguous: scores
+# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: scores
 # (N, H, 3), features (N, H, C), edge tensors (E, H) in CSR order.
 
 
@@ -454,7 +454,7 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
              mask=mask_h)
 
 
-def kernels():
+def _kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
     global triton, tl, _edge_slope, _edge_logit, _KERNELS
@@ -527,7 +527,7 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
         return _torch_forward(score_src, score_dst, x_src, edge_gate, src,
                               dst, seed, num_dst, negative_slope, dropout,
                               broadcast, need_alpha, dtype)
-    jitted = kernels()
+    jitted = _kernels()
     out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
     group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
     group_den = torch.empty_like(group_max)
@@ -592,7 +592,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
                                edge_gate, src, dst, seed, group_max,
                                group_den, delta, negative_slope, dropout,
                                broadcast)
-    jitted = kernels()
+    jitted = _kernels()
     has_gate = edge_gate is not None
     need_logit = need_dst or (need_gate and has_gate)
     grad_x = torch.empty_like(x_src)
@@ -866,7 +866,7 @@ def fused_attention(
             # A missing Triton is reported first (while compiling, the
             # operator reports it when it runs: importing Triton inside the
             # traced code would break the graph).
-            kernels()
+            _kernels()
         if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
             raise RuntimeError("fused_attention runs Triton kernels: pass "
                                "CUDA tensors, or set TRITON_INTERPRET=1 "

@@ -85,7 +85,7 @@ from ikgat.nn.triton_softmax import bind_steps
 #: 1.4-1.9 kB per thread (``benchmarks.gpu_compile``, Triton 3.6 and 3.9).
 D_STEP = 8
 
-# Filled by kernels() on first use.
+# Filled by _kernels() on first use.
 triton = None
 tl = None
 _node_program = None
@@ -424,7 +424,7 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
                     BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
 
 
-def kernels():
+def _kernels():
     r"""The jitted kernels by name, ``'forward'``, ``'backward_dst'`` and
     ``'backward_src'`` (Triton is imported and the kernels are jitted on
     the first call; :mod:`ikgat.nn.triton_transformer` reports a missing

@@ -116,7 +116,7 @@ from ikgat.nn.triton_attention import (
     edge_tiling,
     prepare_csr,
 )
-from ikgat.nn.triton_fourier_pairs import kernels as fourier_kernels
+from ikgat.nn.triton_fourier_pairs import _kernels as fourier_kernels
 from ikgat.nn.triton_softmax import bind_steps, keep_scale, torch_keep
 
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
@@ -124,7 +124,7 @@ IDENTITY, LOG_SQUARE = 'identity', 'log_square'
 #: ``'identity'`` and ``'log_square'``.
 LINKS = (IDENTITY, LOG_SQUARE)
 
-# Filled by kernels() on first use; the kernel bodies read them as module
+# Filled by _kernels() on first use; the kernel bodies read them as module
 # globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
@@ -141,7 +141,7 @@ _KERNELS = None
 
 
 # ---------------------------------------------------------------------------
-# Kernel bodies (jitted by kernels()).  Tensors are contiguous: tables
+# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: tables
 # (N, H, D), source terms (N_s, H), values (N_s, H, C).
 
 
@@ -262,7 +262,7 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
 
 
-def kernels():
+def _kernels():
     r"""The jitted kernels by name (Triton is imported and the kernels are
     jitted on the first call)."""
     global triton, tl, _KERNELS
@@ -459,7 +459,7 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
                   **constants)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads)
     if points is None:
-        launch(kernels()['forward'], grid(num_dst, heads, constants),
+        launch(_kernels()['forward'], grid(num_dst, heads, constants),
                u, v, s, values, rowptr, src, out, row_max, row_den,
                *options, u.size(2), channels, LOG_SQUARE=log_square,
                **common)
@@ -503,7 +503,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads, width)
     if points is None:
-        jitted = kernels()
+        jitted = _kernels()
         common.update(LOG_SQUARE=log_square)
         options += (channels, )
     else:
@@ -806,7 +806,7 @@ def fused_transformer_attention(
             os.environ.get('TRITON_INTERPRET') == '1')
     if use_triton:
         if not torch.compiler.is_compiling():
-            kernels()  # a missing Triton is reported here
+            _kernels()  # a missing Triton is reported here
         if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
             raise RuntimeError("fused_transformer_attention runs Triton "
                                "kernels: pass CUDA tensors, or set "

@@ -42,6 +42,6 @@ def _wide_tile_body(x, points, out, N, C, BLOCK_N: tl.constexpr,
 
 
 @functools.cache
-def kernels():
+def _kernels():
     return dict(mismatched=triton.jit(_mismatched_body),
                 wide_tile=triton.jit(_wide_tile_body))

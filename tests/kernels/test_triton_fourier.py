@@ -226,7 +226,7 @@ def test_sincos_of_the_kernels_matches_float64(limit, atol):
     # boundaries.
     import triton
     import triton.language as tl
-    triton_fourier.kernels()
+    triton_fourier._kernels()
 
     @triton.jit
     def sincos_kernel(theta, sin_out, cos_out, N, BLOCK: tl.constexpr):

@@ -35,9 +35,9 @@ def test_every_kernel_module_calls_the_same_jitted_steps():
     import ikgat.nn.triton_fourier_pairs as triton_fourier_pairs
     import ikgat.nn.triton_transformer as triton_transformer
     from ikgat.nn.triton_softmax import helpers
-    triton_attention.kernels()
-    triton_transformer.kernels()
-    triton_fourier_pairs.kernels()
+    triton_attention._kernels()
+    triton_transformer._kernels()
+    triton_fourier_pairs._kernels()
     shared = helpers()
     steps = ('node_program', 'aggregate', 'finish', 'softmax_weight',
              'logit_gradient', 'statistics')

@@ -559,7 +559,7 @@ def test_a_kernel_that_does_not_build_is_one_line_naming_the_switch(
                              'Return type mismatch: <[8, 8], fp32> and fp32')
     outer = CompilationError('p = p * _keep(...)\n        ^', None, None)
     outer.__cause__ = inner
-    transformer_module.triton_transformer.kernels()
+    transformer_module.triton_transformer._kernels()
     monkeypatch.setattr(transformer_module.triton_transformer, '_KERNELS', {
         key: _FailingKernel(f'_{key}_body', outer)
         for key in ('forward', 'backward_dst', 'backward_src')})
