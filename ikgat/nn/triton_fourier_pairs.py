@@ -71,8 +71,8 @@ about 7.8 ms per set of 64 points there, about 4.6 TFLOP/s at the FLOPs of
 the cost model: most likely instruction issue (addresses, masks, the
 chunks' one-hot selects, layout conversions), inferred from the kernels'
 times, not from an instruction-level profile.  The bodies read ``tl`` and
-the helpers as module globals, jitted by :func:`kernels`; the launches, tiling and
-registered operators are :mod:`ikgat.nn.triton_transformer`'s.
+the helpers as module globals, jitted by ``_kernels()``; the launches,
+tiling and registered operators are :mod:`ikgat.nn.triton_transformer`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
