@@ -49,6 +49,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
@@ -88,6 +89,9 @@ TRANSFORMER_GRID = ((8, 8, 64), (1, 7, 16), (8, 64, 128))
 #: launches; the grid calls them in evaluation over the shapes alone.
 TRANSFORMER_DRAWS_ONLY = ('IKTransformerConv-implicit',
                           'MIKANTransformerConv')
+#: Tries at downloading another Triton's wheel (286 MB; a download that
+#: drops is retried after a pause).
+DOWNLOAD_ATTEMPTS = 3
 # Node counts not divisible by 16 (Triton specialises on it; real graphs
 # have any count).
 FEATURES, NODES = 16, 45
@@ -458,9 +462,17 @@ def triton_folder(version: str, cache: str) -> str:
     if not osp.isdir(osp.join(folder, 'triton')):
         os.makedirs(cache, exist_ok=True)
         wheels = osp.join(cache, f'wheel-{version}')
-        subprocess.run([sys.executable, '-m', 'pip', 'download', '-q',
-                        '--no-deps', f'triton=={version}', '-d', wheels],
-                       check=True)
+        download = [sys.executable, '-m', 'pip', 'download', '-q',
+                    '--no-deps', f'triton=={version}', '-d', wheels]
+        for attempt in range(DOWNLOAD_ATTEMPTS):  # a dropped download
+            if subprocess.run(download).returncode == 0:
+                break
+            if attempt + 1 == DOWNLOAD_ATTEMPTS:
+                raise RuntimeError(f'gpu_compile: could not download '
+                                   f'triton=={version} with pip '
+                                   f'({DOWNLOAD_ATTEMPTS} attempts); '
+                                   f'check the network or the index')
+            time.sleep(30 * (attempt + 1))
         wheel = [name for name in os.listdir(wheels)
                  if name.endswith('.whl')][0]
         partial = folder + '.partial'
