@@ -42,9 +42,15 @@ IN_CHANNELS, CHANNELS, HEADS, CLASSES = 8, 4, 2, 3
 
 def layers() -> Dict[str, Tuple[type, dict]]:
     r"""Each layer with its arguments, as explained."""
-    from torch_geometric.nn import GATConv
+    from torch_geometric.nn import GATConv, TransformerConv
 
-    from ikgat.nn import IKGATConv, KEPGATConv, MIKANConv
+    from ikgat.nn import (
+        IKGATConv,
+        IKTransformerConv,
+        KEPGATConv,
+        MIKANConv,
+        MIKANTransformerConv,
+    )
     return {
         'GATConv': (GATConv, {}),
         'IKGATConv rbf': (IKGATConv, dict(kernel='rbf')),
@@ -52,6 +58,13 @@ def layers() -> Dict[str, Tuple[type, dict]]:
         'IKGATConv implicit': (IKGATConv, dict(kernel='implicit')),
         'MIKANConv': (MIKANConv, {}),
         'KEPGATConv': (KEPGATConv, dict(num_samples=0)),
+        'TransformerConv': (TransformerConv, {}),
+        'IKTransformerConv rbf': (IKTransformerConv, dict(kernel='rbf')),
+        'IKTransformerConv direct': (IKTransformerConv,
+                                     dict(kernel='direct')),
+        'IKTransformerConv implicit': (IKTransformerConv,
+                                       dict(kernel='implicit')),
+        'MIKANTransformerConv': (MIKANTransformerConv, {}),
     }
 
 

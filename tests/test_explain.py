@@ -12,17 +12,21 @@ from ikgat.nn import IKGATConv, MIKANConv
 LAYERS = list(layers())
 #: Layers whose graph-level quantities reach outside the receptive field
 #: (the summary h_s of the implicit kernels, KEPGATConv's adjoint sums).
-NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv'}
+NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv',
+             'IKTransformerConv implicit', 'MIKANTransformerConv'}
 
 
 def check(name: str, explainer: str, task: str) -> None:
     inside, size, outside, _ = support(name, explainer, task, seed=0)
     assert size > 0 and inside == size
-    gat_outside = support('GATConv', explainer, task, seed=0)[2]
+    # The PyG layer each one replaces:
+    pyg = 'TransformerConv' if 'Transformer' in name else 'GATConv'
+    pyg_outside = support(pyg, explainer, task, seed=0)[2]
     if explainer == 'AttentionExplainer' or task == 'graph':
         # AttentionExplainer masks the k-hop subgraph (every edge for a
-        # graph task) as for GATConv; the batch keeps graph tasks local.
-        assert outside == gat_outside
+        # graph task) as for the PyG layer; the batch keeps graph tasks
+        # local.
+        assert outside == pyg_outside
     elif name in NOT_LOCAL:
         assert outside > 0  # documented, with numbers
     else:
@@ -51,5 +55,27 @@ def test_mikanconv_made_after_an_ikgatconv_passes_through_the_edge_mask():
         mask = torch.nn.Parameter(torch.zeros(30))
         set_masks(conv, mask, edge_index)
         conv.eval()(x, edge_index).sum().backward()
+        clear_masks(conv)
+        assert mask.grad is not None and bool(mask.grad.ne(0).any())
+
+
+def test_transformer_layers_pass_through_the_edge_mask():
+    # Made after a TransformerConv and after each other, so that a
+    # compiled propagate inherited from the parent would collect its
+    # arguments (TransformerConv's queries and keys) or skip the mask.
+    from torch_geometric.nn import TransformerConv
+
+    from ikgat.nn import IKTransformerConv, MIKANTransformerConv
+    x, edge_index = torch.randn(10, 4), torch.randint(10, (2, 30))
+    edge_attr = torch.randn(30, 2)
+    TransformerConv(4, 3, heads=2)(x, edge_index)
+    for conv in (IKTransformerConv(4, 3, heads=2, edge_dim=2),
+                 MIKANTransformerConv(4, 3, heads=2, edge_dim=2),
+                 IKTransformerConv(4, 3, heads=2, kernel='rbf')):
+        mask = torch.nn.Parameter(torch.zeros(30))
+        set_masks(conv, mask, edge_index)
+        out = conv.eval()(x, edge_index, edge_attr if conv.lin_edge
+                          is not None else None)
+        out.sum().backward()
         clear_masks(conv)
         assert mask.grad is not None and bool(mask.grad.ne(0).any())

@@ -41,6 +41,7 @@ from ikgat.nn.conv.checks import (
     check_size,
     node_counts,
 )
+from ikgat.nn.conv.own_templates import OwnTemplates
 from ikgat.nn.dtypes import accumulation_dtype, promote_types
 
 #: The :mod:`~ikgat.nn.graph_cache` kind of the self-looped edges.
@@ -71,7 +72,7 @@ def without_autocast(device: torch.device) -> ContextManager:
     return torch.autocast(device.type, enabled=False)
 
 
-class GATStyleConv(MessagePassing):
+class GATStyleConv(OwnTemplates, MessagePassing):
     r"""The part of :class:`torch_geometric.nn.conv.GATConv` that does not
     depend on how attention is computed.  Subclasses add their own
     parameters, call :meth:`reset_parameters` at the end of their
@@ -112,22 +113,6 @@ class GATStyleConv(MessagePassing):
     #: supplies to a forward pass called without :obj:`batch`, or
     #: :obj:`None`.
     graph_batch: Optional[Tuple[Tensor, Optional[int]]] = None
-
-    def __init_subclass__(cls, **kwargs: Any):
-        # PyG compiles `propagate` and `edge_updater` from templates when a
-        # class is first instantiated, stores them on the class, and keeps
-        # the methods they replace as the class's originals, which explain
-        # mode runs (they apply the edge mask in `explain_message`; the
-        # compiled ones do not).  A subclass instantiated after its parent
-        # found the parent's compiled methods as its own and kept them as its
-        # originals: MIKANConv created after an IKGATConv ignored the edge
-        # mask of PyG's explainers (no gradient reached it).  Each subclass
-        # therefore starts from MessagePassing's own methods, unless it
-        # defines them.
-        super().__init_subclass__(**kwargs)
-        for name in ('propagate', 'edge_updater'):
-            if name not in cls.__dict__:
-                setattr(cls, name, getattr(MessagePassing, name))
 
     @property
     def sampling_caveat(self) -> Optional[str]:

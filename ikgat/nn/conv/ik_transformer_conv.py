@@ -42,12 +42,13 @@ from ikgat.nn.conv.ikgat_conv import (
     implicit_full_graph_summary,
     implicit_sampling_caveat,
 )
+from ikgat.nn.conv.own_templates import OwnTemplates
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.triton_attention import prepare_csr
 
 
-class IKTransformerConv(TransformerConv):
+class IKTransformerConv(OwnTemplates, TransformerConv):
     r"""Graph transformer attention whose scaled dot product is a similarity
     kernel times an :math:`L^p` magnitude, from the `"Implicit Kernel
     Attention" <https://arxiv.org/abs/2006.06147>`_ paper (Proposition 1);
@@ -114,7 +115,8 @@ class IKTransformerConv(TransformerConv):
     3. there are no edge features (:obj:`edge_dim` is :obj:`None`),
        :obj:`edge_index` is a dense :class:`torch.Tensor`, and the attention
        weights are not requested;
-    4. :attr:`fused_attention` is not :obj:`False`.
+    4. :attr:`fused_attention` is not :obj:`False`;
+    5. PyG's :meth:`propagate` need not run (below).
 
     The kernels gather :math:`\tilde q, \tilde k` (:math:`D` floats per
     edge and head); for the random-feature kernels they compute the
@@ -127,6 +129,16 @@ class IKTransformerConv(TransformerConv):
     path below runs.  When Triton cannot build a kernel on the machine,
     the call raises :class:`~ikgat.kernels.triton_runtime.KernelBuildError`
     naming ``fused_attention=False``, the switch that avoids it.
+
+    **PyG's message passing.**  The PyTorch path aggregates the messages
+    :math:`\alpha_{i,j}(\mathbf{W}_2\mathbf{x}_j + \mathbf{W}_6
+    \mathbf{e}_{ij})` in edge chunks, without :meth:`propagate`, except
+    where something expects :meth:`propagate` to run: in explain mode (the
+    edge masks of PyG's explainers apply to the messages, and
+    ``AttentionExplainer`` reads :math:`\alpha` from :meth:`message`),
+    while a propagate, message or aggregate hook is registered, and in a
+    subclass that defines :meth:`message`, :meth:`aggregate` or
+    :meth:`update`.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -275,8 +287,17 @@ class IKTransformerConv(TransformerConv):
                                     batch, num_graphs).to(value.dtype)
             dropped = F.dropout(alpha, p=self.dropout,
                                 training=self.training)
-            out = self._aggregate(dropped, value, edge_key, src, dst, ptr,
-                                  query.size(0))
+            if self._runs_propagate():
+                size = (None if isinstance(edge_index, SparseTensor)
+                        or is_torch_sparse_tensor(edge_index) else
+                        (value.size(0), query.size(0)))
+                # propagate_type: (value: Tensor, alpha: Tensor,
+                #                  edge_key: OptTensor)
+                out = self.propagate(edge_index, value=value, alpha=dropped,
+                                     edge_key=edge_key, size=size)
+            else:
+                out = self._aggregate(dropped, value, edge_key, src, dst,
+                                      ptr, query.size(0))
 
         if self.concat:
             out = out.view(-1, H * C)
@@ -312,6 +333,7 @@ class IKTransformerConv(TransformerConv):
                              f"be True, False or 'always' (got "
                              f"{self.fused_attention!r})")
         if (self.fused_attention is False or query.dtype != torch.float32
+                or self._runs_propagate()
                 or edge_key is not None
                 or isinstance(return_attention_weights, bool)
                 or type(edge_index) is not Tensor
@@ -322,6 +344,29 @@ class IKTransformerConv(TransformerConv):
              or query.device.type == 'cuda') and triton_usable()):
             return 'triton'
         return 'torch' if torch.compiler.is_compiling() else None
+
+    def message(self, value_j: Tensor, alpha: Tensor,
+                edge_key: OptTensor) -> Tensor:
+        r"""The message :math:`\alpha_{i,j}(\mathbf{W}_2\mathbf{x}_j +
+        \mathbf{W}_6\mathbf{e}_{ij})`, :math:`(E, H, C)`, where
+        :meth:`propagate` runs (see *PyG's message passing*)."""
+        if edge_key is not None:
+            value_j = value_j + edge_key
+        return alpha.unsqueeze(-1) * value_j
+
+    def _runs_propagate(self) -> bool:
+        r"""Whether the messages go through PyG's :meth:`propagate` (see
+        *PyG's message passing*)."""
+        hooks = (self._propagate_forward_pre_hooks,
+                 self._propagate_forward_hooks,
+                 self._message_forward_pre_hooks,
+                 self._message_forward_hooks,
+                 self._aggregate_forward_pre_hooks,
+                 self._aggregate_forward_hooks)
+        steps = ('message', 'aggregate', 'update')
+        return (bool(self.explain) or any(map(bool, hooks))
+                or any(getattr(type(self), name) is not getattr(
+                    IKTransformerConv, name) for name in steps))
 
     def _fused_attention(self, query: Tensor, key: Tensor, value: Tensor,
                          edge_index: Tensor, use_triton: bool) -> Tensor:

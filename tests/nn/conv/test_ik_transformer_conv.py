@@ -119,6 +119,58 @@ def test_rbf_is_transformer_conv_on_sparse_adjacencies(edge_dim, bipartite):
     assert torch.equal(our_adj.storage.row(), adj.storage.row())
 
 
+@pytest.mark.parametrize('kernel', ['rbf', 'direct'])
+@pytest.mark.parametrize('edge_dim', [None, 3])
+@pytest.mark.parametrize('bipartite', [False, True])
+@pytest.mark.parametrize('adjacency', ['edge_index', 'torch_sparse',
+                                       'SparseTensor'])
+def test_a_message_hook_runs_propagate_with_the_same_result(
+        kernel, edge_dim, bipartite, adjacency):
+    """A message hook (as PyG's AttentionExplainer registers) sends the
+    messages through PyG's propagate, which calls message with alpha; the
+    output equals the chunked aggregation's, and TransformerConv's for rbf."""
+    if adjacency == 'SparseTensor' and not WITH_TORCH_SPARSE:
+        pytest.skip('torch-sparse is not installed')
+    reference, conv = pair_of_layers(bipartite, edge_dim=edge_dim)
+    if kernel != 'rbf':
+        torch.manual_seed(0)
+        conv = IKTransformerConv((5, 6) if bipartite else 5, 4, heads=2,
+                                 kernel=kernel, edge_dim=edge_dim)
+    conv.eval()
+    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim)
+    num_src, num_dst = (x[0].size(0), x[1].size(0)) if bipartite else (
+        x.size(0), x.size(0))
+    if adjacency == 'torch_sparse':
+        coalesced = to_torch_coo_tensor(edge_index.flip(0), edge_attr,
+                                        size=(num_dst, num_src)).coalesce()
+        edge_attr = None if edge_attr is None else coalesced.values()
+        edge_index = to_torch_coo_tensor(coalesced.indices(),
+                                         size=(num_dst, num_src))
+    elif adjacency == 'SparseTensor':
+        edge_index = SparseTensor(row=edge_index[1], col=edge_index[0],
+                                  value=edge_attr,
+                                  sparse_sizes=(num_dst, num_src))
+        edge_attr = None
+    lean = conv(x, edge_index, edge_attr)
+    seen = []
+    handle = conv.register_message_forward_hook(
+        lambda module, inputs, out: seen.append(inputs[0]['alpha']))
+    hooked, weights = conv(x, edge_index, edge_attr,
+                           return_attention_weights=True)
+    alpha = (weights.storage.value() if isinstance(weights, SparseTensor)
+             else weights[1])
+    handle.remove()
+    assert len(seen) == 1
+    torch.testing.assert_close(seen[0], alpha)
+    torch.testing.assert_close(hooked, lean, atol=1e-6, rtol=1e-5)
+    if kernel == 'rbf':
+        expected = reference.eval()(x, edge_index, edge_attr)
+        torch.testing.assert_close(hooked, expected, atol=1e-5, rtol=1e-5)
+    seen.clear()
+    conv(x, edge_index, edge_attr)  # the hook removed: the lean path
+    assert not seen
+
+
 @pytest.mark.parametrize('edge_dim', [None, 3])
 def test_rbf_is_transformer_conv_in_training_with_dropout(edge_dim):
     reference, conv = pair_of_layers(False, DEVICE, edge_dim=edge_dim,
