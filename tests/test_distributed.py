@@ -17,7 +17,13 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from ikgat import IKGATConv, KEPGATConv, MIKANConv
+from ikgat import (
+    IKGATConv,
+    IKTransformerConv,
+    KEPGATConv,
+    MIKANConv,
+    MIKANTransformerConv,
+)
 from ikgat.datasets import toy_citation_graph
 from ikgat.distributed import (
     data_parallel_loss,
@@ -37,6 +43,8 @@ LAYERS = {
     'ikgat_implicit': (IKGATConv, {'kernel': 'implicit'}),
     'mikan': (MIKANConv, {}),
     'kep': (KEPGATConv, {}),
+    'ikt_direct': (IKTransformerConv, {'kernel': 'direct'}),
+    'mikan_transformer': (MIKANTransformerConv, {}),
     # Through train_node_classifier and NeighborLoader (a layer local to
     # in-neighbourhoods: a rank's subgraph gives its seeds the outputs of
     # the whole batch's subgraph):
