@@ -679,3 +679,39 @@ def test_layer_wise_inference_gives_the_full_graph_outputs(kernel):
                 pass
     else:
         assert conv.sampling_caveat is None
+
+
+@pytest.mark.parametrize('layer', [IKTransformerConv, MIKANTransformerConv])
+def test_to_hetero_with_lazy_bipartite_layers(layer):
+    """PyG's to_hetero copies the layer per edge type, with lazy (-1, -1)
+    inputs: one output per node type, gradients to every copy."""
+    from torch_geometric.data import HeteroData
+    from torch_geometric.nn import to_hetero
+
+    torch.manual_seed(0)
+    data = HeteroData()
+    data['paper'].x = torch.randn(9, 6)
+    data['author'].x = torch.randn(5, 3)
+    writes = torch.stack([torch.randint(0, 5, (15, )),
+                          torch.randint(0, 9, (15, ))])
+    data['author', 'writes', 'paper'].edge_index = writes
+    data['paper', 'rev_writes', 'author'].edge_index = writes.flip(0)
+    data['paper', 'cites', 'paper'].edge_index = torch.randint(0, 9, (2, 12))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = layer((-1, -1), 4, heads=2)
+
+        def forward(self, x, edge_index):
+            return self.conv(x, edge_index)
+
+    model = to_hetero(Net(), data.metadata(), aggr='sum')
+    out = model(data.x_dict, data.edge_index_dict)
+    assert {key: tuple(value.shape) for key, value in out.items()} == {
+        'paper': (9, 8), 'author': (5, 8)}
+    sum(value.sum() for value in out.values()).backward()
+    grads = [p.grad for name, p in model.named_parameters()
+             if 'lin_query.weight' in name]
+    assert len(grads) == 3 and all(g is not None and bool(g.ne(0).any())
+                                   for g in grads)
