@@ -23,7 +23,11 @@ load the run sees; time and memory are measured as in
 
 The layers: TransformerConv; :class:`ikgat.IKTransformerConv` with the
 ``rbf`` (TransformerConv's function), ``direct`` and ``implicit`` kernels;
-:class:`ikgat.MIKANTransformerConv`.  Every layer sees the same graph with
+:class:`ikgat.MIKANTransformerConv`; then TransformerConv and the layers
+of ``--compiled`` (default ``rbf`` and ``direct``) through
+:func:`torch.compile`, timed in the same session (their ratios are to
+TransformerConv's eager time; the targets table adds ``direct`` compiled
+against TransformerConv compiled).  Every layer sees the same graph with
 one self-loop per node (TransformerConv adds none), in training mode
 (the implicit kernels draw their spectral points in each step), without
 the KL term.
@@ -71,6 +75,10 @@ LAYERS: List[Tuple[str, str]] = [
     ('implicit', 'IKTransformerConv `implicit`'),
     ('mikan', 'MIKANTransformerConv'),
 ]
+#: The layers of :data:`LAYERS` also measured through
+#: :func:`torch.compile` (``--compiled``; dynamic shapes, the warm-up
+#: rounds compile), in the same session as the eager ones.
+COMPILED = ['transformer', 'rbf', 'direct']
 #: The stated targets: ``direct`` within this time and peak memory of
 #: TransformerConv on these graphs.
 TARGET_KERNEL = 'direct'
@@ -103,9 +111,22 @@ def with_self_loops(graph: Graph) -> Graph:
     return Graph(graph.name, graph.x, edge_index)
 
 
+def compiled_layer(key: str, in_channels: int,
+                   num_spectral_points: int) -> torch.nn.Module:
+    r""":func:`make_layer` through :func:`torch.compile` (dynamic
+    shapes)."""
+    return torch.compile(make_layer(key, in_channels, num_spectral_points),
+                         dynamic=True)
+
+
+def compiled_key(key: str) -> str:
+    return f'{key}, compiled'
+
+
 def measure_graph(graph: Graph, args: argparse.Namespace
                   ) -> Dict[str, Measurement]:
-    r"""One session over :data:`LAYERS` on :obj:`graph`."""
+    r"""One session over :data:`LAYERS` and the ``--compiled`` ones on
+    :obj:`graph` (peak memory of the eager layers only)."""
     session = Session(args.reps, args.warmup, memory=args.memory,
                       seed=args.seed)
     in_channels = graph.x.size(1)
@@ -114,6 +135,11 @@ def measure_graph(graph: Graph, args: argparse.Namespace
                        args.num_spectral_points)
         session.add(key, step_maker(seeded(make, args.seed), graph,
                                     layer_step), memory=True)
+    for key in args.compiled:
+        make = partial(compiled_layer, key, in_channels,
+                       args.num_spectral_points)
+        session.add(compiled_key(key), step_maker(seeded(make, args.seed),
+                                                  graph, layer_step))
     return session.run()
 
 
@@ -124,10 +150,13 @@ def time_range(result: Measurement) -> str:
             f'{fmt_time(max(result.times))}]')
 
 
-def graph_rows(results: Dict[str, Measurement]) -> List[List[str]]:
+def graph_rows(results: Dict[str, Measurement],
+               compiled: Sequence[str] = ()) -> List[List[str]]:
     reference = results['transformer']
+    labels = dict(LAYERS)
     rows = []
-    for key, label in LAYERS:
+    for key, label in LAYERS + [(compiled_key(key), labels[key] +
+                                 ', compiled') for key in compiled]:
         result = results[key]
         rows.append([label, time_range(result), fmt_speed(result, reference),
                      fmt_bytes(result.tensor_bytes),
@@ -149,10 +178,16 @@ def target_row(name: str, results: Dict[str, Measurement]) -> List[str]:
         ratio = value / ref
         return f'{ratio:.2f}x ({"met" if ratio <= bound else "not met"})'
 
-    return [name,
-            verdict(result.median, reference.median, TARGET_TIME_RATIO),
-            verdict(result.tensor_bytes, reference.tensor_bytes,
-                    TARGET_MEMORY_RATIO)]
+    row = [name,
+           verdict(result.median, reference.median, TARGET_TIME_RATIO),
+           verdict(result.tensor_bytes, reference.tensor_bytes,
+                   TARGET_MEMORY_RATIO)]
+    both = (compiled_key('transformer'), compiled_key(TARGET_KERNEL))
+    if all(key in results for key in both):
+        ours, theirs = results[both[1]], results[both[0]]
+        row.append(f'{ours.median / theirs.median:.2f}x'
+                   if ours.times and theirs.times else 'n/a')
+    return row
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -176,6 +211,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--memory', action=argparse.BooleanOptionalAction,
                         default=True, help='measure peak tensors (the '
                         'profiler costs a few steps per layer)')
+    parser.add_argument('--compiled', nargs='*', default=COMPILED,
+                        choices=[key for key, _ in LAYERS],
+                        metavar='LAYER', help='layers also measured through '
+                        "torch.compile: 'transformer' (TransformerConv), "
+                        "'mikan' or a kernel (default: "
+                        f"{' '.join(COMPILED)}; none: no compiled rows)")
     parser.add_argument('--smoke', action='store_true',
                         help="seconds: the 'tiny' graph, R = 8, 2 rounds")
     parser.add_argument('--out', default=DEFAULT_RESULTS)
@@ -217,7 +258,9 @@ def run(args: argparse.Namespace, command: str) -> str:
              f'forward+backward rounds after {args.warmup} warm-up (wall '
              f'clock, range in brackets; "cpu" = the ratio of process CPU '
              f'times); every layer on the same graph with one self-loop per '
-             f'node; training mode, no KL term')
+             f'node; training mode, no KL term; "compiled": '
+             f'torch.compile(layer, dynamic=True), compiled in the warm-up '
+             f'(no peak memory measured)')
         emit('- peak tensors: peak bytes of live tensors during one step '
              '(torch.profiler memory timeline; input and parameters '
              'included). Peak RSS Δ: growth of the peak resident set over '
@@ -235,15 +278,17 @@ def run(args: argparse.Namespace, command: str) -> str:
             results = measure_graph(graph, args)
             emit(table(['layer', 'time', 'time / TransformerConv',
                         'peak tensors', 'ratio', 'peak RSS Δ', 'ratio'],
-                       graph_rows(results)))
+                       graph_rows(results, args.compiled)))
             emit()
             targets.append(target_row(graph.name, results))
             write_text(args.out, '\n'.join(lines) + '\n')
         emit(f'## Targets (`{TARGET_KERNEL}` / TransformerConv)')
         emit()
-        emit(table(['graph', f'time (target ≤ {TARGET_TIME_RATIO:g}x)',
-                    f'peak tensors (target ≤ {TARGET_MEMORY_RATIO:g}x)'],
-                   targets))
+        header = ['graph', f'time (target ≤ {TARGET_TIME_RATIO:g}x)',
+                  f'peak tensors (target ≤ {TARGET_MEMORY_RATIO:g}x)']
+        if len(targets[0]) > len(header):
+            header.append('time, both compiled')
+        emit(table(header, targets))
         emit()
         emit(f'Total run time {time.perf_counter() - started:.0f} s; load '
              f'average (1, 5, 15 min) at the end: {load_average()}.')

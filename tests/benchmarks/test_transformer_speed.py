@@ -22,6 +22,10 @@ def test_smoke_mode_writes_the_tables(tmp_path, capsys):
         assert line in text, line
     for _, label in transformer_speed.LAYERS:
         assert f'| {label} |' in text, label
+    labels = dict(transformer_speed.LAYERS)
+    for key in transformer_speed.COMPILED:  # timed, no peak memory
+        assert f'| {labels[key]}, compiled | ' in text, key
+    assert '| time, both compiled |' in text
     assert '| TransformerConv | ' in text and '| 1.00x (cpu 1.00x) |' in text
     assert 'failed' not in text and 'Error' not in text
 
