@@ -13,6 +13,7 @@ from typing import (
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.nn.conv import TransformerConv
 from torch_geometric.typing import Adj, OptTensor, PairTensor, SparseTensor
 from torch_geometric.utils import (
@@ -136,9 +137,11 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
     where something expects :meth:`propagate` to run: in explain mode (the
     edge masks of PyG's explainers apply to the messages, and
     ``AttentionExplainer`` reads :math:`\alpha` from :meth:`message`),
-    while a propagate, message or aggregate hook is registered, and in a
-    subclass that defines :meth:`message`, :meth:`aggregate` or
-    :meth:`update`.
+    while a propagate, message or aggregate hook is registered, with an
+    aggregation other than a sum (``aggr='mean'``, ``'max'``, ...: a
+    keyword of :class:`~torch_geometric.nn.conv.MessagePassing`, as for
+    TransformerConv), and in a subclass that defines :meth:`message`,
+    :meth:`aggregate` or :meth:`update`.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -215,6 +218,10 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
                              f"{dropout!r})")
         super().__init__(in_channels, out_channels, heads, concat, beta,
                          dropout, edge_dim, bias, root_weight, **kwargs)
+        if self.flow != 'source_to_target':
+            raise ValueError(f"{name}: flow={self.flow!r} is not supported; "
+                             f"use the default 'source_to_target' with "
+                             f"edge_index.flip(0)")
         self.num_spectral_points = check_num_spectral_points(
             name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
@@ -365,6 +372,7 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
                  self._aggregate_forward_hooks)
         steps = ('message', 'aggregate', 'update')
         return (bool(self.explain) or any(map(bool, hooks))
+                or type(self.aggr_module) is not SumAggregation
                 or any(getattr(type(self), name) is not getattr(
                     IKTransformerConv, name) for name in steps))
 

@@ -171,6 +171,25 @@ def test_a_message_hook_runs_propagate_with_the_same_result(
     assert not seen
 
 
+@pytest.mark.parametrize('aggr', ['mean', 'max', 'min'])
+@pytest.mark.parametrize('edge_dim', [None, 3])
+@pytest.mark.parametrize('bipartite', [False, True])
+def test_other_aggregations_are_transformer_conv(aggr, edge_dim, bipartite):
+    """aggr, a MessagePassing keyword TransformerConv passes on, reaches
+    the messages (through propagate; the chunked path sums)."""
+    reference, conv = pair_of_layers(bipartite, edge_dim=edge_dim,
+                                     aggr=aggr)
+    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim)
+    torch.testing.assert_close(conv(x, edge_index, edge_attr),
+                               reference(x, edge_index, edge_attr),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_the_other_flow_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"flow='target_to_source'.*flip"):
+        IKTransformerConv(5, 4, flow='target_to_source')
+
+
 @pytest.mark.parametrize('edge_dim', [None, 3])
 def test_rbf_is_transformer_conv_in_training_with_dropout(edge_dim):
     reference, conv = pair_of_layers(False, DEVICE, edge_dim=edge_dim,
