@@ -127,6 +127,10 @@ def measure_graph(graph: Graph, args: argparse.Namespace
                   ) -> Dict[str, Measurement]:
     r"""One session over :data:`LAYERS` and the ``--compiled`` ones on
     :obj:`graph` (peak memory of the eager layers only)."""
+    # Dynamo counts the compiled variants of a layer class's forward over
+    # every instance; a fresh start per graph keeps them under its
+    # recompile limit (8), beyond which it would run the layer eagerly:
+    torch._dynamo.reset()
     session = Session(args.reps, args.warmup, memory=args.memory,
                       seed=args.seed)
     in_channels = graph.x.size(1)

@@ -119,6 +119,12 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
     4. :attr:`fused_attention` is not :obj:`False`;
     5. PyG's :meth:`propagate` need not run (below).
 
+    While :func:`torch.compile` traces a layer off CUDA, the kernels
+    without spectral points (``rbf``, ``exp``) take the fused operator's
+    PyTorch implementation (one opaque operator); the random-feature
+    kernels keep the chunked operators of the PyTorch path, whose memory
+    stays :math:`O(N H R + E H)`.
+
     The kernels gather :math:`\tilde q, \tilde k` (:math:`D` floats per
     edge and head); for the random-feature kernels they compute the
     features :math:`\phi(\tilde q)`, :math:`\phi(\tilde k)` from them and
@@ -332,9 +338,11 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
         r"""How :func:`~ikgat.nn.triton_transformer.fused_transformer_attention`
         replaces the attention: ``'triton'`` (its Triton kernels),
         ``'torch'`` (its registered operator's PyTorch implementation, while
-        :func:`torch.compile` traces off CUDA), or :obj:`None` (not fused);
-        rules in the class docstring (the graph count is checked by the
-        caller)."""
+        :func:`torch.compile` traces off CUDA, for kernels without spectral
+        points: with them that implementation gathers :math:`E \times H
+        \times 2R` feature rows, so the chunked operators of the PyTorch
+        path run instead), or :obj:`None` (not fused); rules in the class
+        docstring (the graph count is checked by the caller)."""
         if self.fused_attention not in (True, False, 'always'):
             raise ValueError(f"{type(self).__name__}: 'fused_attention' must "
                              f"be True, False or 'always' (got "
@@ -350,7 +358,10 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
         if ((self.fused_attention == 'always'
              or query.device.type == 'cuda') and triton_usable()):
             return 'triton'
-        return 'torch' if torch.compiler.is_compiling() else None
+        if (torch.compiler.is_compiling()
+                and not self.kernel.has_spectral_points):
+            return 'torch'
+        return None
 
     def message(self, value_j: Tensor, alpha: Tensor,
                 edge_key: OptTensor) -> Tensor:

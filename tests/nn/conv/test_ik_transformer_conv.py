@@ -531,8 +531,9 @@ def test_no_nodes(kernel):
 @pytest.mark.slow  # 8 s (rbf) to 27 s (direct) each on one CPU thread
 @pytest.mark.parametrize('kernel, edge_dim', [
     ('rbf', 3), ('direct', 3),
-    # Without edge features the compiled layer takes the fused operator
-    # (its PyTorch implementation off CUDA); rff's points are fixed:
+    # Without edge features the compiled rbf layer takes the fused operator
+    # (its PyTorch implementation off CUDA), the random-feature kernels the
+    # chunked operators; rff's points are fixed:
     ('rbf', None), ('direct', None), ('rff', None)])
 def test_compile_without_graph_breaks(kernel, edge_dim):
     torch.manual_seed(0)
@@ -549,6 +550,22 @@ def test_compile_without_graph_breaks(kernel, edge_dim):
     grads = torch.autograd.grad(out.sum(), list(conv.parameters()))
     for got, want in zip(grads, expected_grads):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize('kernel, expected', [
+    ('rbf', 'torch'), ('exp', 'torch'), ('rff', None), ('direct', None),
+    ('implicit', None)])
+def test_compiling_off_cuda_fuses_only_kernels_without_points(
+        kernel, expected, monkeypatch):
+    """The fused operator's PyTorch implementation gathers the tables per
+    edge: E x H x D for rbf and exp, E x H x 2R with spectral points
+    (26x the eager time and 1.7 GB at PubMed size); those kernels keep the
+    chunked operators under torch.compile off CUDA."""
+    conv = IKTransformerConv(5, 4, heads=2, kernel=kernel)
+    x, edge_index, _ = inputs_of(False, None)
+    query = conv.lin_query(x).view(-1, 2, 4)
+    monkeypatch.setattr(torch.compiler, 'is_compiling', lambda: True)
+    assert conv._fused_kernels(edge_index, None, query, None) == expected
 
 
 @pytest.mark.parametrize('kernel', ['rbf', 'direct'])
