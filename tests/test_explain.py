@@ -1,6 +1,8 @@
 """PyG's explainers on every layer, with edge masks, for node and graph
 tasks: the masks' support against the receptive field (the numbers of
 docs/guides/explainability.md come from benchmarks.explainers)."""
+import functools
+
 import pytest
 import torch
 from torch_geometric.explain.algorithm.utils import clear_masks, set_masks
@@ -16,17 +18,23 @@ NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv',
              'IKTransformerConv implicit', 'MIKANTransformerConv'}
 
 
+@functools.cache
+def outside_of(layer: str, explainer: str, task: str) -> int:
+    r"""Edges outside the receptive field masked for :obj:`layer`
+    (computed once per explainer and task)."""
+    return support(layer, explainer, task, seed=0)[2]
+
+
 def check(name: str, explainer: str, task: str) -> None:
     inside, size, outside, _ = support(name, explainer, task, seed=0)
     assert size > 0 and inside == size
-    # The PyG layer each one replaces:
-    pyg = 'TransformerConv' if 'Transformer' in name else 'GATConv'
-    pyg_outside = support(pyg, explainer, task, seed=0)[2]
     if explainer == 'AttentionExplainer' or task == 'graph':
         # AttentionExplainer masks the k-hop subgraph (every edge for a
         # graph task) as for the PyG layer; the batch keeps graph tasks
         # local.
-        assert outside == pyg_outside
+        # The PyG layer each one replaces:
+        pyg = 'TransformerConv' if 'Transformer' in name else 'GATConv'
+        assert outside == outside_of(pyg, explainer, task)
     elif name in NOT_LOCAL:
         assert outside > 0  # documented, with numbers
     else:

@@ -22,6 +22,7 @@ def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
     assert '| IKTransformerConv-direct |' in transformers
 
 
+@pytest.mark.slow  # 4 s: a quick launch count
 def test_parts_and_graphs_choose_what_runs(tmp_path):
     statuses = cuda_study.main(['--output-dir', str(tmp_path), '--quick',
                                 '--parts', 'launches'])

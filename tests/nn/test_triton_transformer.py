@@ -209,7 +209,8 @@ def test_points_path_equals_the_tables_path():
 
 
 @pytest.mark.parametrize('num_src, num_dst', SIZES)
-@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+@pytest.mark.parametrize('dtype', [
+    torch.float32, pytest.param(torch.float64, marks=pytest.mark.slow)])
 @pytest.mark.parametrize('sets, learned', [(2, True), (1, False)])
 def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
                                                          dtype, sets,
@@ -232,8 +233,9 @@ def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
     assert fused[1][-2:].abs().max() == 0
 
 
-@pytest.mark.parametrize('points, blocks', [(200, (2, 64, 4)),
-                                            (5, (4, 8, 1))])
+@pytest.mark.parametrize('points, blocks', [
+    pytest.param(200, (2, 64, 4), marks=pytest.mark.slow),  # 8 s
+    (5, (4, 8, 1))])
 def test_points_kernels_walk_blocks_of_heads_and_chunks(points, blocks):
     # R = 200 pads to 256: each kernel takes 2 heads per program (the
     # second program's second head masked) and walks R in 4 chunks of 64,
@@ -350,7 +352,9 @@ def test_the_operators_pass_opcheck(with_points):
     torch.library.opcheck(_forward_op, args)
 
 
-@pytest.mark.parametrize('use_triton', [True, False])
+@pytest.mark.parametrize('use_triton', [
+    pytest.param(True, marks=pytest.mark.slow),  # 9 s in the interpreter
+    False])
 def test_points_path_dropout_keeps_one_mask_forward_and_backward(use_triton):
     # Values one-hot per source: out[i, h, j] is the dropped weight of
     # j -> i; the keep rate lies in a binomial interval and the values'
