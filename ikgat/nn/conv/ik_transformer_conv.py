@@ -43,13 +43,14 @@ from ikgat.nn.conv.ikgat_conv import (
     implicit_full_graph_summary,
     implicit_sampling_caveat,
 )
+from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.conv.own_templates import OwnTemplates
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.triton_attention import prepare_csr
 
 
-class IKTransformerConv(OwnTemplates, TransformerConv):
+class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     r"""Graph transformer attention whose scaled dot product is a similarity
     kernel times an :math:`L^p` magnitude, from the `"Implicit Kernel
     Attention" <https://arxiv.org/abs/2006.06147>`_ paper (Proposition 1);
@@ -139,15 +140,19 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
 
     **PyG's message passing.**  The PyTorch path aggregates the messages
     :math:`\alpha_{i,j}(\mathbf{W}_2\mathbf{x}_j + \mathbf{W}_6
-    \mathbf{e}_{ij})` in edge chunks, without :meth:`propagate`, except
-    where something expects :meth:`propagate` to run: in explain mode (the
-    edge masks of PyG's explainers apply to the messages, and
+    \mathbf{e}_{ij})` in edge chunks, without :meth:`propagate`, by the
+    rules of :class:`~ikgat.IKGATConv`'s lean aggregation: unless the
+    switch :attr:`lean_aggregation` is off (on a layer, or in a subclass
+    that defines :meth:`message`, :meth:`aggregate`, :meth:`update` or
+    :meth:`message_and_aggregate` without setting it), in explain mode
+    (the edge masks of PyG's explainers apply to the messages, and
     ``AttentionExplainer`` reads :math:`\alpha` from :meth:`message`),
-    while a propagate, message or aggregate hook is registered, with an
-    aggregation other than a sum (``aggr='mean'``, ``'max'``, ...: a
-    keyword of :class:`~torch_geometric.nn.conv.MessagePassing`, as for
-    TransformerConv), and in a subclass that defines :meth:`message`,
-    :meth:`aggregate` or :meth:`update`.
+    while a propagate, message or aggregate hook is registered through
+    the public ``register_*_hook`` methods, or with an aggregation other
+    than a sum (``aggr='mean'``, ``'max'``, ...: a keyword of
+    :class:`~torch_geometric.nn.conv.MessagePassing`, as for
+    TransformerConv).  Then :meth:`propagate` runs and the fused path is
+    off.
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -192,6 +197,9 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
         ...                atol=1e-5)
         True
     """
+    #: Whether :meth:`forward` may aggregate without PyG's
+    #: :meth:`propagate` (see *PyG's message passing*).
+    lean_aggregation: bool = True
     #: Whether :meth:`forward` runs the fused Triton attention on CUDA
     #: (:obj:`True`), never (:obj:`False`), or on any device (``'always'``,
     #: for tests through Triton's interpreter); see *Fast paths*.
@@ -363,17 +371,9 @@ class IKTransformerConv(OwnTemplates, TransformerConv):
     def _runs_propagate(self) -> bool:
         r"""Whether the messages go through PyG's :meth:`propagate` (see
         *PyG's message passing*)."""
-        hooks = (self._propagate_forward_pre_hooks,
-                 self._propagate_forward_hooks,
-                 self._message_forward_pre_hooks,
-                 self._message_forward_hooks,
-                 self._aggregate_forward_pre_hooks,
-                 self._aggregate_forward_hooks)
-        steps = ('message', 'aggregate', 'update')
-        return (bool(self.explain) or any(map(bool, hooks))
-                or type(self.aggr_module) is not SumAggregation
-                or any(getattr(type(self), name) is not getattr(
-                    IKTransformerConv, name) for name in steps))
+        return (not self.lean_aggregation or bool(self.explain)
+                or bool(self._aggregation_hook_ids)
+                or type(self.aggr_module) is not SumAggregation)
 
     def _fused_attention(self, query: Tensor, key: Tensor, value: Tensor,
                          edge_index: Tensor) -> Tensor:

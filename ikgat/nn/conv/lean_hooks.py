@@ -1,5 +1,6 @@
-r"""The switches of :class:`~ikgat.IKGATConv`'s lean paths and the hook
-bookkeeping that turns them off.
+r"""The switches of the lean paths of :class:`~ikgat.IKGATConv` and
+:class:`~ikgat.IKTransformerConv` and the hook bookkeeping that turns them
+off.
 
 A lean path skips steps of PyG's :class:`MessagePassing` (``edge_update``,
 ``message``/``aggregate``/``propagate``): a hook registered through the

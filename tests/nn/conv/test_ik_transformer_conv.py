@@ -186,6 +186,52 @@ def test_other_aggregations_are_transformer_conv(aggr, edge_dim, bipartite):
                                atol=1e-5, rtol=1e-5)
 
 
+def test_switch_and_subclass_rule_of_the_lean_aggregation(monkeypatch):
+    """The lean aggregation follows IKGATConv's rules: the switch off on a
+    layer, or a subclass that defines a step the path skips (unless it
+    sets the switch), sends the messages through propagate, with the same
+    result; a propagate hook does too, until it is removed."""
+    class OwnMessage(IKTransformerConv):
+        def message(self, value_j, alpha, edge_key):
+            return super().message(value_j, alpha, edge_key)
+
+    class Vouched(OwnMessage):
+        lean_aggregation = True
+
+    class OwnMessageAndAggregate(IKTransformerConv):
+        def message_and_aggregate(self, edge_index):
+            raise AssertionError('unused: edge_index is a tensor')
+
+    assert not OwnMessage.lean_aggregation and Vouched.lean_aggregation
+    assert not OwnMessageAndAggregate.lean_aggregation
+    x, edge_index, _ = inputs_of(False, None)
+    torch.manual_seed(0)
+    conv = IKTransformerConv(5, 4, heads=2, kernel='direct').eval()
+    lean = conv(x, edge_index)
+    lean_calls = []  # of the chunked aggregation (else propagate ran)
+    original = IKTransformerConv._aggregate
+    monkeypatch.setattr(IKTransformerConv, '_aggregate',
+                        lambda self, *args: lean_calls.append(1)
+                        or original(self, *args))
+    for layer_class, lean_path in ((OwnMessage, False), (Vouched, True)):
+        layer = layer_class(5, 4, heads=2, kernel='direct').eval()
+        layer.load_state_dict(conv.state_dict())
+        lean_calls.clear()
+        torch.testing.assert_close(layer(x, edge_index), lean, atol=1e-6,
+                                   rtol=1e-5)
+        assert len(lean_calls) == lean_path
+    conv.lean_aggregation = False
+    lean_calls.clear()
+    torch.testing.assert_close(conv(x, edge_index), lean, atol=1e-6,
+                               rtol=1e-5)
+    del conv.lean_aggregation
+    with conv.register_propagate_forward_hook(lambda *args: None):
+        conv(x, edge_index)
+    assert not lean_calls
+    conv(x, edge_index)  # switch back on, hook removed: lean again
+    assert len(lean_calls) == 1
+
+
 def test_the_other_flow_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"flow='target_to_source'.*flip"):
         IKTransformerConv(5, 4, flow='target_to_source')
