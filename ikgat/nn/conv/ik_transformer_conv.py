@@ -47,6 +47,7 @@ from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.conv.own_templates import OwnTemplates
 from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
+from ikgat.nn.projections import project_together
 from ikgat.nn.triton_attention import prepare_csr
 
 
@@ -289,10 +290,9 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         """
         batch, batch_size = self._given_batch(batch, batch_size)
         x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-        query, key, edge_key, (src, dst, ptr) = self._project(
+        query, key, value, x_r, edge_key, (src, dst, ptr) = self._project(
             x_src, x_dst, edge_index, edge_attr, batch)
         H, C = self.heads, self.out_channels
-        value = self.lin_value(x_src).view(-1, H, C)
 
         num_graphs = 1
         if self.kernel.stochastic:
@@ -322,8 +322,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
             out = out.view(-1, H * C)
         else:
             out = out.mean(dim=1)
-        if self.root_weight:
-            x_r = self.lin_skip(x_dst)
+        if x_r is not None:
             if self.lin_beta is not None:
                 beta = self.lin_beta(torch.cat([out, x_r, out - x_r], dim=-1))
                 beta = beta.sigmoid()
@@ -595,7 +594,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         float16 or bfloat16 model."""
         batch, batch_size = self._given_batch(batch, batch_size)
         x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-        query, key, edge_key, (src, dst, ptr) = self._project(
+        query, key, _, _, edge_key, (src, dst, ptr) = self._project(
             x_src, x_dst, edge_index, edge_attr, batch)
         with without_autocast(x_src.device):
             num_graphs = self._num_graphs(batch, batch_size)
@@ -641,20 +640,31 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     def _project(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
                  edge_attr: OptTensor,
                  batch: Union[OptTensor, Tuple[Tensor, Tensor]]
-                 ) -> Tuple[Tensor, Tensor, OptTensor,
+                 ) -> Tuple[Tensor, Tensor, Tensor, OptTensor, OptTensor,
                             Tuple[Tensor, Tensor, OptTensor]]:
-        r"""Check the inputs; return the queries and keys :math:`(N, H,
-        C)`, the edge keys :math:`(E, H, C)` (with :obj:`edge_dim`) and
-        the edges' sources, targets and target pointer."""
+        r"""Check the inputs; return the queries, keys and values
+        :math:`(N, H, C)`, the skip connection :math:`\mathbf{W}_1
+        \mathbf{x}_i` (without :obj:`root_weight`: :obj:`None`), the edge
+        keys :math:`(E, H, C)` (with :obj:`edge_dim`) and the edges'
+        sources, targets and target pointer.  The maps of one input are
+        one product (:func:`~ikgat.nn.projections.project_together`)."""
         self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
         H, C = self.heads, self.out_channels
-        query = self.lin_query(x_dst).view(-1, H, C)
-        key = self.lin_key(x_src).view(-1, H, C)
+        skip = [self.lin_skip] if self.root_weight else []
+        if x_src is x_dst:
+            query, key, value, *x_r = project_together(
+                x_src, [self.lin_query, self.lin_key, self.lin_value] + skip)
+        else:
+            query, *x_r = project_together(x_dst, [self.lin_query] + skip)
+            key, value = project_together(x_src,
+                                          [self.lin_key, self.lin_value])
         src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
         edge_key = None
         if self.lin_edge is not None:
             edge_key = self.lin_edge(edge_attr).view(-1, H, C)
-        return query, key, edge_key, (src, dst, ptr)
+        return (query.view(-1, H, C), key.view(-1, H, C),
+                value.view(-1, H, C), x_r[0] if x_r else None, edge_key,
+                (src, dst, ptr))
 
     def _check_inputs(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
                       edge_attr: OptTensor,
