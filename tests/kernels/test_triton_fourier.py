@@ -51,9 +51,13 @@ def values_and_grads(function, x, anchor, side, slopes, sets, **kwargs):
     return out, grads
 
 
-@pytest.mark.parametrize('shape', SHAPES)
-@pytest.mark.parametrize('num_sets', [1, 2])
-@pytest.mark.parametrize('side', [False, True])
+# More points than one block (SHAPES[-1]) in the fast tier with two sets
+# on the target side only (2-3 s per case in the interpreter):
+@pytest.mark.parametrize('shape, num_sets, side', [
+    (shape, num_sets, side) if shape != SHAPES[-1] or (num_sets, side) == (
+        2, True) else pytest.param(shape, num_sets, side,
+                                   marks=pytest.mark.slow)
+    for shape in SHAPES for num_sets in (1, 2) for side in (False, True)])
 def test_triton_equals_plain_path(shape, num_sets, side):
     x, anchor, slopes, sets = inputs(*shape, num_sets)
     out, grads = values_and_grads(fused_fourier_log_similarity, x, anchor,
@@ -188,8 +192,12 @@ def graphs():
     }
 
 
-@pytest.mark.parametrize('graph', ['homogeneous', 'bipartite', 'x_dst=None'])
-@pytest.mark.parametrize('name', LAYERS)
+# Every layer on a homogeneous graph, the bipartite ones for the implicit
+# kernel in the fast tier; every pairing in the slow one:
+@pytest.mark.parametrize('name, graph', [
+    (name, graph) if graph == 'homogeneous' or name == 'implicit' else
+    pytest.param(name, graph, marks=pytest.mark.slow)
+    for name in LAYERS for graph in ('homogeneous', 'bipartite', 'x_dst=None')])
 def test_layer_through_triton_equals_plain(name, graph):
     case = graphs()[graph]
     for training in (True, False):

@@ -208,10 +208,14 @@ def test_points_path_equals_the_tables_path():
     assert torch.allclose(with_points, tables, atol=1e-12)
 
 
-@pytest.mark.parametrize('num_src, num_dst', SIZES)
-@pytest.mark.parametrize('dtype', [
-    torch.float32, pytest.param(torch.float64, marks=pytest.mark.slow)])
-@pytest.mark.parametrize('sets, learned', [(2, True), (1, False)])
+# Each size and each kind of points in the fast tier, every pairing and
+# float64 in the slow one:
+@pytest.mark.parametrize('num_src, num_dst, dtype, sets, learned', [
+    (*SIZES[0], torch.float32, 2, True), (*SIZES[1], torch.float32, 1, False)
+] + [pytest.param(*size, dtype, sets, learned, marks=pytest.mark.slow)
+     for size in SIZES for dtype in (torch.float32, torch.float64)
+     for sets, learned in ((2, True), (1, False))
+     if dtype == torch.float64 or (size == SIZES[0]) != (sets == 2)])
 def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
                                                          dtype, sets,
                                                          learned):
@@ -277,7 +281,8 @@ def test_points_kernels_take_all_heads_in_chunks_of_points():
     assert (wide['BLOCK_H'], wide['BLOCK_R'], wide['CHUNKS']) == (1, 128, 1)
 
 
-@pytest.mark.parametrize('width, prefetch', [(3, True), (100, False)])
+@pytest.mark.parametrize('width, prefetch', [
+    (3, True), pytest.param(100, False, marks=pytest.mark.slow)])  # 7-12 s
 def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     # The per-source kernel loads the next tile's targets ahead only where
     # its gathered rows are narrow (2 heads x 4 padded channels, not one
