@@ -5,7 +5,16 @@ runs beside the papers' numbers (:func:`render_summary`).  Rendered by
 import math
 import os.path as osp
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from benchmarks.harness.provenance import row_commits
 from benchmarks.harness.registry import (
@@ -78,6 +87,31 @@ def select_hyperparameters(rows: Iterable[Dict[str, str]],
             for key, (_, s) in best.items()}
 
 
+def searched_grids(group: Sequence[ConfigStats]
+                   ) -> List[Tuple[List[str], List[str], List[str]]]:
+    r"""The configurations of :obj:`group` (one dataset and model) as
+    grids :math:`P \times R \times B` of ``search --grid-p``,
+    ``--grid-num-features`` and ``--grid-beta`` whose union is exactly
+    them (one grid for a full product; a line of :math:`p` at one
+    :math:`R` and a line of :math:`R` at one :math:`p` are two), each
+    axis sorted, an unset value an empty axis."""
+    def axis(values: Iterable[str]) -> Tuple[str, ...]:
+        return tuple(sorted((v for v in set(values) if v), key=float))
+
+    ps: Dict[Tuple[str, str], List[str]] = OrderedDict()
+    for s in group:  # the p of each (R, beta)
+        ps.setdefault((s.R, s.beta), []).append(s.p)
+    rs: Dict[Tuple[Tuple[str, ...], str], List[str]] = OrderedDict()
+    for (R, beta), values in ps.items():  # the R of each (P, beta)
+        rs.setdefault((axis(values), beta), []).append(R)
+    betas: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], List[str]] = (
+        OrderedDict())
+    for (p_axis, beta), values in rs.items():  # the beta of each (P, R)
+        betas.setdefault((p_axis, axis(values)), []).append(beta)
+    return [(list(p_axis), list(r_axis), list(axis(values)))
+            for (p_axis, r_axis), values in betas.items()]
+
+
 def render_search_summary(rows: List[Dict[str, str]], results: str =
                           DEFAULT_SEARCH_RESULTS, tag: Optional[str] = 'search'
                           ) -> str:
@@ -125,20 +159,18 @@ def render_search_summary(rows: List[Dict[str, str]], results: str =
             group = [s for s in table
                      if s.dataset == dataset and s.model == model]
             seeds = sorted({seed for s in group for seed in s.seeds})
-            flags = ''
-            for flag, values in (
-                    ('grid-p', {s.p for s in group if s.p}),
-                    ('grid-num-features', {s.R for s in group if s.R}),
-                    ('grid-beta', {s.beta for s in group if s.beta})):
-                if values and not (flag == 'grid-p'
-                                   and MODELS.get(model) is not None
-                                   and MODELS[model].fixed_p is not None):
-                    flags += f' --{flag} ' + ' '.join(
-                        sorted(values, key=float))
-            lines.append(f'python -m benchmarks.planetoid search '
-                         f'--datasets {dataset} --models '
-                         f'{model} --seeds {compact_seeds(seeds)}{flags} '
-                         f'--results {results}')
+            fixed_p = (MODELS.get(model) is not None
+                       and MODELS[model].fixed_p is not None)
+            for grid in searched_grids(group):
+                flags = ''
+                for flag, values in zip(
+                        ('grid-p', 'grid-num-features', 'grid-beta'), grid):
+                    if values and not (flag == 'grid-p' and fixed_p):
+                        flags += f' --{flag} ' + ' '.join(values)
+                lines.append(f'python -m benchmarks.planetoid search '
+                             f'--datasets {dataset} --models '
+                             f'{model} --seeds {compact_seeds(seeds)}'
+                             f'{flags} --results {results}')
     lines += ['```', '']
     return '\n'.join(lines).rstrip() + '\n'
 

@@ -19,7 +19,9 @@ from benchmarks.harness.results import COLUMNS, ResultsWriter, read_results
 from benchmarks.harness.statistics import mean_std_ci
 from benchmarks.planetoid import run_benchmark, run_search
 from benchmarks.summary import (
+    ConfigStats,
     render_summary,
+    searched_grids,
     select_hyperparameters,
     summarize,
 )
@@ -460,3 +462,24 @@ def test_summary_writes_the_command_of_the_runs_at_the_top(tmp_path):
     assert 'self-loop per node' in text
     assert 'compared with our own transformer run' in text
     assert 'No `gat` runs' not in text
+
+
+def test_searched_grids_cover_exactly_the_searched_configurations():
+    """The Reproduce lines of search.md: a full product is one grid; a
+    line of p at one R and a line of R at p = 2 are two grids, not their
+    product."""
+    def stats(p, R, beta=''):
+        return ConfigStats('PubMed', 'ikt-direct', p, R, beta,
+                           mean_std_ci([80.0, 80.0]), [100, 101])
+
+    cross = [stats('1.5', '64'), stats('2.0', '64'), stats('3.0', '64'),
+             stats('2.0', '32'), stats('2.0', '128')]
+    assert searched_grids(cross) == [(['1.5', '2.0', '3.0'], ['64'], []),
+                                     (['2.0'], ['32', '128'], [])]
+    full = [stats(p, R, '0.1') for R in ('64', '32') for p in ('3.0', '2.0')]
+    assert searched_grids(full) == [(['2.0', '3.0'], ['32', '64'], ['0.1'])]
+    for grids, group in ((searched_grids(cross), cross),
+                         (searched_grids(full), full)):
+        covered = {(p, R, beta) for ps, rs, betas in grids for p in ps
+                   for R in rs for beta in (betas or [''])}
+        assert covered == {(s.p, s.R, s.beta) for s in group}
