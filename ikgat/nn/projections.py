@@ -52,15 +52,17 @@ def _global_module_hooks() -> bool:
 def project_together(x: Tensor,
                      maps: Sequence[torch.nn.Module]) -> List[Tensor]:
     r"""Return :obj:`[m(x) for m in maps]`, as one product where every map
-    is a plain linear layer (:func:`is_plain_linear`) with a bias or none
-    alike and no global module hook is registered; else each map is
-    called, so that hooks, lazy initialisation, parametrisations and
-    subclasses behave as they would."""
+    is a plain linear layer (:func:`is_plain_linear`), all with a bias or
+    none, their weights of one dtype and device, and no global module hook
+    is registered; else each map is called, so that hooks, lazy
+    initialisation, parametrisations and subclasses behave as they
+    would."""
     if len(maps) < 2 or _global_module_hooks() or not all(
             map(is_plain_linear, maps)):
         return [module(x) for module in maps]
     with_bias = [module.bias is not None for module in maps]
-    if any(with_bias) != all(with_bias):
+    kinds = {(module.weight.dtype, module.weight.device) for module in maps}
+    if any(with_bias) != all(with_bias) or len(kinds) > 1:
         return [module(x) for module in maps]
     weight = torch.cat([module.weight for module in maps])
     bias = (torch.cat([module.bias for module in maps]) if with_bias[0]

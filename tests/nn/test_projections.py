@@ -68,6 +68,12 @@ def test_what_is_not_plain_is_called():
                                   each(x, layers)):
             torch.testing.assert_close(out, reference)
     assert seen == ['hook', 'hook']
+    # One map in float64 fails on float32 inputs as its own call does (no
+    # concatenation that would promote the others):
+    mixed_dtypes = maps()
+    mixed_dtypes[1].double()
+    with pytest.raises(RuntimeError, match='dtype'):
+        project_together(x, mixed_dtypes)
     assert is_plain_linear(lazy[0])  # initialised by its first call
     handle = torch.nn.modules.module.register_module_forward_hook(
         lambda *args: seen.append('global'))
