@@ -7,8 +7,8 @@ angles.  On CPU, while torch runs on at most :data:`NUMPY_THREADS`
 threads, it takes them from NumPy's ufuncs, whose float32 and float64
 ``cos``/``sin`` are SIMD loops (AVX-512 where the CPU has it) about 2.6
 times faster per thread than ATen's on the machine of
-``benchmarks/results/transformer_speed.md`` (0.53 against 1.33 ns per
-float32 element), equally accurate (within :math:`2 \cdot 10^{-7}` of
+``benchmarks/results/transformer_speed.md`` (an AMD EPYC; 0.53 against
+1.33 ns per float32 element), equally accurate (within :math:`2 \cdot 10^{-7}` of
 float64 over :math:`|a| \le 250`; ``tests/kernels/test_trigonometry.py``).
 The per-element times, on one thread::
 
@@ -16,15 +16,15 @@ The per-element times, on one thread::
         a = torch.randn(262144) * 10; x = a.numpy(); y = x.copy()" \
         "np.cos(x, out=y)"    # and "torch.cos(a)"
 
-Which is faster depends on the CPU: on another machine of the same kind
-(a Xeon with AVX-512 but without NumPy's ``AVX512_ICL`` targets; NumPy
+Which is faster depends on the CPU: on an Intel Xeon of this project's
+machines (AVX-512, without NumPy's ``AVX512_ICL`` targets; NumPy
 2.4.6, torch 2.13.0) the order reversed, 0.99 against 0.67 ns per float32
 element (:math:`2^{18}` angles, median of 30, one thread), and a
 PubMed-size fwd+bwd step of ``IKTransformerConv`` ``direct`` took 958 ms
 through NumPy against 913 ms through ATen (:data:`NUMPY_THREADS` set to
-0; median of 7, alternating).  The choice
-is kept fixed rather than timed at run time, so that a seeded run computes
-the same numbers on the same machine.
+0; median of 7, alternating).  The choice is kept fixed rather than timed
+at run time, so that a seeded run computes the same numbers on the same
+machine.
 
 NumPy's loops run on one thread, so that with more torch threads ATen's
 parallel ones are used.  The arrays share the tensors' memory: nothing is
