@@ -19,7 +19,7 @@ from typing import List, Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn.parameter import UninitializedParameter
+from torch.nn.parameter import Parameter
 from torch.nn.utils import parametrize
 from torch_geometric.nn.dense.linear import Linear
 
@@ -30,11 +30,16 @@ PLAIN_LINEAR_CLASSES = (Linear, torch.nn.Linear)
 def is_plain_linear(module: torch.nn.Module) -> bool:
     r"""Whether :obj:`module` computes ``F.linear(x, module.weight,
     module.bias)`` and nothing else: a :class:`torch_geometric.nn.Linear`
-    or :class:`torch.nn.Linear` itself (not a subclass), initialised (not
-    lazy), without parametrisations and without hooks of its own (global
-    module hooks are checked by :func:`project_together`)."""
+    or :class:`torch.nn.Linear` itself (not a subclass, no
+    :meth:`forward` set on the layer), whose weight and bias are plain
+    :class:`~torch.nn.Parameter` objects (initialised, not a tensor
+    subclass such as a quantised weight), without parametrisations and
+    without hooks of its own (global module hooks are checked by
+    :func:`project_together`)."""
     return (type(module) in PLAIN_LINEAR_CLASSES
-            and not isinstance(module.weight, UninitializedParameter)
+            and 'forward' not in module.__dict__
+            and type(module.weight) is Parameter
+            and (module.bias is None or type(module.bias) is Parameter)
             and not parametrize.is_parametrized(module)
             and not module._forward_pre_hooks and not module._forward_hooks
             and not module._backward_pre_hooks
@@ -56,7 +61,9 @@ def project_together(x: Tensor,
     none, their weights of one dtype and device, and no global module hook
     is registered; else each map is called, so that hooks, lazy
     initialisation, parametrisations and subclasses behave as they
-    would."""
+    would.  Each output is a tensor of its own (not a view of the joint
+    product, which would keep all of them alive for as long as autograd
+    keeps one)."""
     if len(maps) < 2 or _global_module_hooks() or not all(
             map(is_plain_linear, maps)):
         return [module(x) for module in maps]
@@ -68,5 +75,5 @@ def project_together(x: Tensor,
     bias = (torch.cat([module.bias for module in maps]) if with_bias[0]
             else None)
     out = F.linear(x, weight, bias)
-    return list(out.split([module.weight.size(0) for module in maps],
-                          dim=-1))
+    return [part.contiguous() for part in out.split(
+        [module.weight.size(0) for module in maps], dim=-1)]

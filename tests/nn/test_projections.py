@@ -39,6 +39,8 @@ def test_one_product_equals_each_map(monkeypatch, bias):
                         lambda *args: products.append(1) or original(*args))
     outs, grads = values_and_grads(x, layers, project_together)
     assert len(products) == 1
+    # Each output owns its memory (a view would keep the joint product):
+    assert all(out._base is None for out in outs)
     expected, expected_grads = values_and_grads(x, layers, each)
     for out, reference in zip(outs + list(grads),
                               expected + list(expected_grads)):
@@ -68,12 +70,17 @@ def test_what_is_not_plain_is_called():
                                   each(x, layers)):
             torch.testing.assert_close(out, reference)
     assert seen == ['hook', 'hook']
-    # One map in float64 fails on float32 inputs as its own call does (no
-    # concatenation that would promote the others):
-    mixed_dtypes = maps()
-    mixed_dtypes[1].double()
+    # One map in float32 among float64 ones fails on float64 inputs as its
+    # own call does (a concatenation would promote it and succeed):
+    mixed_dtypes = [layer.double() for layer in maps()]
+    mixed_dtypes[1].float()
     with pytest.raises(RuntimeError, match='dtype'):
-        project_together(x, mixed_dtypes)
+        project_together(x.double(), mixed_dtypes)
+    # A forward set on a layer (as accelerate's hooks do) is called:
+    wrapped = maps()
+    wrapped[0].forward = lambda rows: torch.zeros(rows.size(0), 3)
+    assert not is_plain_linear(wrapped[0])
+    assert not project_together(x, wrapped)[0].any()
     assert is_plain_linear(lazy[0])  # initialised by its first call
     handle = torch.nn.modules.module.register_module_forward_hook(
         lambda *args: seen.append('global'))

@@ -148,9 +148,9 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     :meth:`message_and_aggregate` without setting it), in explain mode
     (the edge masks of PyG's explainers apply to the messages, and
     ``AttentionExplainer`` reads :math:`\alpha` from :meth:`message`),
-    while a propagate, message or aggregate hook is registered through
-    the public ``register_*_hook`` methods, or with an aggregation other
-    than a sum (``aggr='mean'``, ``'max'``, ...: a keyword of
+    while a propagate, message, aggregate or message-and-aggregate hook
+    is registered through the public ``register_*_hook`` methods, or with
+    an aggregation other than a sum (``aggr='mean'``, ``'max'``, ...: a keyword of
     :class:`~torch_geometric.nn.conv.MessagePassing`, as for
     TransformerConv).  Then :meth:`propagate` runs and the fused path is
     off.
@@ -370,7 +370,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     def _runs_propagate(self) -> bool:
         r"""Whether the messages go through PyG's :meth:`propagate` (see
         *PyG's message passing*)."""
-        return (not self.lean_aggregation or bool(self.explain)
+        return (not self._switch_on('lean_aggregation') or bool(self.explain)
                 or bool(self._aggregation_hook_ids)
                 or type(self.aggr_module) is not SumAggregation)
 

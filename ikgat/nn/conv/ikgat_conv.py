@@ -632,7 +632,8 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     def _lean_aggregation_applies(self, edge_index: Adj) -> bool:
         r"""Whether PyG's :meth:`propagate` may be skipped (rules in the
         class docstring)."""
-        return (self.lean_aggregation and not self._aggregation_hook_ids
+        return (self._switch_on('lean_aggregation')
+                and not self._aggregation_hook_ids
                 and self._lean_paths_apply(edge_index)
                 and self.decomposed_layers == 1
                 and type(self.aggr_module) is SumAggregation)
@@ -640,7 +641,8 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
         r"""Whether PyG's :meth:`edge_updater` may be skipped (rules in the
         class docstring)."""
-        return (self.lean_edge_softmax and not self._edge_update_hook_ids
+        return (self._switch_on('lean_edge_softmax')
+                and not self._edge_update_hook_ids
                 and self._lean_paths_apply(edge_index))
 
     def _fused_kernels(self, edge_index: Adj,

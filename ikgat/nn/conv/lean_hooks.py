@@ -13,6 +13,13 @@ from typing import Any, Set
 
 from torch.utils.hooks import RemovableHandle
 
+#: The steps of PyG's path that each switch's lean path skips.
+SKIPPED_STEPS = {
+    'lean_aggregation': ('message', 'aggregate', 'update',
+                         'message_and_aggregate'),
+    'lean_edge_softmax': ('edge_update', ),
+}
+
 
 class LeanPathHooks:
     r"""Mixin for a :class:`MessagePassing` layer with lean paths: the
@@ -20,8 +27,9 @@ class LeanPathHooks:
     (:attr:`_aggregation_hook_ids`, :attr:`_edge_update_hook_ids`), and
     the switches ``lean_aggregation`` and ``lean_edge_softmax`` turned off
     for a subclass that overrides a step they skip.  The layer that
-    implements the lean paths sets both switches in its own class body
-    (which exempts it from that rule)."""
+    implements a lean path sets its switch in its own class body (which
+    exempts it from that rule); :meth:`_switch_on` also catches a step
+    that comes from a mixin or is set on the layer."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -33,14 +41,24 @@ class LeanPathHooks:
         # A subclass that overrides a step of PyG's path (and does not set
         # the switch itself) declares the lean path that skips it off:
         super().__init_subclass__(**kwargs)
-        if ('lean_aggregation' not in cls.__dict__ and any(
-                name in cls.__dict__
-                for name in ('message', 'aggregate', 'update',
-                             'message_and_aggregate'))):
-            cls.lean_aggregation = False
-        if ('lean_edge_softmax' not in cls.__dict__
-                and 'edge_update' in cls.__dict__):
-            cls.lean_edge_softmax = False
+        for switch, steps in SKIPPED_STEPS.items():
+            if switch not in cls.__dict__ and any(name in cls.__dict__
+                                                  for name in steps):
+                setattr(cls, switch, False)
+
+    def _switch_on(self, switch: str) -> bool:
+        r"""Whether the lean path of :obj:`switch` (a key of
+        :data:`SKIPPED_STEPS`) may run: the switch is on, and every step it
+        skips is the one of the nearest class that sets the switch (no
+        step from a mixin or set on the layer)."""
+        if not getattr(self, switch, False):
+            return False
+        cls = type(self)
+        owner = next(base for base in cls.__mro__ if switch in base.__dict__)
+        return not any(
+            name in self.__dict__
+            or getattr(cls, name, None) is not getattr(owner, name, None)
+            for name in SKIPPED_STEPS[switch])
 
     # Registering a hook turns the lean path it would bypass off until the
     # hook is removed (the handles returned keep the count):

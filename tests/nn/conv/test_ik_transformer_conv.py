@@ -202,6 +202,13 @@ def test_switch_and_subclass_rule_of_the_lean_aggregation(monkeypatch):
         def message_and_aggregate(self, edge_index):
             raise AssertionError('unused: edge_index is a tensor')
 
+    class MessageMixin:
+        def message(self, value_j, alpha, edge_key):
+            return super().message(value_j, alpha, edge_key)
+
+    class FromMixin(MessageMixin, IKTransformerConv):
+        pass
+
     assert not OwnMessage.lean_aggregation and Vouched.lean_aggregation
     assert not OwnMessageAndAggregate.lean_aggregation
     x, edge_index, _ = inputs_of(False, None)
@@ -213,7 +220,8 @@ def test_switch_and_subclass_rule_of_the_lean_aggregation(monkeypatch):
     monkeypatch.setattr(IKTransformerConv, '_aggregate',
                         lambda self, *args: lean_calls.append(1)
                         or original(self, *args))
-    for layer_class, lean_path in ((OwnMessage, False), (Vouched, True)):
+    for layer_class, lean_path in ((OwnMessage, False), (Vouched, True),
+                                   (FromMixin, False)):
         layer = layer_class(5, 4, heads=2, kernel='direct').eval()
         layer.load_state_dict(conv.state_dict())
         lean_calls.clear()

@@ -669,6 +669,20 @@ def test_dispatch_rule_subclasses_that_override_a_step():
     assert lean_choice(MIKANConv(5, 4, num_spectral_points=4), x,
                        edge_index) == (True, True)
 
+    # A step from a mixin, or assigned to the layer, turns the path off as
+    # well:
+    class DoubledMessage:
+        def message(self, x_j, alpha):
+            return 2 * super().message(x_j, alpha)
+
+    class FromMixin(DoubledMessage, IKGATConv):
+        pass
+
+    assert lean_choice(FromMixin(5, 4), x, edge_index) == (True, False)
+    conv = IKGATConv(5, 4)
+    conv.edge_update = conv.edge_update  # a bound method on the layer
+    assert lean_choice(conv, x, edge_index) == (False, True)
+
 
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
 @pytest.mark.parametrize('negative_slope', [0.2, 0.01, 0.0, 1 / 3, 1.7])
