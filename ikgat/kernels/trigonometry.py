@@ -8,8 +8,9 @@ threads, it takes them from NumPy's ufuncs, whose float32 and float64
 ``cos``/``sin`` are SIMD loops (AVX-512 where the CPU has it) about 2.6
 times faster per thread than ATen's on the machine of
 ``benchmarks/results/transformer_speed.md`` (an AMD EPYC; 0.53 against
-1.33 ns per float32 element), equally accurate (within :math:`2 \cdot 10^{-7}` of
-float64 over :math:`|a| \le 250`; ``tests/kernels/test_trigonometry.py``).
+1.33 ns per float32 element), equally accurate (within :math:`2 \cdot
+10^{-7}` of float64 over :math:`|a| \le 250`;
+``tests/kernels/test_trigonometry.py``).
 The per-element times, on one thread::
 
     OMP_NUM_THREADS=1 python -m timeit -s "import numpy as np, torch; \

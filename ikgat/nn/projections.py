@@ -10,9 +10,9 @@ sources): :math:`y_k = x W_k^\top + b_k`.  Stacking the maps,
 
 reads :math:`x` once in the forward pass and makes its gradient one
 product instead of :math:`K` products and :math:`K - 1` sums in the
-backward pass.  The parameters
-stay the layers' own (their gradients flow through the concatenation), so
-optimisers, :meth:`state_dict` and DDP see no difference.
+backward pass.  The parameters stay the layers' own (their gradients flow
+through the concatenation), so optimisers, :meth:`state_dict` and DDP see
+no difference.
 """
 from typing import List, Sequence
 

@@ -150,8 +150,8 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     ``AttentionExplainer`` reads :math:`\alpha` from :meth:`message`),
     while a propagate, message, aggregate or message-and-aggregate hook
     is registered through the public ``register_*_hook`` methods, or with
-    an aggregation other than a sum (``aggr='mean'``, ``'max'``, ...: a keyword of
-    :class:`~torch_geometric.nn.conv.MessagePassing`, as for
+    an aggregation other than a sum (``aggr='mean'``, ``'max'``, ...: a
+    keyword of :class:`~torch_geometric.nn.conv.MessagePassing`, as for
     TransformerConv).  Then :meth:`propagate` runs and the fused path is
     off.
 
