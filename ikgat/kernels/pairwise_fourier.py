@@ -23,6 +23,9 @@ The backward pass recomputes the features; the gradient of
 products (SpMM, by target and by source), mapped back through the angles.
 With edge features the key is :math:`k_j + e_{ij}`, per edge: its features
 are computed per edge chunk, in the forward and again in the backward pass.
+On CPU the per-node tables of points shared by all rows come from
+:mod:`ikgat.kernels.compiled_features` (one fused loop after the angle
+product) once they hold enough angles.
 Memory: :math:`O(E H)` saved for backward, and :math:`O(N H_g R)` plus one
 chunk of scratch.  Inputs below float32 are computed in float32 (the
 sparse products' smallest precision) and the results cast back.
@@ -36,6 +39,7 @@ from typing import NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
+from ikgat.kernels import compiled_features
 from ikgat.kernels.trigonometry import cos_sin
 
 #: Elements of one per-node feature table of a head group
@@ -164,16 +168,36 @@ def _features_backward(grad: Tensor, cos: Tensor, sin: Tensor,
     return out.flatten(2)
 
 
+def _fused(x: Tensor, points: _Points, graph: Optional[Tensor]) -> bool:
+    r"""Whether a side's features come from
+    :mod:`ikgat.kernels.compiled_features` (points shared by all rows)."""
+    matrix = points.matrix
+    return graph is None and compiled_features.applies(
+        x, x.size(0) * matrix.size(1) * matrix.size(3))
+
+
 class _NodeSide:
-    r"""One side's (queries' or keys') features in a head group, written
-    into :obj:`table` :math:`(H_g, n, 2R)` row chunk by row chunk (cache-
+    r"""One side's (queries' or keys') features in a head group,
+    :attr:`table` :math:`(H_g, n, 2R)`: from the compiled functions of
+    :mod:`ikgat.kernels.compiled_features` where they apply (:func:`_fused`;
+    their backward pass recomputes the angles), else written into
+    :obj:`table` (allocated if not given) row chunk by row chunk (cache-
     sized temporaries), with the cosines and sines kept in :obj:`cache`
     :math:`(H_g, n, mR)` if given (else recomputed by :meth:`backward`)."""
 
     def __init__(self, x: Tensor, points: _Points, graph: Optional[Tensor],
-                 table: Tensor,
+                 table: Optional[Tensor] = None,
                  cache: Optional[Tuple[Tensor, Tensor]] = None):
         self.x, self.points, self.graph = x, points, graph
+        self.fused = _fused(x, points, graph)
+        if self.fused:
+            self.table = compiled_features.compiled_features(
+                x, points.matrix[0], points.num_points)
+            self.cache = None
+            return
+        if table is None:
+            table = x.new_empty(points.matrix.size(1), x.size(0),
+                                2 * points.num_points)
         self.table, self.cache = table, cache
         for a, b in self._row_chunks():
             _features(*self._cos_sin(a, b), points.num_points,
@@ -197,6 +221,13 @@ class _NodeSide:
     def backward(self, grad_table: Tensor) -> Tensor:
         r"""The gradient with respect to :obj:`x` (the points' is added to
         :obj:`points.grad`)."""
+        if self.fused:
+            grad_x, grad_matrix = (
+                compiled_features.compiled_features_backward(
+                    grad_table, self.x, self.points.matrix[0],
+                    self.points.num_points))
+            self.points.grad[0] += grad_matrix
+            return grad_x
         grad_x = torch.empty_like(self.x)
         for a, b in self._row_chunks():
             if self.cache is not None:
@@ -307,10 +338,10 @@ def edge_fourier_estimate(query: Tensor, key: Tensor,
     heads, width = query.size(1), 2 * points.size(3)
     normaliser = points.size(3) * points.size(1)**2
     size = _group_size(heads, max(query.size(0), key.size(0)), width)
-    # One pair of tables for every head group (allocated once):
-    query_table = query.new_empty(size, query.size(0), width)
+    # One pair of tables for every head group (allocated once, unless
+    # compiled functions make them):
+    query_table = key_table = None
     if edge_key is None:
-        key_table = key.new_empty(size, key.size(0), width)
         adjacency = _Adjacency(src, dst, query.size(0), key.size(0))
         # The sampled product's pattern (values unread with beta = 0):
         pattern = adjacency.by_target(query.new_zeros(src.numel()))
@@ -320,9 +351,11 @@ def edge_fourier_estimate(query: Tensor, key: Tensor,
     for start in range(0, heads, size):
         group = slice(start, start + size)
         group_points = _Points(points, group)
-        _NodeSide(query[:, group], group_points, graph_dst, query_table)
+        query_table = _NodeSide(query[:, group], group_points, graph_dst,
+                                query_table).table
         if edge_key is None:
-            _NodeSide(key[:, group], group_points, graph_src, key_table)
+            key_table = _NodeSide(key[:, group], group_points, graph_src,
+                                  key_table).table
             for head in range(size):
                 dots[start + head] = _sampled_dots(
                     pattern, query_table[head], key_table[head])
@@ -384,7 +417,8 @@ def edge_fourier_estimate_backward(
     heads, width = query.size(1), 2 * points.size(3)
     size = _group_size(heads, max(query.size(0), key.size(0)), width)
     tables = _BackwardTables(query, key, edge_key is None, size, width,
-                             points.size(1) * points.size(3))
+                             points.size(1) * points.size(3), graph_dst,
+                             graph_src)
     edges = (_EdgeGradients(grad_dot, src, dst, query.size(0),
                             key.size(0)) if edge_key is None else None)
     for start in range(0, heads, size):
@@ -448,22 +482,28 @@ edge_fourier_estimate.register_autograd(_backward,
 
 class _BackwardTables:
     r"""The backward pass's per-node tables :math:`(H_g, n, 2R)`, allocated
-    once and reused by every head group: features and their gradients for
-    the queries and (without edge features) the keys, and the cosines and
-    sines of a side whose table fits :data:`TABLE_ELEMENTS`."""
+    once and reused by every head group: the gradients of the features for
+    the queries and (without edge features) the keys, and, for a side
+    whose features are not compiled (:func:`_fused`), the features and the
+    cosines and sines if their table fits :data:`TABLE_ELEMENTS` (else
+    :obj:`None`)."""
 
     def __init__(self, query: Tensor, key: Tensor, node_keys: bool,
-                 size: int, width: int, angles: int):
-        def side(x: Tensor):
-            features = x.new_empty(size, x.size(0), width)
+                 size: int, width: int, angles: int,
+                 graph_dst: Optional[Tensor], graph_src: Optional[Tensor]):
+        def side(x: Tensor, graph: Optional[Tensor]):
+            grad_features = x.new_empty(size, x.size(0), width)
+            if graph is None and compiled_features.applies(
+                    x, x.size(0) * size * angles):
+                return None, grad_features, None
             cache = None
             if x.size(0) * size * angles <= TABLE_ELEMENTS:
                 cache = (x.new_empty(size, x.size(0), angles),
                          x.new_empty(size, x.size(0), angles))
-            return features, torch.empty_like(features), cache
+            return torch.empty_like(grad_features), grad_features, cache
 
-        self.query = side(query)
-        self.key = side(key) if node_keys else None
+        self.query = side(query, graph_dst)
+        self.key = side(key, graph_src) if node_keys else None
 
 
 class _EdgeGradients:
@@ -514,9 +554,9 @@ def _group_backward(edges: _EdgeGradients, group: slice, query: Tensor,
                            query_cache)
     key_side = _NodeSide(key, points, graph_src, key_features, key_cache)
     for offset, head in enumerate(range(group.start, group.stop)):
-        edges.query_features(head, key_features[offset],
+        edges.query_features(head, key_side.table[offset],
                              grad_query_features[offset])
-        edges.key_features(head, query_features[offset],
+        edges.key_features(head, query_side.table[offset],
                            grad_key_features[offset])
     return (query_side.backward(grad_query_features),
             key_side.backward(grad_key_features))
@@ -573,7 +613,7 @@ def _group_backward_edge_keys(grad_dot: Tensor, query: Tensor, key: Tensor,
                        _edge_chunk(points, query.size(1),
                                    graph_dst is not None)):
         weight = grad_dot[a:b].t().unsqueeze(-1)
-        query_chunk = query_features.index_select(1, dst[a:b])
+        query_chunk = query_side.table.index_select(1, dst[a:b])
         key_chunk, (keys, cos, sin, graph) = _edge_key_features(
             key, edge_key, points, src, dst, graph_dst, a, b)
         key_chunk *= weight

@@ -1,0 +1,105 @@
+r"""Per-node random Fourier features on CPU as loops that
+:func:`torch.compile` fuses, for :mod:`ikgat.kernels.pairwise_fourier`.
+
+For rows :math:`x` (:math:`n \times H_g \times C`) and a head group's
+spectral points laid out as :math:`W` (:math:`H_g \times C \times mR`, the
+:math:`m` sets side by side), the feature table is
+
+.. math::
+    \phi(x) = \Big[\sum_{s=1}^m \cos a_s;\, \sum_{s=1}^m \sin a_s\Big]
+    \in \mathbb{R}^{H_g \times n \times 2R}, \qquad a = x W,
+
+and its backward pass, from the gradient :math:`g = [g_c; g_s]` of the
+table, recomputes the angles and takes
+
+.. math::
+    \frac{\partial \ell}{\partial a_s} = \cos a_s \odot g_s
+    - \sin a_s \odot g_c, \qquad
+    \frac{\partial \ell}{\partial x} = \frac{\partial \ell}{\partial a}
+    W^\top, \qquad
+    \frac{\partial \ell}{\partial W} = x^\top
+    \frac{\partial \ell}{\partial a}.
+
+Eager PyTorch runs each step as its own pass over memory: the angles, the
+cosines, the sines, the sums over the sets (and, in the backward pass, a
+cache of the cosines and sines).  Compiled, the angle product stays a
+matrix product and everything after it is one loop with vectorised
+trigonometry, which writes only the table (or the angles' gradient), and
+the backward pass needs no cache of cosines and sines.
+
+The compiled functions are used on CPU for float32 and float64 inputs of
+at least :data:`MIN_ANGLES` angles, so that small graphs never wait for a
+compilation.  They compile once per process and dtype (dynamic shapes);
+if compiling fails (no C++ compiler, for one), a warning says so once and
+the eager functions are used from then on.  :data:`ENABLED` switches them
+off.
+"""
+import warnings
+from typing import Callable, Tuple
+
+import torch
+from torch import Tensor
+
+#: Whether the compiled functions may be used at all.
+ENABLED = True
+#: The fewest angles (:math:`n H_g m R`) for which they are used.
+MIN_ANGLES = 1 << 16
+
+
+def features(x: Tensor, matrix: Tensor, num_points: int) -> Tensor:
+    r"""The table :math:`\phi(x)`, :math:`(H_g, n, 2R)`, of rows :obj:`x`
+    :math:`(n, H_g, C)` against :obj:`matrix` :math:`(H_g, C, mR)`."""
+    angles = torch.bmm(x.transpose(0, 1), matrix)
+    sets = angles.unflatten(2, (-1, num_points))
+    return torch.cat([sets.cos().sum(2), sets.sin().sum(2)], dim=-1)
+
+
+def features_backward(grad: Tensor, x: Tensor, matrix: Tensor,
+                      num_points: int) -> Tuple[Tensor, Tensor]:
+    r"""The gradients of :func:`features` with respect to :obj:`x` and
+    :obj:`matrix`, from the table's gradient :obj:`grad` :math:`(H_g, n,
+    2R)`."""
+    angles = torch.bmm(x.transpose(0, 1), matrix)
+    sets = angles.unflatten(2, (-1, num_points))
+    grad_cos = grad[..., :num_points].unsqueeze(2)
+    grad_sin = grad[..., num_points:].unsqueeze(2)
+    grad_angles = (sets.cos() * grad_sin - sets.sin() * grad_cos).flatten(2)
+    grad_x = torch.bmm(grad_angles, matrix.transpose(1, 2)).transpose(0, 1)
+    return grad_x, torch.bmm(x.permute(1, 2, 0), grad_angles)
+
+
+def applies(x: Tensor, angles: int) -> bool:
+    r"""Whether the compiled functions run for rows :obj:`x` and
+    :obj:`angles` angles in all: on CPU, float32 or float64, at least
+    :data:`MIN_ANGLES` angles, while :data:`ENABLED` and not inside a
+    trace."""
+    return (ENABLED and x.device.type == 'cpu'
+            and x.dtype in (torch.float32, torch.float64)
+            and angles >= MIN_ANGLES
+            and not torch.compiler.is_compiling())
+
+
+class _Compiled:
+    r"""A function through :func:`torch.compile` (compiled on first call),
+    which falls back to the function itself for good if compiling fails."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.compiled = torch.compile(function, dynamic=True)
+
+    def __call__(self, *args):
+        global ENABLED
+        try:
+            return self.compiled(*args)
+        except Exception as error:  # the compiler's failures have no base
+            ENABLED = False
+            warnings.warn(f'ikgat: compiling the random-feature tables '
+                          f'failed ({type(error).__name__}: {error}); the '
+                          f'eager path is used from now on', RuntimeWarning,
+                          stacklevel=2)
+            return self.function(*args)
+
+
+#: :func:`features` and :func:`features_backward` compiled.
+compiled_features = _Compiled(features)
+compiled_features_backward = _Compiled(features_backward)
