@@ -571,27 +571,28 @@ def _edge_dots(query_table: Tensor, key: Tensor, edge_key: Tensor,
     per_edge_points = graph_dst is not None
     for a, b in chunks(src.numel(), _edge_chunk(points, query_table.size(0),
                                                 per_edge_points)):
-        key_chunk, _ = _edge_key_features(key, edge_key, points, src, dst,
-                                          graph_dst, a, b)
+        key_chunk = _edge_key_side(key, edge_key, points, src, dst,
+                                   graph_dst, a, b).table
         product = query_table.index_select(1, dst[a:b])
         product *= key_chunk
         torch.sum(product, dim=-1, out=out[a:b].t())
 
 
-def _edge_key_features(key: Tensor, edge_key: Tensor, points: _Points,
-                       src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
-                       a: int, b: int
-                       ) -> Tuple[Tensor, Tuple[Tensor, Tensor, Tensor,
-                                                Optional[Tensor]]]:
-    r"""The key features :math:`(H_g, E_c, 2R)` of edges :obj:`a` to
-    :obj:`b`, and what their backward needs (keys, cosines, sines,
-    graphs)."""
+def _edge_key_side(key: Tensor, edge_key: Tensor, points: _Points,
+                   src: Tensor, dst: Tensor, graph_dst: Optional[Tensor],
+                   a: int, b: int, keep: bool = False) -> _NodeSide:
+    r"""The keys :math:`k_j + e_{ij}` of edges :obj:`a` to :obj:`b` as rows
+    of a :class:`_NodeSide` (features :math:`(H_g, E_c, 2R)`); with
+    :obj:`keep`, ready for its backward pass (the eager path keeps the
+    cosines and sines)."""
     keys = key.index_select(0, src[a:b]) + edge_key[a:b]
     graph = None if graph_dst is None else graph_dst.index_select(
         0, dst[a:b])
-    cos, sin = cos_sin(_angles(keys, points, graph))
-    return (_features(cos, sin, points.num_points),
-            (keys, cos, sin, graph))
+    cache = None
+    if keep and not _fused(keys, points, graph):
+        shape = (keys.size(1), keys.size(0), points.matrix.size(3))
+        cache = (keys.new_empty(shape), keys.new_empty(shape))
+    return _NodeSide(keys, points, graph, cache=cache)
 
 
 def _group_backward_edge_keys(grad_dot: Tensor, query: Tensor, key: Tensor,
@@ -614,14 +615,13 @@ def _group_backward_edge_keys(grad_dot: Tensor, query: Tensor, key: Tensor,
                                    graph_dst is not None)):
         weight = grad_dot[a:b].t().unsqueeze(-1)
         query_chunk = query_side.table.index_select(1, dst[a:b])
-        key_chunk, (keys, cos, sin, graph) = _edge_key_features(
-            key, edge_key, points, src, dst, graph_dst, a, b)
+        key_side = _edge_key_side(key, edge_key, points, src, dst,
+                                  graph_dst, a, b, keep=True)
+        key_chunk = key_side.table
         key_chunk *= weight
         grad_query_features.index_add_(1, dst[a:b], key_chunk)
         query_chunk *= weight
-        grad_keys = _angles_backward(
-            _features_backward(query_chunk, cos, sin, points.num_points),
-            keys, points, graph)
+        grad_keys = key_side.backward(query_chunk)
         grad_edge_key[a:b] = grad_keys
         grad_key.index_add_(0, src[a:b], grad_keys)
     return query_side.backward(grad_query_features), grad_key, grad_edge_key
