@@ -68,7 +68,7 @@ def features_backward(grad: Tensor, x: Tensor, matrix: Tensor,
     return grad_x, torch.bmm(x.permute(1, 2, 0), grad_angles)
 
 
-def applies(x: Tensor, angles: int) -> bool:
+def use_compiled(x: Tensor, angles: int) -> bool:
     r"""Whether the compiled functions run for rows :obj:`x` and
     :obj:`angles` angles in all: on CPU, float32 or float64, at least
     :data:`MIN_ANGLES` angles, while :data:`ENABLED` and not inside a
@@ -91,7 +91,9 @@ class _Compiled:
         global ENABLED
         try:
             return self.compiled(*args)
-        except Exception as error:  # the compiler's failures have no base
+        # Compiler failures share no base class; an error of the function
+        # itself is raised again by the eager call below.
+        except Exception as error:
             ENABLED = False
             warnings.warn(f'ikgat: compiling the random-feature tables '
                           f'failed ({type(error).__name__}: {error}); the '

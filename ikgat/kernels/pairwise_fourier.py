@@ -39,7 +39,11 @@ from typing import NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ikgat.kernels import compiled_features
+from ikgat.kernels.compiled_features import (
+    compiled_features,
+    compiled_features_backward,
+    use_compiled,
+)
 from ikgat.kernels.trigonometry import cos_sin
 
 #: Elements of one per-node feature table of a head group
@@ -172,7 +176,7 @@ def _fused(x: Tensor, points: _Points, graph: Optional[Tensor]) -> bool:
     r"""Whether a side's features come from
     :mod:`ikgat.kernels.compiled_features` (points shared by all rows)."""
     matrix = points.matrix
-    return graph is None and compiled_features.applies(
+    return graph is None and use_compiled(
         x, x.size(0) * matrix.size(1) * matrix.size(3))
 
 
@@ -191,7 +195,7 @@ class _NodeSide:
         self.x, self.points, self.graph = x, points, graph
         self.fused = _fused(x, points, graph)
         if self.fused:
-            self.table = compiled_features.compiled_features(
+            self.table = compiled_features(
                 x, points.matrix[0], points.num_points)
             self.cache = None
             return
@@ -223,7 +227,7 @@ class _NodeSide:
         :obj:`points.grad`)."""
         if self.fused:
             grad_x, grad_matrix = (
-                compiled_features.compiled_features_backward(
+                compiled_features_backward(
                     grad_table, self.x, self.points.matrix[0],
                     self.points.num_points))
             self.points.grad[0] += grad_matrix
@@ -493,7 +497,7 @@ class _BackwardTables:
                  graph_dst: Optional[Tensor], graph_src: Optional[Tensor]):
         def side(x: Tensor, graph: Optional[Tensor]):
             grad_features = x.new_empty(size, x.size(0), width)
-            if graph is None and compiled_features.applies(
+            if graph is None and use_compiled(
                     x, x.size(0) * size * angles):
                 return None, grad_features, None
             cache = None

@@ -52,12 +52,12 @@ def test_features_and_their_backward_are_the_formula(num_sets, heads):
 def test_the_rule_names_cpu_float_inputs_with_enough_angles(monkeypatch):
     monkeypatch.setattr(cf, 'ENABLED', True)
     x = torch.randn(4, 1, 2)
-    assert cf.applies(x, cf.MIN_ANGLES)
-    assert not cf.applies(x, cf.MIN_ANGLES - 1)
-    assert not cf.applies(x.half(), cf.MIN_ANGLES)
-    assert not cf.applies(x.to('meta'), cf.MIN_ANGLES)
+    assert cf.use_compiled(x, cf.MIN_ANGLES)
+    assert not cf.use_compiled(x, cf.MIN_ANGLES - 1)
+    assert not cf.use_compiled(x.half(), cf.MIN_ANGLES)
+    assert not cf.use_compiled(x.to('meta'), cf.MIN_ANGLES)
     monkeypatch.setattr(cf, 'ENABLED', False)
-    assert not cf.applies(x, cf.MIN_ANGLES)
+    assert not cf.use_compiled(x, cf.MIN_ANGLES)
 
 
 @pytest.mark.slow
