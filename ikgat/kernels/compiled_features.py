@@ -30,15 +30,16 @@ the backward pass needs no cache of cosines and sines.
 The compiled functions are used on CPU for float32 and float64 inputs of
 at least :data:`MIN_ANGLES` angles, so that small graphs never wait for a
 compilation.  They compile once per process and dtype (dynamic shapes);
-if compiling fails (no C++ compiler, for one), a warning says so once and
-the eager functions are used from then on.  :data:`ENABLED` switches them
-off.
+if compiling fails (no C++ compiler, for one), a warning says so, and
+:data:`ENABLED` is cleared so that the callers' eager path runs from then
+on.  Setting :data:`ENABLED` to :obj:`False` switches them off.
 """
-import warnings
-from typing import Callable, Tuple
+from typing import Tuple
 
 import torch
 from torch import Tensor
+
+from ikgat.kernels.compiled import CompiledOrEager
 
 #: Whether the compiled functions may be used at all.
 ENABLED = True
@@ -79,29 +80,19 @@ def use_compiled(x: Tensor, angles: int) -> bool:
             and not torch.compiler.is_compiling())
 
 
-class _Compiled:
-    r"""A function through :func:`torch.compile` (compiled on first call),
-    which falls back to the function itself for good if compiling fails."""
-
-    def __init__(self, function: Callable):
-        self.function = function
-        self.compiled = torch.compile(function, dynamic=True)
-
-    def __call__(self, *args):
-        global ENABLED
-        try:
-            return self.compiled(*args)
-        # Compiler failures share no base class; an error of the function
-        # itself is raised again by the eager call below.
-        except Exception as error:
-            ENABLED = False
-            warnings.warn(f'ikgat: compiling the random-feature tables '
-                          f'failed ({type(error).__name__}: {error}); the '
-                          f'eager path is used from now on', RuntimeWarning,
-                          stacklevel=2)
-            return self.function(*args)
+def _disable() -> None:
+    r"""Clear :data:`ENABLED` (after a failed compilation), so that the
+    callers' own eager path (row chunks, cached cosines and sines) takes
+    over."""
+    global ENABLED
+    ENABLED = False
 
 
+_FALLBACK = 'the eager path is used from now on'
 #: :func:`features` and :func:`features_backward` compiled.
-compiled_features = _Compiled(features)
-compiled_features_backward = _Compiled(features_backward)
+compiled_features = CompiledOrEager(
+    features, 'ikgat: compiling the random-feature tables', _FALLBACK,
+    on_failure=_disable)
+compiled_features_backward = CompiledOrEager(
+    features_backward, "ikgat: compiling the random-feature tables'"
+    ' backward', _FALLBACK, on_failure=_disable)

@@ -106,14 +106,14 @@ its backward, ``torch.library.custom_op``): :func:`torch.compile` keeps it as
 one opaque node, and its fake implementation gives the shapes on the
 ``meta`` device without launching anything.
 """
-import warnings
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
 import ikgat.kernels.triton_fourier as triton_fourier
 from ikgat.kernels.base import renamed_argument
+from ikgat.kernels.compiled import CompiledOrEager
 from ikgat.kernels.trigonometry import cos_sin
 from ikgat.kernels.triton_runtime import triton_usable
 
@@ -174,28 +174,12 @@ def _backward_chunk(points: Tensor, x_chunk: Tensor, grad_chunk: Tensor,
     return grad_x, grad_points, grad_cos, grad_sin
 
 
-_COMPILED: Dict[str, object] = {}
-
-
-def _compiled(name: str, function):
-    r"""The chunk kernel through :func:`torch.compile`, or :obj:`None` after
-    a failed compilation (the eager kernel is used then)."""
-    if name not in _COMPILED:
-        _COMPILED[name] = torch.compile(function, dynamic=True)
-    return _COMPILED[name]
-
-
-def _run_compiled(name: str, function, *args):
-    compiled = _compiled(name, function)
-    if compiled is not None:
-        try:
-            return compiled(*args)
-        except Exception as error:  # no C++ compiler, unsupported platform
-            warnings.warn(f"fused_fourier_log_similarity: torch.compile of "
-                          f"the chunk kernels failed ({type(error).__name__}:"
-                          f" {error}); using node_path='eager'", stacklevel=2)
-            _COMPILED[name] = None
-    return function(*args)
+_COMPILED_FORWARD = CompiledOrEager(
+    _forward_chunk, 'fused_fourier_log_similarity: torch.compile of the '
+    'forward chunk kernel', "using node_path='eager'")
+_COMPILED_BACKWARD = CompiledOrEager(
+    _backward_chunk, 'fused_fourier_log_similarity: torch.compile of the '
+    'backward chunk kernel', "using node_path='eager'")
 
 
 def _workspace(like: Tensor, count: int, size: int) -> List[Tensor]:
@@ -225,8 +209,8 @@ def _chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
         stop = min(start + chunk_size, num_nodes)
         x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n], a view
         if backend == 'compile':
-            estimate = _run_compiled('forward', _forward_chunk, points,
-                                     x_chunk, cos_weight, sin_weight)
+            estimate = _COMPILED_FORWARD(points, x_chunk, cos_weight,
+                                         sin_weight)
         else:
             angle = _view(angle_buf, heads, num_angles, stop - start)
             cos = _view(cos_buf, heads, num_angles, stop - start)
@@ -270,9 +254,8 @@ def _chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
         x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n]
         grad_chunk = grad_t[:, :, start:stop]  # [H, T, n]
         if backend == 'compile':
-            chunk_x, chunk_points, chunk_cos, chunk_sin = _run_compiled(
-                'backward', _backward_chunk, points, x_chunk, grad_chunk,
-                cos_weight, sin_weight)
+            chunk_x, chunk_points, chunk_cos, chunk_sin = _COMPILED_BACKWARD(
+                points, x_chunk, grad_chunk, cos_weight, sin_weight)
             grad_x[start:stop] = chunk_x.permute(2, 0, 1)
             grad_points += chunk_points
             grad_cos += chunk_cos

@@ -46,11 +46,10 @@ from ikgat.kernels.fused_fourier import (
 #: The option is the node-against-anchor pairing's (IKGATConv, MIKANConv).
 #: The query-against-key pairing (IKTransformerConv) takes the chunks of
 #: :mod:`ikgat.kernels.pairwise_fourier` on CPU and the kernels of
-#: :mod:`ikgat.nn.triton_fourier_pairs` on CUDA whatever its value: its node
-#: tables through :func:`torch.compile` ran a PubMed-size layer step within
-#: 2% of the eager chunks' time (NumPy's vectorised sines and cosines are
-#: about as fast as Inductor's; measured for issue #29), not worth a second
-#: path.
+#: :mod:`ikgat.nn.triton_fourier_pairs` on CUDA whatever its value; on CPU
+#: its node tables go through :func:`torch.compile` by themselves once they
+#: are large enough (:mod:`ikgat.kernels.compiled_features`, switched off
+#: by its ``ENABLED``).
 NODE_PATHS = ('eager', 'compile', 'triton', 'plain')
 
 
