@@ -172,12 +172,18 @@ def _features_backward(grad: Tensor, cos: Tensor, sin: Tensor,
     return out.flatten(2)
 
 
-def _fused(x: Tensor, points: _Points, graph: Optional[Tensor]) -> bool:
-    r"""Whether a side's features come from
+def _fused_side(x: Tensor, graph: Optional[Tensor], heads: int,
+                angles: int) -> bool:
+    r"""Whether the features of rows :obj:`x` in a group of :obj:`heads`
+    heads, :obj:`angles` angles per head, come from
     :mod:`ikgat.kernels.compiled_features` (points shared by all rows)."""
-    matrix = points.matrix
-    return graph is None and use_compiled(
-        x, x.size(0) * matrix.size(1) * matrix.size(3))
+    return graph is None and use_compiled(x, x.size(0) * heads * angles)
+
+
+def _fused(x: Tensor, points: _Points, graph: Optional[Tensor]) -> bool:
+    r""":func:`_fused_side` for a head group's :class:`_Points`."""
+    return _fused_side(x, graph, points.matrix.size(1),
+                       points.matrix.size(3))
 
 
 class _NodeSide:
@@ -497,8 +503,7 @@ class _BackwardTables:
                  graph_dst: Optional[Tensor], graph_src: Optional[Tensor]):
         def side(x: Tensor, graph: Optional[Tensor]):
             grad_features = x.new_empty(size, x.size(0), width)
-            if graph is None and use_compiled(
-                    x, x.size(0) * size * angles):
+            if _fused_side(x, graph, size, angles):
                 return None, grad_features, None
             cache = None
             if x.size(0) * size * angles <= TABLE_ELEMENTS:
