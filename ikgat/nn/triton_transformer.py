@@ -423,12 +423,38 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
     return (num_nodes, -(-heads // constants['BLOCK_H']))
 
 
+#: The widest gathered row (:math:`B_H \times \max(B_D, B_C)` floats) of
+#: the tables' kernels, and the largest tile of two such rows that stays at
+#: 4 warps: all 8 heads of :math:`2R = 128` random features in one program.
+#: On an H100 at arxiv size (forward and backward of the three kernels,
+#: ``benchmarks/results/cuda-2026-11-27-h100/tables.md``) 8 heads x 2 edges
+#: at 4 warps took 13.5 ms, against 20.3 ms for the rows of
+#: :data:`ROW_ELEMENTS` (4 heads x 2 edges, 8 warps) and 20.1 ms for 8
+#: heads x 2 edges at 8 warps.
+TABLE_ROW_ELEMENTS = 2 * ROW_ELEMENTS
+
+
+def table_tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+                 channels: int) -> dict:
+    r""":func:`tiling` of the tables' kernels: heads in rows of up to
+    :data:`TABLE_ROW_ELEMENTS`, edge tiles of :data:`ROW_ELEMENTS` (at
+    least two edges), at 4 warps up to two rows of
+    :data:`TABLE_ROW_ELEMENTS`."""
+    constants = tiling(num_edges, num_nodes, heads, width, channels,
+                       TABLE_ROW_ELEMENTS)
+    row = constants['BLOCK_H'] * max(constants['BLOCK_D'],
+                                     constants['BLOCK_C'])
+    if constants['BLOCK_E'] * row <= 2 * TABLE_ROW_ELEMENTS:
+        constants['num_warps'] = 4
+    return constants
+
+
 def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
             channels: int, points: Optional[Tensor]) -> dict:
-    r""":func:`tiling` of the tables' kernels, or with spectral points
+    r""":func:`table_tiling` of the tables' kernels, or with spectral points
     :func:`fourier_tiling`."""
     if points is None:
-        return tiling(num_edges, num_nodes, heads, width, channels)
+        return table_tiling(num_edges, num_nodes, heads, width, channels)
     return fourier_tiling(num_edges, num_nodes, heads, points.size(2),
                           channels)
 
@@ -547,7 +573,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     return grad_u, grad_v, grad_points, grad_s, grad_values
 
 
-def _angle_product(grad_angles: Tensor, x: Tensor, one_product: bool
+def angle_product(grad_angles: Tensor, x: Tensor, one_product: bool
                    ) -> Tensor:
     r""":math:`\sum_n (\partial L/\partial a_{n,s})\, x_n^\top`,
     :math:`(m, H, R, D)`, from the angles' gradients :math:`(N, H, m, R)`
@@ -575,12 +601,12 @@ def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
     r""":math:`\partial L/\partial W_s = \sum_n (\partial L/\partial
     a_{n,s})\, x_n^\top` over the queries and the keys, from the angles'
     gradients :math:`(N, H, m, R)`: one product per side
-    (:func:`_angle_product`, as one matrix product off the CPU: CUDA, and
+    (:func:`angle_product`, as one matrix product off the CPU: CUDA, and
     ``meta`` standing for it)."""
     dtype = accumulation_dtype(points.dtype)
     one_product = points.device.type != 'cpu'
-    grad = _angle_product(grad_angles_u.to(dtype), u.to(dtype), one_product)
-    grad = grad + _angle_product(grad_angles_v.to(dtype), v.to(dtype),
+    grad = angle_product(grad_angles_u.to(dtype), u.to(dtype), one_product)
+    grad = grad + angle_product(grad_angles_v.to(dtype), v.to(dtype),
                                  one_product)
     # Contiguous, as the fake implementation declares:
     return grad.to(points.dtype).contiguous()

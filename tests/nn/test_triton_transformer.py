@@ -19,7 +19,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     IDENTITY,
     LINKS,
     LOG_SQUARE,
-    _angle_product,
+    angle_product,
     _tiling,
     fourier_tiling,
     fused_transformer_attention,
@@ -188,8 +188,8 @@ def test_the_points_gradient_as_one_product_equals_the_batched_one(
                               dtype=torch.float64).transpose(0, 1)
     x = torch.randn(nodes, heads, width, generator=generator,
                     dtype=torch.float64)
-    one = _angle_product(grad_angles, x, one_product=True)
-    batched = _angle_product(grad_angles, x, one_product=False)
+    one = angle_product(grad_angles, x, one_product=True)
+    batched = angle_product(grad_angles, x, one_product=False)
     assert one.shape == (sets, heads, points, width)
     assert torch.allclose(one, batched, atol=1e-12)
 

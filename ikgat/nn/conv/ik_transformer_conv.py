@@ -24,6 +24,7 @@ from torch_geometric.utils import (
 )
 
 import ikgat.nn.graph_cache as graph_cache
+import ikgat.nn.pair_tables as pair_tables
 import ikgat.nn.triton_transformer as triton_transformer
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
@@ -128,11 +129,15 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     PyTorch path, and ``direct`` 26 times TransformerConv's time).
 
     The kernels gather :math:`\tilde q, \tilde k` (:math:`D` floats per
-    edge and head); for the random-feature kernels they compute the
-    features :math:`\phi(\tilde q)`, :math:`\phi(\tilde k)` from them and
-    the spectral points in registers
-    (:mod:`ikgat.nn.triton_fourier_pairs`), so that no :math:`N \times H
-    \times 2R` table is made or gathered; an implicit kernel's
+    edge and head).  For the random-feature kernels on CUDA they gather
+    per-node tables :math:`\phi(\tilde q)`, :math:`\phi(\tilde k)`
+    (:mod:`ikgat.nn.pair_tables`: :math:`2R` floats per node and head, made
+    in one compiled pass per side, the angles recomputed in backward);
+    elsewhere, or with :data:`ikgat.nn.pair_tables.ENABLED` cleared, they
+    compute the features from :math:`\tilde q, \tilde k` and the spectral
+    points in registers (:mod:`ikgat.nn.triton_fourier_pairs`: no
+    :math:`N \times H \times 2R` table, but per edge, and on an H100 at
+    arxiv size about 2.4 times slower); an implicit kernel's
     :obj:`num_samples` draws in evaluation are one pass over :math:`SH`
     heads.  Otherwise the PyTorch
     path below runs.  When Triton cannot build a kernel on the machine,
@@ -392,6 +397,13 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
                                  sample=self.training or draws > 1,
                                  num_draws=draws)
         tables = self.kernel.pair_feature_map(query, key)
+        if tables.points is not None and pair_tables.uses_tables(query):
+            # Per-node feature tables for the gathered-table kernels
+            # (ikgat.nn.pair_tables: faster on a GPU than the points).
+            tables = tables._replace(
+                query=pair_tables.node_tables(tables.query, tables.points),
+                key=pair_tables.node_tables(tables.key, tables.points),
+                points=None)
         draws = tables.query.size(1) // heads
         # Every draw's heads share the keys' terms and the values:
         terms = self._key_terms(key)

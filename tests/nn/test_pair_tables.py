@@ -1,0 +1,127 @@
+"""The per-node feature tables of the fused transformer attention
+(ikgat.nn.pair_tables): values, the recomputing backward, bad shapes, the
+rule, and the layer through them against the points kernels."""
+import pytest
+import torch
+
+import ikgat.nn.pair_tables as pair_tables
+from ikgat import IKTransformerConv, MIKANTransformerConv
+from ikgat.kernels.random_features import fourier_features
+from ikgat.kernels.triton_runtime import triton_usable
+
+
+def leaves(nodes, heads, width, sets, points, seed):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(nodes, heads, width, generator=generator,
+                    dtype=torch.float64)
+    w = torch.randn(sets, heads, points, width, generator=generator,
+                    dtype=torch.float64)
+    return x.requires_grad_(), w.requires_grad_()
+
+
+@pytest.mark.parametrize('nodes, heads, width, sets, points', [
+    (7, 1, 3, 1, 5), (9, 3, 4, 2, 6), (1, 2, 8, 2, 64), (0, 2, 3, 2, 4)])
+def test_tables_and_their_gradients_equal_the_features_autograd(
+        nodes, heads, width, sets, points):
+    x, w = leaves(nodes, heads, width, sets, points, seed=nodes + points)
+    expected = fourier_features(x, w)
+    got = pair_tables.node_tables(x, w)
+    assert got.shape == (nodes, heads, 2 * points)
+    torch.testing.assert_close(got, expected, atol=1e-12, rtol=1e-12)
+    grad = torch.randn_like(expected)
+    want = torch.autograd.grad(expected, (x, w), grad)
+    have = torch.autograd.grad(got, (x, w), grad)
+    for a, b in zip(have, want):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
+
+
+def test_one_side_needing_a_gradient():
+    x, w = leaves(6, 2, 3, 2, 4, seed=3)
+    x = x.detach()
+    out = pair_tables.node_tables(x, w)
+    (grad_w, ) = torch.autograd.grad(out.sum(), (w, ))
+    (want, ) = torch.autograd.grad(fourier_features(x, w).sum(), (w, ))
+    torch.testing.assert_close(grad_w, want)
+
+
+@pytest.mark.parametrize('shapes', [((5, 2, 3), (2, 3, 4, 3)),
+                                    ((5, 2, 3), (2, 2, 4, 4)),
+                                    ((5, 6), (2, 2, 4, 3))])
+def test_mismatched_shapes_are_refused_in_one_line(shapes):
+    x, w = torch.randn(*shapes[0]), torch.randn(*shapes[1])
+    with pytest.raises(ValueError, match=r'node_tables: .*got') as info:
+        pair_tables.node_tables(x, w)
+    assert '\n' not in str(info.value)
+
+
+def test_the_rule_is_cuda_while_enabled(monkeypatch):
+    assert not pair_tables.uses_tables(torch.zeros(2, 1, 1))
+    meta = torch.zeros(2, 1, 1, device='meta')
+    assert not pair_tables.uses_tables(meta)
+    monkeypatch.setattr(pair_tables, 'ENABLED', False)
+    assert not pair_tables.uses_tables(torch.zeros(2, 1, 1))
+
+
+@pytest.mark.skipif(not triton_usable(), reason='needs Triton')
+@pytest.mark.parametrize('layer, kwargs', [
+    (IKTransformerConv, dict(kernel='direct')),
+    (IKTransformerConv, dict(kernel='rff_ns')),
+    (MIKANTransformerConv, dict())])
+@pytest.mark.parametrize('training', [False, True])
+def test_the_layer_through_tables_equals_the_points_kernels(
+        layer, kwargs, training, monkeypatch):
+    # The fused path on CPU (Triton's interpreter), once with the tables of
+    # pair_tables (forced: the rule says CUDA) and once with the points.
+    torch.manual_seed(0)
+    conv = layer(5, 4, heads=2, num_spectral_points=8, beta=True, **kwargs)
+    conv.fused_attention = 'always'
+    conv.train(training)
+    x = torch.randn(12, 5, requires_grad=True)
+    edge_index = torch.randint(0, 12, (2, 40))
+    results = []
+    node_tables = pair_tables.node_tables
+    for forced in (True, False):
+        monkeypatch.setattr(pair_tables, 'uses_tables', lambda x: forced)
+        calls = []
+        monkeypatch.setattr(pair_tables, 'node_tables',
+                            lambda *a: calls.append(1) or node_tables(*a))
+        torch.manual_seed(1)
+        out = conv(x, edge_index)
+        grads = torch.autograd.grad(out.square().sum(),
+                                    [x, *conv.parameters()],
+                                    allow_unused=True)
+        assert len(calls) == (2 if forced else 0)
+        results.append((out, grads))
+    (out_t, grads_t), (out_p, grads_p) = results
+    torch.testing.assert_close(out_t, out_p, atol=1e-5, rtol=1e-5)
+    for a, b in zip(grads_t, grads_p):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
+@pytest.mark.parametrize('layer, kwargs', [
+    (IKTransformerConv, dict(kernel='direct')),
+    (MIKANTransformerConv, dict())])
+def test_on_cuda_the_tables_equal_the_points_and_the_pytorch_path(
+        layer, kwargs, monkeypatch):
+    # Compiled tables (the default on CUDA), the points kernels
+    # (ENABLED cleared) and the PyTorch path (fused_attention=False).
+    torch.manual_seed(0)
+    conv = layer(5, 4, heads=2, num_spectral_points=16, **kwargs).cuda()
+    x = torch.randn(300, 5, device='cuda', requires_grad=True)
+    edge_index = torch.randint(0, 300, (2, 2000), device='cuda')
+    results = []
+    for enabled, fused in ((True, True), (False, True), (True, False)):
+        monkeypatch.setattr(pair_tables, 'ENABLED', enabled)
+        conv.fused_attention = fused
+        torch.manual_seed(1)
+        out = conv(x, edge_index)
+        results.append((out, torch.autograd.grad(
+            out.square().sum(), [x, *conv.parameters()])))
+    (out, grads), others = results[0], results[1:]
+    for other_out, other_grads in others:
+        torch.testing.assert_close(out, other_out, atol=1e-4, rtol=1e-4)
+        for a, b in zip(grads, other_grads):
+            torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
