@@ -81,10 +81,11 @@ def test_the_layer_through_tables_equals_the_points_kernels(
     results = []
     node_tables = pair_tables.node_tables
     for forced in (True, False):
-        monkeypatch.setattr(pair_tables, 'uses_tables', lambda x: forced)
+        monkeypatch.setattr(pair_tables, 'uses_tables', lambda x, forced=forced: forced)
         calls = []
         monkeypatch.setattr(pair_tables, 'node_tables',
-                            lambda *a: calls.append(1) or node_tables(*a))
+                            lambda *a, calls=calls: calls.append(1)
+                            or node_tables(*a))
         torch.manual_seed(1)
         out = conv(x, edge_index)
         grads = torch.autograd.grad(out.square().sum(),
