@@ -86,7 +86,10 @@ class _NodeTables(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, points: Tensor) -> Tensor:
         ctx.save_for_backward(x, points)
-        compiled = x.device.type == 'cuda'
+        # Compiled on CUDA; inside an outer torch.compile its trace is the
+        # compilation.
+        compiled = (x.device.type == 'cuda'
+                    and not torch.compiler.is_compiling())
         ctx.compiled = compiled
         return (_compiled_tables if compiled else tables)(x, points)
 
@@ -114,6 +117,4 @@ def node_tables(x: Tensor, points: Tensor) -> Tensor:
         raise ValueError(f"node_tables: expected x (N, H, D) and points "
                          f"(m, H, R, D) of the same H and D (got "
                          f"{tuple(x.shape)} and {tuple(points.shape)})")
-    if torch.compiler.is_compiling():
-        return tables(x, points)
     return _NodeTables.apply(x, points)

@@ -8,6 +8,7 @@ import ikgat.nn.pair_tables as pair_tables
 from ikgat import IKTransformerConv, MIKANTransformerConv
 from ikgat.kernels.random_features import fourier_features
 from ikgat.kernels.triton_runtime import triton_usable
+from tests.helpers import DEVICE
 
 
 def leaves(nodes, heads, width, sets, points, seed):
@@ -70,14 +71,15 @@ def test_the_rule_is_cuda_while_enabled(monkeypatch):
 @pytest.mark.parametrize('training', [False, True])
 def test_the_layer_through_tables_equals_the_points_kernels(
         layer, kwargs, training, monkeypatch):
-    # The fused path on CPU (Triton's interpreter), once with the tables of
-    # pair_tables (forced: the rule says CUDA) and once with the points.
+    # The fused path (on CPU in Triton's interpreter), once with the tables
+    # of pair_tables (forced: the rule says CUDA) and once with the points.
     torch.manual_seed(0)
-    conv = layer(5, 4, heads=2, num_spectral_points=8, beta=True, **kwargs)
+    conv = layer(5, 4, heads=2, num_spectral_points=8, beta=True,
+                 **kwargs).to(DEVICE)
     conv.fused_attention = 'always'
     conv.train(training)
-    x = torch.randn(12, 5, requires_grad=True)
-    edge_index = torch.randint(0, 12, (2, 40))
+    x = torch.randn(12, 5, device=DEVICE, requires_grad=True)
+    edge_index = torch.randint(0, 12, (2, 40), device=DEVICE)
     results = []
     node_tables = pair_tables.node_tables
     for forced in (True, False):
@@ -126,3 +128,18 @@ def test_on_cuda_the_tables_equal_the_points_and_the_pytorch_path(
         torch.testing.assert_close(out, other_out, atol=1e-4, rtol=1e-4)
         for a, b in zip(grads, other_grads):
             torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
+
+
+def test_inside_torch_compile_the_backward_is_the_recomputing_one():
+    # Dynamo traces the autograd function whole (fullgraph): the same values
+    # and gradients as eager, with only x and the points saved.
+    x, w = leaves(20, 2, 3, 2, 4, seed=5)
+    compiled = torch.compile(
+        lambda x, w: pair_tables.node_tables(x, w).square().sum(),
+        fullgraph=True)
+    out = compiled(x, w)
+    expected = fourier_features(x, w).square().sum()
+    torch.testing.assert_close(out, expected)
+    for a, b in zip(torch.autograd.grad(out, (x, w)),
+                    torch.autograd.grad(expected, (x, w))):
+        torch.testing.assert_close(a, b)
