@@ -23,8 +23,11 @@ recomputes the angles and takes
 
 (the last one product per side,
 :func:`~ikgat.nn.triton_transformer.angle_product`).  Only :math:`x` and
-:math:`W` are saved; each direction is one compiled pass after the angle
-product (:class:`~ikgat.kernels.compiled.CompiledOrEager`).
+:math:`W` are saved.  Both directions are registered operators
+(``ikgat::node_tables`` and ``ikgat::node_tables_backward``, opaque under
+:func:`torch.compile`); on CUDA each is one compiled pass after the angle
+product (:class:`~ikgat.kernels.compiled.CompiledOrEager`), elsewhere eager
+PyTorch.
 
 :class:`~ikgat.IKTransformerConv` gives the gathered-table kernels of
 :func:`~ikgat.nn.triton_transformer.fused_transformer_attention` these
@@ -33,7 +36,7 @@ tables, :math:`O(N H R)` floats per side, instead of the spectral points
 H100 at arxiv size the operator took about 20 ms with tables against 47.5
 ms with points, for about 1.2 GB more memory in its step
 (``benchmarks/results/cuda-2026-11-27-h100``).  :func:`uses_tables` is the
-rule: CUDA tensors while :data:`ENABLED`.
+rule: off the CPU while :data:`ENABLED`.
 """
 from typing import Tuple
 
@@ -51,9 +54,10 @@ ENABLED = True
 
 def uses_tables(x: Tensor) -> bool:
     r"""Whether the fused attention of vectors :obj:`x` takes the tables of
-    :func:`node_tables` instead of spectral points: on CUDA, while
+    :func:`node_tables` instead of spectral points: off the CPU (CUDA, and
+    the ``meta`` device standing for it in the launch counts), while
     :data:`ENABLED`."""
-    return ENABLED and x.device.type == 'cuda'
+    return ENABLED and x.device.type != 'cpu'
 
 
 def tables(x: Tensor, points: Tensor) -> Tensor:
@@ -82,39 +86,64 @@ _compiled_angle_gradient = CompiledOrEager(
     ' backward', _FALLBACK)
 
 
-class _NodeTables(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x: Tensor, points: Tensor) -> Tensor:
-        ctx.save_for_backward(x, points)
-        # Compiled on CUDA; inside an outer torch.compile its trace is the
-        # compilation.
-        compiled = (x.device.type == 'cuda'
-                    and not torch.compiler.is_compiling())
-        ctx.compiled = compiled
-        return (_compiled_tables if compiled else tables)(x, points)
+# Registered operators (opaque under torch.compile, one operation each in
+# the launch counts); the compiled functions on CUDA, eager elsewhere.
 
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> Tuple[Tensor, Tensor]:
-        x, points = ctx.saved_tensors
-        function = _compiled_angle_gradient if ctx.compiled \
-            else angle_gradient
-        grad_angles = function(grad.contiguous(), x, points)
-        grad_x = torch.einsum('nhmr,mhrd->nhd', grad_angles, points) \
-            if ctx.needs_input_grad[0] else None
-        grad_points = angle_product(
-            grad_angles, x, x.device.type != 'cpu').contiguous() \
-            if ctx.needs_input_grad[1] else None
-        return grad_x, grad_points
+@torch.library.custom_op('ikgat::node_tables', mutates_args=())
+def _tables_op(x: Tensor, points: Tensor) -> Tensor:
+    function = _compiled_tables if x.device.type == 'cuda' else tables
+    return function(x, points)
+
+
+@_tables_op.register_fake
+def _(x, points):
+    return x.new_empty(x.size(0), x.size(1), 2 * points.size(2))
+
+
+@torch.library.custom_op('ikgat::node_tables_backward', mutates_args=())
+def _backward_op(grad: Tensor, x: Tensor, points: Tensor,
+                 need_x: bool, need_points: bool) -> Tuple[Tensor, Tensor]:
+    function = _compiled_angle_gradient if x.device.type == 'cuda' \
+        else angle_gradient
+    grad_angles = function(grad.contiguous(), x, points)
+    grad_x = torch.einsum('nhmr,mhrd->nhd', grad_angles, points
+                          ).contiguous() if need_x else x.new_empty(0)
+    grad_points = angle_product(grad_angles, x, x.device.type != 'cpu'
+                                ).contiguous() if need_points \
+        else points.new_empty(0)
+    return grad_x, grad_points
+
+
+@_backward_op.register_fake
+def _(grad, x, points, need_x, need_points):
+    return (torch.empty_like(x) if need_x else x.new_empty(0),
+            torch.empty_like(points) if need_points else points.new_empty(0))
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _autograd_backward(ctx, grad):
+    x, points = ctx.saved_tensors
+    need_x, need_points = ctx.needs_input_grad
+    grad_x, grad_points = _backward_op(grad, x, points, need_x, need_points)
+    return (grad_x if need_x else None,
+            grad_points if need_points else None)
+
+
+_tables_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
 def node_tables(x: Tensor, points: Tensor) -> Tensor:
     r""":math:`\phi(x)`, :math:`(N, H, 2R)`, differentiable in :obj:`x`
     :math:`(N, H, D)` and :obj:`points` :math:`(m, H, R, D)`, saving only
-    them (see the module docstring); compiled on CUDA, eager elsewhere.
-    Not twice differentiable."""
+    them (see the module docstring): the registered operator
+    ``ikgat::node_tables`` (and its ``_backward``), compiled on CUDA, eager
+    elsewhere.  Not twice differentiable."""
     if x.dim() != 3 or points.dim() != 4 or points.shape[1] != x.shape[1] \
             or points.shape[3] != x.shape[2]:
         raise ValueError(f"node_tables: expected x (N, H, D) and points "
                          f"(m, H, R, D) of the same H and D (got "
                          f"{tuple(x.shape)} and {tuple(points.shape)})")
-    return _NodeTables.apply(x, points)
+    return _tables_op(x, points)

@@ -55,12 +55,12 @@ def test_mismatched_shapes_are_refused_in_one_line(shapes):
     assert '\n' not in str(info.value)
 
 
-def test_the_rule_is_cuda_while_enabled(monkeypatch):
+def test_the_rule_is_off_the_cpu_while_enabled(monkeypatch):
     assert not pair_tables.uses_tables(torch.zeros(2, 1, 1))
     meta = torch.zeros(2, 1, 1, device='meta')
-    assert not pair_tables.uses_tables(meta)
+    assert pair_tables.uses_tables(meta)  # standing for CUDA
     monkeypatch.setattr(pair_tables, 'ENABLED', False)
-    assert not pair_tables.uses_tables(torch.zeros(2, 1, 1))
+    assert not pair_tables.uses_tables(meta)
 
 
 @pytest.mark.skipif(not triton_usable(), reason='needs Triton')
@@ -130,9 +130,17 @@ def test_on_cuda_the_tables_equal_the_points_and_the_pytorch_path(
             torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
 
 
-def test_inside_torch_compile_the_backward_is_the_recomputing_one():
-    # Dynamo traces the autograd function whole (fullgraph): the same values
-    # and gradients as eager, with only x and the points saved.
+def test_the_operators_pass_opcheck():
+    x, w = leaves(6, 2, 3, 2, 4, seed=2)
+    torch.library.opcheck(torch.ops.ikgat.node_tables.default, (x, w))
+    grad = torch.randn(6, 2, 8, dtype=torch.float64)
+    torch.library.opcheck(torch.ops.ikgat.node_tables_backward.default,
+                          (grad, x.detach(), w.detach(), True, False))
+
+
+def test_inside_torch_compile_the_operator_stays_whole():
+    # An opaque operator (fullgraph, no break): the same values and
+    # gradients as eager, its backward the recomputing one.
     x, w = leaves(20, 2, 3, 2, 4, seed=5)
     compiled = torch.compile(
         lambda x, w: pair_tables.node_tables(x, w).square().sum(),
