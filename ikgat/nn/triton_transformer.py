@@ -33,7 +33,9 @@ the queries, keys and spectral points.  The random-feature kernels give
 the queries, keys and stacked spectral points instead
 (:attr:`~ikgat.kernels.base.PairFeatureMap.points`): the kernels of
 :mod:`ikgat.nn.triton_fourier_pairs` then compute :math:`\phi` in
-registers, and the operator returns the points' gradient too.  Attention dropout,
+registers, and the operator returns the points' gradient too.  On CUDA the
+layers make the tables themselves (:mod:`ikgat.nn.pair_tables`), which is
+faster there.  Attention dropout,
 :math:`\tilde\alpha_e = \mu_e \alpha_e / (1 - p)`, is the one of
 :mod:`ikgat.nn.triton_attention` (both from :mod:`ikgat.nn.triton_softmax`):
 a Philox draw keyed by a seed and the CSR position :math:`e H + h`, drawn
@@ -42,8 +44,8 @@ of :math:`\alpha`.
 
 **Programs.**  Each kernel runs one program per node and block of
 :math:`B_H` heads (all heads while :math:`B_H \max(D, C)` fits
-:data:`ROW_ELEMENTS`: one program per node in the common case, see
-:func:`tiling`); per edge of a tile it loads the edge's indices once and
+:data:`TABLE_ROW_ELEMENTS`: one program per node in the common case, see
+:func:`table_tiling`); per edge of a tile it loads the edge's indices once and
 gathers one contiguous row of :math:`B_H` heads of each table, so that the
 tiles are :math:`B_E \times B_H \times B_D` (and :math:`\times B_C`).
 One program per node and head, as first written, made :math:`N H` programs
