@@ -576,7 +576,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
 
 
 def angle_product(grad_angles: Tensor, x: Tensor, one_product: bool
-                   ) -> Tensor:
+                  ) -> Tensor:
     r""":math:`\sum_n (\partial L/\partial a_{n,s})\, x_n^\top`,
     :math:`(m, H, R, D)`, from the angles' gradients :math:`(N, H, m, R)`
     and the vectors :math:`(N, H, D)` of one side.
@@ -609,7 +609,7 @@ def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
     one_product = points.device.type != 'cpu'
     grad = angle_product(grad_angles_u.to(dtype), u.to(dtype), one_product)
     grad = grad + angle_product(grad_angles_v.to(dtype), v.to(dtype),
-                                 one_product)
+                                one_product)
     # Contiguous, as the fake implementation declares:
     return grad.to(points.dtype).contiguous()
 

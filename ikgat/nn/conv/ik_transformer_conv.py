@@ -137,7 +137,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     compute the features from :math:`\tilde q, \tilde k` and the spectral
     points in registers (:mod:`ikgat.nn.triton_fourier_pairs`: no
     :math:`N \times H \times 2R` table, but per edge, and on an H100 at
-    arxiv size about 2.4 times slower); an implicit kernel's
+    arxiv size about 2.2 times slower); an implicit kernel's
     :obj:`num_samples` draws in evaluation are one pass over :math:`SH`
     heads.  Otherwise the PyTorch
     path below runs.  When Triton cannot build a kernel on the machine,
