@@ -184,3 +184,37 @@ def test_transformer_step_predictions_rank_as_their_work():
     eager = gpu_model.transformer_conv_step(ARXIV)
     assert 0 < rbf.total < direct.total
     assert math.isfinite(direct.total) and eager.total > 0
+
+
+def test_transformer_random_feature_kernels_follow_the_layers_cuda_path():
+    # On CUDA the layer gives the gathered-table kernels per-node tables
+    # (ikgat.nn.pair_tables): the model prices those kernels, with the
+    # tiling the wrapper takes for tables, and both sides' table passes;
+    # tables=False prices the points kernels instead.
+    from ikgat.nn.triton_transformer import table_tiling
+    tables = gpu_model.transformer_kernels(ARXIV, family='direct')
+    tile = table_tiling(ARXIV.edges, ARXIV.nodes, 8, 128, 8)
+    for cost in tables:
+        assert cost.constexprs['LOG_SQUARE'] is True
+        assert cost.constexprs['BLOCK_D'] == 128
+        for name in ('BLOCK_E', 'BLOCK_H'):
+            assert cost.constexprs[name] == tile[name]
+        assert cost.warps == tile['num_warps']
+        # One 2R-wide row of every head gathered per edge, at least:
+        assert cost.bytes >= ARXIV.edges * 8 * 128 * 4
+    points = gpu_model.transformer_kernels(ARXIV, family='direct',
+                                           tables=False)
+    assert [c.constexprs.get('CHUNKS') for c in points] != [None] * 3
+    # Forward: read x, write the table; backward: read x and the table's
+    # gradient, write dL/da (read twice more) and dL/dx.
+    n, f32 = 10, 4
+    x, table, angles = n * 8 * 8 * f32, n * 8 * 128 * f32, n * 8 * 128 * f32
+    assert gpu_model.node_table_bytes(n) == 3 * x + 2 * table + 3 * angles
+    with_tables = gpu_model.transformer_layer(ARXIV, 'direct')
+    without = gpu_model.transformer_layer(ARXIV, 'direct', tables=False)
+    assert with_tables.other_bytes - without.other_bytes == (
+        2 * gpu_model.node_table_bytes(ARXIV.nodes)
+        - 2 * ARXIV.nodes * 8 * (2 * 64 + 8) * 4)
+    # Narrower tables gather fewer bytes: the step shrinks with R.
+    assert gpu_model.transformer_layer(ARXIV, 'direct', points=32).total \
+        < with_tables.total
