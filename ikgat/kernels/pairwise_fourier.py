@@ -53,6 +53,16 @@ TABLE_ELEMENTS = 1 << 22
 #: Elements of one chunk's scratch (:math:`E_c \times H_g \times 2R` for an
 #: edge chunk; float32: 1 MiB, cache-sized).
 CHUNK_ELEMENTS = 1 << 18
+#: The most angles (:math:`n H_g m R`) of a side for which the compiled
+#: tables' functions run once on all rows; above, they run on row chunks of
+#: :data:`COMPILED_CHUNK_ANGLES` (float32: 2 MiB).  Temporaries of tens of
+#: MiB come fresh from the operating system at every call, page by page:
+#: at arxiv size (169,343 rows, 128 angles a head) a table's forward and
+#: backward took 137 and 118 ms on all rows, 67 and 73 ms in chunks of
+#: 4,096 rows; at PubMed size (19,717 rows) the chunks' calls and copies
+#: cost more than they save (one thread, an Intel Xeon).
+COMPILED_WHOLE_ANGLES = 1 << 22
+COMPILED_CHUNK_ANGLES = 1 << 19
 
 
 def chunks(count: int, size: int):
@@ -186,38 +196,57 @@ def _fused(x: Tensor, points: _Points, graph: Optional[Tensor]) -> bool:
                        points.matrix.size(3))
 
 
+def _compiled_whole(rows: int, angles: int) -> bool:
+    r"""Whether the compiled functions take all :obj:`rows` rows of
+    :obj:`angles` angles each in one call (:data:`COMPILED_WHOLE_ANGLES`)."""
+    return rows * angles <= COMPILED_WHOLE_ANGLES
+
+
 class _NodeSide:
     r"""One side's (queries' or keys') features in a head group,
-    :attr:`table` :math:`(H_g, n, 2R)`: from the compiled functions of
-    :mod:`ikgat.kernels.compiled_features` where they apply (:func:`_fused`;
-    their backward pass recomputes the angles), else written into
-    :obj:`table` (allocated if not given) row chunk by row chunk (cache-
-    sized temporaries), with the cosines and sines kept in :obj:`cache`
-    :math:`(H_g, n, mR)` if given (else recomputed by :meth:`backward`)."""
+    :attr:`table` :math:`(H_g, n, 2R)`, written into :obj:`table`
+    (allocated if not given) row chunk by row chunk: by the compiled
+    functions of :mod:`ikgat.kernels.compiled_features` where they apply
+    (:func:`_fused`; all rows in one call up to
+    :data:`COMPILED_WHOLE_ANGLES` angles, a new table, else chunks of
+    :data:`COMPILED_CHUNK_ANGLES`; their backward pass recomputes the
+    angles), else with cache-sized temporaries and the cosines and sines
+    kept in :obj:`cache` :math:`(H_g, n, mR)` if given (else recomputed by
+    :meth:`backward`)."""
 
     def __init__(self, x: Tensor, points: _Points, graph: Optional[Tensor],
                  table: Optional[Tensor] = None,
                  cache: Optional[Tuple[Tensor, Tensor]] = None):
         self.x, self.points, self.graph = x, points, graph
         self.fused = _fused(x, points, graph)
-        if self.fused:
-            self.table = compiled_features(
-                x, points.matrix[0], points.num_points)
+        row_chunks = list(self._row_chunks())
+        if self.fused and len(row_chunks) == 1:
+            self.table = compiled_features(x, points.matrix[0],
+                                           points.num_points)
             self.cache = None
             return
         if table is None:
             table = x.new_empty(points.matrix.size(1), x.size(0),
                                 2 * points.num_points)
-        self.table, self.cache = table, cache
-        for a, b in self._row_chunks():
-            _features(*self._cos_sin(a, b), points.num_points,
-                      out=table[:, a:b])
+        self.table, self.cache = table, None if self.fused else cache
+        for a, b in row_chunks:
+            if self.fused:
+                table[:, a:b] = compiled_features(
+                    x[a:b], points.matrix[0], points.num_points)
+            else:
+                _features(*self._cos_sin(a, b), points.num_points,
+                          out=table[:, a:b])
 
     def _row_chunks(self):
         per_row = self.points.matrix[0].numel()
         if self.graph is None:  # angles only, no gathered points
             per_row //= self.points.matrix.size(2)
-        return chunks(self.x.size(0), max(1, CHUNK_ELEMENTS // per_row))
+        size = CHUNK_ELEMENTS
+        if self.fused:
+            size = (self.x.size(0) * per_row
+                    if _compiled_whole(self.x.size(0), per_row)
+                    else COMPILED_CHUNK_ANGLES)
+        return chunks(self.x.size(0), max(1, size // per_row))
 
     def _graph(self, a: int, b: int) -> Optional[Tensor]:
         return None if self.graph is None else self.graph[a:b]
@@ -231,15 +260,22 @@ class _NodeSide:
     def backward(self, grad_table: Tensor) -> Tensor:
         r"""The gradient with respect to :obj:`x` (the points' is added to
         :obj:`points.grad`)."""
-        if self.fused:
-            grad_x, grad_matrix = (
-                compiled_features_backward(
-                    grad_table, self.x, self.points.matrix[0],
-                    self.points.num_points))
+        row_chunks = list(self._row_chunks())
+        if self.fused and len(row_chunks) == 1:
+            grad_x, grad_matrix = compiled_features_backward(
+                grad_table, self.x, self.points.matrix[0],
+                self.points.num_points)
             self.points.grad[0] += grad_matrix
             return grad_x
         grad_x = torch.empty_like(self.x)
-        for a, b in self._row_chunks():
+        for a, b in row_chunks:
+            if self.fused:
+                grad_rows, grad_matrix = compiled_features_backward(
+                    grad_table[:, a:b], self.x[a:b], self.points.matrix[0],
+                    self.points.num_points)
+                grad_x[a:b] = grad_rows
+                self.points.grad[0] += grad_matrix
+                continue
             if self.cache is not None:
                 cos, sin = self.cache[0][:, a:b], self.cache[1][:, a:b]
             else:
@@ -493,8 +529,9 @@ edge_fourier_estimate.register_autograd(_backward,
 class _BackwardTables:
     r"""The backward pass's per-node tables :math:`(H_g, n, 2R)`, allocated
     once and reused by every head group: the gradients of the features for
-    the queries and (without edge features) the keys, and, for a side
-    whose features are not compiled (:func:`_fused`), the features and the
+    the queries and (without edge features) the keys; the features, unless
+    the compiled functions make them in one call (:func:`_compiled_whole`);
+    and, for a side whose features are not compiled (:func:`_fused`), the
     cosines and sines if their table fits :data:`TABLE_ELEMENTS` (else
     :obj:`None`)."""
 
@@ -503,8 +540,10 @@ class _BackwardTables:
                  graph_dst: Optional[Tensor], graph_src: Optional[Tensor]):
         def side(x: Tensor, graph: Optional[Tensor]):
             grad_features = x.new_empty(size, x.size(0), width)
-            if _fused_side(x, graph, size, angles):
-                return None, grad_features, None
+            if _fused_side(x, graph, size, angles):  # a table if chunked
+                return (None if _compiled_whole(x.size(0), size * angles)
+                        else torch.empty_like(grad_features),
+                        grad_features, None)
             cache = None
             if x.size(0) * size * angles <= TABLE_ELEMENTS:
                 cache = (x.new_empty(size, x.size(0), angles),

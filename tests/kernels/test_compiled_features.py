@@ -101,9 +101,12 @@ def test_the_estimate_is_the_same_through_compiled_tables(
         num_graphs, edge_key, small_chunks, monkeypatch):
     monkeypatch.setattr(cf, 'ENABLED', False)
     expected, expected_grads = run_estimate(num_graphs, edge_key)
-    if small_chunks:  # one head per group, edge chunks of unequal sizes
+    if small_chunks:  # one head per group, edge and row chunks of
+        # unequal sizes (the compiled functions on row chunks too)
         monkeypatch.setattr(pf, 'TABLE_ELEMENTS', 1)
         monkeypatch.setattr(pf, 'CHUNK_ELEMENTS', 150)
+        monkeypatch.setattr(pf, 'COMPILED_WHOLE_ANGLES', 0)
+        monkeypatch.setattr(pf, 'COMPILED_CHUNK_ANGLES', 25)
     monkeypatch.setattr(cf, 'ENABLED', True)
     monkeypatch.setattr(cf, 'MIN_ANGLES', 0)
     calls = []
@@ -120,8 +123,9 @@ def test_the_estimate_is_the_same_through_compiled_tables(
     # points: never.
     if not small_chunks:
         assert len(calls) == (0 if num_graphs > 1 else 4)
-    elif num_graphs == 1:
+    elif num_graphs == 1:  # row chunks of 2 rows (25 // 10 angles)
         assert len(calls) > 4
+        assert min(shape[0] for shape in calls) <= 2
     torch.testing.assert_close(out, expected)
     for got, want in zip(grads, expected_grads):
         torch.testing.assert_close(got, want)
