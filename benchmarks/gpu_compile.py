@@ -190,7 +190,8 @@ def layer_calls(layers: List[str]
                 ) -> Iterator[Tuple[str, Callable[[], None]]]:
     r"""(label, call) of every layer call of the grid (see the module
     docstring): the full grid of shapes x spectral points x modes at 8
-    in-edges, then each option varied alone at 8 heads x 8 channels; the
+    in-edges, then each option varied alone at 8 heads x 8 channels and
+    every degree of :data:`DEGREES`; the
     transformer drop-ins over :data:`TRANSFORMER_GRID` (implicit and MIKAN
     in evaluation only, :data:`TRANSFORMER_DRAWS_ONLY`)."""
     import torch
@@ -250,12 +251,17 @@ def layer_calls(layers: List[str]
                 # missing x_dst: no queries.
                 yield call(name, 8, 8, training, dropout, bipartite=True)
                 continue
-            for option in ('edge', 'bipartite', 'shared_target'):
-                yield call(name, 8, 8, training, dropout, **{option: True})
-            if training:
-                yield call(name, 8, 8, training, dropout, attention=True)
-                yield call(name, 8, 8, training, dropout, edge=True,
-                           attention=True)
+            # Each option at every degree: the edge block follows the
+            # degree, and the options choose the kernels' variants.
+            for degree in degrees:
+                for option in ('edge', 'bipartite', 'shared_target'):
+                    yield call(name, 8, 8, training, dropout, degree=degree,
+                               **{option: True})
+                if training:
+                    yield call(name, 8, 8, training, dropout, degree=degree,
+                               attention=True)
+                    yield call(name, 8, 8, training, dropout, degree=degree,
+                               edge=True, attention=True)
 
 
 def one_slope_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
