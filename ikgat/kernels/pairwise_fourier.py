@@ -62,6 +62,8 @@ CHUNK_ELEMENTS = 1 << 18
 #: 4,096 rows; at PubMed size (19,717 rows) the chunks' calls and copies
 #: cost more than they save (one thread, an Intel Xeon).
 COMPILED_WHOLE_ANGLES = 1 << 22
+#: Angles of one call of the compiled tables' functions on a row chunk
+#: (:data:`COMPILED_WHOLE_ANGLES`).
 COMPILED_CHUNK_ANGLES = 1 << 19
 
 
