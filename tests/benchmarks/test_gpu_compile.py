@@ -189,3 +189,17 @@ def test_an_old_triton_takes_the_pytorch_path_and_warns_once(monkeypatch):
         assert "pip install 'triton>=3.6'" in messages[0]
     finally:
         triton_runtime.triton_usable.cache_clear()
+
+
+def test_every_option_is_called_at_every_degree():
+    # The edge block follows the in-degree and the options choose the
+    # kernels' variants (edge features: the gated kernels), so the grid
+    # crosses them: each option at each degree, in every mode.
+    from benchmarks.gpu_compile import DEGREES, layer_calls
+    labels = [label for label, _ in layer_calls(['IKGATConv-direct'])]
+    for degree in DEGREES:
+        for option in ('edge', 'bipartite', 'x_dst=None'):
+            assert any(f'degree={degree} {option}' in label
+                       and 'train dropout=0.6' in label for label in labels)
+        assert any(f'degree={degree} edge alpha' in label
+                   for label in labels)
