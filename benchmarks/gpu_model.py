@@ -651,9 +651,8 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     (:mod:`ikgat.nn.triton_transformer`), one launch of each kernel per
     layer step, with the grid and blocks of its own
     :func:`~ikgat.nn.triton_transformer.table_tiling`: one program per node
-    and
-    block of :math:`B_H` heads; per edge tile each program loads the edge
-    indices once, then per edge one contiguous row of :math:`B_H` heads:
+    and block of :math:`B_H` heads; per edge tile each program loads the
+    edge indices once, then per edge one contiguous row of :math:`B_H` heads:
     the forward gathers :math:`V_j` (:math:`B_H D` floats), :math:`s_j`
     and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
     :math:`X_j`; the per-source backward :math:`U_i`, the target's
@@ -1053,7 +1052,7 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
     # Where the random-feature kernels' time goes now.
     direct = transformer_layer(ARXIV, 'direct', rows=rows, hw=hw)
     kernels = [cost for cost, _ in direct.kernels]
-    tables = 2 * node_table_bytes(ARXIV.nodes)
+    table_bytes = 2 * node_table_bytes(ARXIV.nodes)
     narrower = {points: transformer_layer(ARXIV, 'direct', points=points,
                                           rows=rows, hw=hw).total
                 for points in (32, 16)}
@@ -1062,7 +1061,8 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             f"({sum(c.bytes for c in kernels) / 1e9:.1f} GB in all, "
             f"{sum(c.predicted for c in kernels) * 1e3:.2f} ms, memory-"
             "bound), and both sides' tables and their backward passes move "
-            f"{tables / 1e9:.1f} GB more ({tables / hw.bandwidth * 1e3:.2f}"
+            f"{table_bytes / 1e9:.1f} GB more "
+            f"({table_bytes / hw.bandwidth * 1e3:.2f}"
             " ms): about 2x TransformerConv's eager step, whose gathers "
             "are 8 floats per head. The model gives the target to "
             f"narrower tables: R = 32 {narrower[32] / eager.total:.2f}x, "
@@ -1174,7 +1174,7 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             "that run (`run1_tables.md`) timed the kernels alone at 13.5 ms "
             f"(predicted {sum(c.predicted for c in kernels) * 1e3:.1f}) and "
             'the tables at about 6 ms (predicted '
-            f'{tables / hw.bandwidth * 1e3:.1f}); bfloat16 tables, half '
+            f'{table_bytes / hw.bandwidth * 1e3:.1f}); bfloat16 tables, half '
             'the bytes gathered, saved 7% of the kernels\' time there, '
             'where the model, memory-bound, would save nearly half: the '
             'kernels are not bound by the bytes they gather alone.',

@@ -262,15 +262,8 @@ class _NodeSide:
     def backward(self, grad_table: Tensor) -> Tensor:
         r"""The gradient with respect to :obj:`x` (the points' is added to
         :obj:`points.grad`)."""
-        row_chunks = list(self._row_chunks())
-        if self.fused and len(row_chunks) == 1:
-            grad_x, grad_matrix = compiled_features_backward(
-                grad_table, self.x, self.points.matrix[0],
-                self.points.num_points)
-            self.points.grad[0] += grad_matrix
-            return grad_x
         grad_x = torch.empty_like(self.x)
-        for a, b in row_chunks:
+        for a, b in self._row_chunks():
             if self.fused:
                 grad_rows, grad_matrix = compiled_features_backward(
                     grad_table[:, a:b], self.x[a:b], self.points.matrix[0],
