@@ -78,53 +78,12 @@ def angle_gradient(grad: Tensor, x: Tensor, points: Tensor) -> Tensor:
     return angles.cos() * grad_sin - angles.sin() * grad_cos
 
 
-def _set_angles(x: Tensor, points: Tensor, s: int) -> Tensor:
-    # a_s (N, H, R) as D broadcast products, not one matrix product, so
-    # that the compiled function makes each angle in the pass that uses it
-    # instead of reading the product's N x H x m x R result back.
-    angles = x[:, :, None, 0] * points[s, :, :, 0]
-    for d in range(1, x.size(2)):
-        angles = angles + x[:, :, None, d] * points[s, :, :, d]
-    return angles
-
-
-def unrolled_tables(x: Tensor, points: Tensor) -> Tensor:
-    r""":func:`tables` with the angles made in place (one pass when
-    compiled)."""
-    angles = [_set_angles(x, points, s) for s in range(points.size(0))]
-    return torch.cat([sum(a.cos() for a in angles),
-                      sum(a.sin() for a in angles)], dim=-1)
-
-
-def unrolled_angle_gradient(grad: Tensor, x: Tensor, points: Tensor
-                            ) -> Tensor:
-    r""":func:`angle_gradient` with the angles made in place (one pass when
-    compiled)."""
-    num_points = points.size(2)
-    grad_cos, grad_sin = grad[..., :num_points], grad[..., num_points:]
-    parts = []
-    for s in range(points.size(0)):
-        angles = _set_angles(x, points, s)
-        parts.append(angles.cos() * grad_sin - angles.sin() * grad_cos)
-    return torch.stack(parts, dim=2)
-
-
-#: Whether the compiled functions make the angles in place
-#: (:func:`unrolled_tables`) rather than by a matrix product.
-UNROLLED = True
-
 _FALLBACK = 'eager PyTorch runs it from now on'
 _compiled_tables = CompiledOrEager(
     tables, 'ikgat: compiling the transformer feature tables', _FALLBACK)
 _compiled_angle_gradient = CompiledOrEager(
     angle_gradient, "ikgat: compiling the transformer feature tables'"
     ' backward', _FALLBACK)
-_compiled_unrolled_tables = CompiledOrEager(
-    unrolled_tables, 'ikgat: compiling the transformer feature tables',
-    _FALLBACK)
-_compiled_unrolled_angle_gradient = CompiledOrEager(
-    unrolled_angle_gradient, "ikgat: compiling the transformer feature "
-    "tables' backward", _FALLBACK)
 
 
 # Registered operators (opaque under torch.compile, one operation each in
@@ -132,11 +91,7 @@ _compiled_unrolled_angle_gradient = CompiledOrEager(
 
 @torch.library.custom_op('ikgat::node_tables', mutates_args=())
 def _tables_op(x: Tensor, points: Tensor) -> Tensor:
-    if x.device.type != 'cuda':
-        function = tables
-    else:
-        function = _compiled_unrolled_tables if UNROLLED \
-            else _compiled_tables
+    function = _compiled_tables if x.device.type == 'cuda' else tables
     return function(x, points)
 
 
@@ -148,11 +103,8 @@ def _(x, points):
 @torch.library.custom_op('ikgat::node_tables_backward', mutates_args=())
 def _backward_op(grad: Tensor, x: Tensor, points: Tensor,
                  need_x: bool, need_points: bool) -> Tuple[Tensor, Tensor]:
-    if x.device.type != 'cuda':
-        function = angle_gradient
-    else:
-        function = _compiled_unrolled_angle_gradient if UNROLLED \
-            else _compiled_angle_gradient
+    function = _compiled_angle_gradient if x.device.type == 'cuda' \
+        else angle_gradient
     grad_angles = function(grad.contiguous(), x, points)
     grad_x = torch.einsum('nhmr,mhrd->nhd', grad_angles, points
                           ).contiguous() if need_x else x.new_empty(0)

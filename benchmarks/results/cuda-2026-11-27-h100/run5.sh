@@ -1,0 +1,20 @@
+#!/bin/bash
+# Fifth run of 2026-11-27: the tables' kernels at the tiling chosen from
+# run 4 (study5.py), and the CUDA tests that run 4's time limit cut short.
+# `IKGAT_GIT_COMMIT=<commit> bash benchmarks/results/cuda-2026-11-27-h100/run5.sh`
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+S=benchmarks/results/cuda-2026-11-27-h100
+log() { echo "== $(date -u +%T) $*"; }
+log study
+timeout 100 python $S/study5.py > "$OUT/study5.md" 2> "$OUT/stderr.txt"
+head -n 40 "$OUT/study5.md"
+log tests
+T="timeout 220 python -m pytest -q -p no:cacheprovider"
+$T tests/nn/test_pair_tables.py > "$OUT/tests_pair_tables.txt" 2>&1 &
+$T tests/nn/test_triton_transformer.py > "$OUT/tests_triton_transformer.txt" 2>&1 &
+$T tests/nn/test_fused_dropout.py tests/nn/conv/test_fused_layer.py > "$OUT/tests_fused.txt" 2>&1 &
+$T tests/nn/conv/test_ik_transformer_conv.py > "$OUT/tests_layer.txt" 2>&1 &
+wait
+log done
+for f in "$OUT"/tests_*.txt; do echo "== $f"; grep -E "passed|failed|^FAILED|Error" "$f" | tail -n 12; done
