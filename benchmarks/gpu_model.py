@@ -666,19 +666,15 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     width = 2 * points if log_square else channels
     f32 = 4
     tile = table_tiling(e, n, heads, width, channels)
-    block_e, block_h = tile['BLOCK_E'], tile['BLOCK_H']
-    block_d, block_c = tile['BLOCK_D'], tile['BLOCK_C']
+    block_h, block_d, block_c = (tile[name] for name in
+                                 ('BLOCK_H', 'BLOCK_D', 'BLOCK_C'))
     head_blocks = -(-heads // block_h)
     heads_in = min(block_h, heads)  # the real heads of a block
     programs = n * head_blocks
-    tiles = programs * mean_tiles(lam - 1, block_e)
-    issued = tiles * block_e * block_h  # edge-head lanes issued
     table_row = sector_bytes(heads_in * width * f32, hw)
     value_row = sector_bytes(heads_in * channels * f32, hw)
     head_row = sector_bytes(heads_in * f32, hw)  # s_j, m, Z or D
     link = 2 if log_square else 0  # log, division
-    flags = dict(LOG_SQUARE=log_square, HAS_DROPOUT=False, BLOCK_E=block_e,
-                 BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c)
     costs = []
     # per_program: floats per head read or written once per program;
     # per_edge: bytes gathered per edge and program; index: edge indices
@@ -694,8 +690,17 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
              2 * width + 2 * channels + 2,
              table_row + 3 * head_row + value_row, 2,
              4 * block_d + 4 * block_c + 8, 2 + link)):
+        # The forward kernel's edge tiles are its own (table_tiling):
+        tile = table_tiling(e, n, heads, width, channels,
+                            forward=name == '_forward_body')
+        block_e = tile['BLOCK_E']
+        tiles = programs * mean_tiles(lam - 1, block_e)
+        issued = tiles * block_e * block_h  # edge-head lanes issued
+        flags = dict(LOG_SQUARE=log_square, HAS_DROPOUT=False,
+                     BLOCK_E=block_e, BLOCK_H=block_h, BLOCK_D=block_d,
+                     BLOCK_C=block_c)
         costs.append(KernelCost(
-            name, label, (n, head_blocks), dict(flags),
+            name, label, (n, head_blocks), flags,
             bytes=n * (2 * index_bytes + heads * per_program * f32)
             + e * head_blocks * (index * index_bytes + per_edge),
             flops=issued * flops, transcendentals=issued * sfu
@@ -1177,7 +1182,13 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             f'{table_bytes / hw.bandwidth * 1e3:.1f}); bfloat16 tables, half '
             'the bytes gathered, saved 7% of the kernels\' time there, '
             'where the model, memory-bound, would save nearly half: the '
-            'kernels are not bound by the bytes they gather alone.',
+            'kernels are not bound by the bytes they gather alone. '
+            'Run 4 timed each kernel with the profiler (`run4_study4.md`): '
+            '11.4 ms at that run\'s tiling, 10.7 ms at the tiling shipped '
+            'since (the forward in one-edge tiles at 2 warps); '
+            'and one side\'s tables at 4.69 ms, 9.4 ms a step, more than '
+            'the estimate above: angle products by cuBLAS, read back, two '
+            'compiled passes, a copy and two more products.',
             '']
     # The targets.
     out += ['## Targets: the arxiv-size layer, the products-size step '

@@ -426,15 +426,18 @@ def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
 
 
 #: The widest gathered row (:math:`B_H \times \max(B_D, B_C)` floats) of
-#: the tables' kernels: all 8 heads of :math:`2R = 128` random features in
-#: one program.  Tiles of up to two such rows run at 2 warps, the forward's
-#: of one row (:func:`table_tiling`).  On an H100 at arxiv size, each
-#: kernel's time from the profiler (``benchmarks/results/cuda-2026-11-27-h100``,
-#: run 4): the forward took 1.99 ms at 8 heads x 1 edge and 2 warps against
-#: 2.74 ms at 8 x 2 and 4 warps; the per-target and per-source backward
-#: 3.65 and 4.46 ms at 8 x 2 and 2 warps against 3.93 and 4.74 ms at 4
-#: warps.  Eleven other tilings and 1, 2 or 4 pipeline stages were no
-#: faster.
+#: the tables' kernels, and the largest tile of two such rows that stays at
+#: 4 warps: all 8 heads of :math:`2R = 128` random features in one program.
+#: On an H100 at arxiv size (forward and backward of the three kernels,
+#: ``benchmarks/results/cuda-2026-11-27-h100/tables.md``) 8 heads x 2 edges
+#: at 4 warps took 13.5 ms, against 20.3 ms for the rows of
+#: :data:`ROW_ELEMENTS` (4 heads x 2 edges, 8 warps) and 20.1 ms for 8
+#: heads x 2 edges at 8 warps.  Each kernel timed by the profiler (run 4
+#: there): the forward took 1.99 ms in one-edge tiles at 2 warps against
+#: 2.74 ms at 2 edges and 4 warps, which :func:`table_tiling` takes for
+#: rows wider than :data:`ROW_ELEMENTS`; the backward kernels at 2 warps
+#: took 3.65 and 4.46 ms against 3.93 and 4.74 ms, but they spill (48-372
+#: bytes at 128 registers, ``benchmarks.gpu_compile``), so they stay at 4.
 TABLE_ROW_ELEMENTS = 2 * ROW_ELEMENTS
 
 
@@ -442,18 +445,17 @@ def table_tiling(num_edges: int, num_nodes: int, heads: int, width: int,
                  channels: int, forward: bool = False) -> dict:
     r""":func:`tiling` of the tables' kernels: heads in rows of up to
     :data:`TABLE_ROW_ELEMENTS`, edge tiles of :data:`ROW_ELEMENTS` (at
-    least two edges); tiles of up to two rows of
-    :data:`TABLE_ROW_ELEMENTS` at 2 warps, and then with :obj:`forward`
-    (the forward kernel) at most one such row."""
+    least two edges), at 4 warps up to two rows of
+    :data:`TABLE_ROW_ELEMENTS`; with :obj:`forward` (the forward kernel),
+    rows wider than :data:`ROW_ELEMENTS` in one-edge tiles at 2 warps."""
     constants = tiling(num_edges, num_nodes, heads, width, channels,
                        TABLE_ROW_ELEMENTS)
     row = constants['BLOCK_H'] * max(constants['BLOCK_D'],
                                      constants['BLOCK_C'])
     if constants['BLOCK_E'] * row <= 2 * TABLE_ROW_ELEMENTS:
-        constants['num_warps'] = 2
-        if forward:
-            constants['BLOCK_E'] = min(constants['BLOCK_E'],
-                                       max(1, TABLE_ROW_ELEMENTS // row))
+        constants['num_warps'] = 4
+        if forward and row > ROW_ELEMENTS:
+            constants.update(BLOCK_E=1, num_warps=2)
     return constants
 
 

@@ -193,8 +193,9 @@ def test_transformer_random_feature_kernels_follow_the_layers_cuda_path():
     # tables=False prices the points kernels instead.
     from ikgat.nn.triton_transformer import table_tiling
     tables = gpu_model.transformer_kernels(ARXIV, family='direct')
-    tile = table_tiling(ARXIV.edges, ARXIV.nodes, 8, 128, 8)
     for cost in tables:
+        tile = table_tiling(ARXIV.edges, ARXIV.nodes, 8, 128, 8,
+                            forward=cost.kernel == '_forward_body')
         assert cost.constexprs['LOG_SQUARE'] is True
         assert cost.constexprs['BLOCK_D'] == 128
         for name in ('BLOCK_E', 'BLOCK_H'):

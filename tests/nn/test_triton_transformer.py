@@ -25,6 +25,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     fused_transformer_attention,
     head_block,
     prefetches_targets,
+    table_tiling,
     tiling,
 )
 from tests.helpers import DEVICE  # noqa: E402
@@ -103,6 +104,41 @@ def test_kernels_walk_blocks_of_heads(link):
                                      use_triton=False)
     for got, expected in zip(fused, reference):
         assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_table_kernels_of_full_rows_take_one_edge_forward_tiles():
+    # All 8 heads of 2R = 128 features fill a row of TABLE_ROW_ELEMENTS:
+    # the forward kernel takes one-edge tiles at 2 warps, the backward ones
+    # two edges at 4 (table_tiling); they equal the PyTorch implementation,
+    # and with dropout draw one mask forward and backward.  Narrower rows
+    # keep the forward's tiles of two edges or more.
+    forward = table_tiling(30, 9, 8, 128, 3, forward=True)
+    backward = table_tiling(30, 9, 8, 128, 3)
+    assert (forward['BLOCK_H'], forward['BLOCK_E'], forward['num_warps']) \
+        == (8, 1, 2)
+    assert (backward['BLOCK_H'], backward['BLOCK_E'],
+            backward['num_warps']) == (8, 2, 4)
+    assert table_tiling(30, 9, 8, 8, 8, forward=True) == table_tiling(
+        30, 9, 8, 8, 8)
+    leaves = tables(9, 9, 8, 128, 3, seed=13, dtype=torch.float32)
+    edge_index = graph(9, 9, 30, seed=14)
+    fused = values_and_gradients(leaves, edge_index, 9, LOG_SQUARE)
+    reference = values_and_gradients(leaves, edge_index, 9, LOG_SQUARE,
+                                      use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    num_src, num_dst, dropout = 24, 12, 0.4
+    edge_index = torch.stack([
+        torch.arange(num_src).repeat(num_dst),
+        torch.arange(num_dst).repeat_interleave(num_src)]).to(DEVICE)
+    u, v, s, _ = tables(num_src, num_dst, 8, 128, 1, seed=15,
+                        dtype=torch.float32)
+    values = torch.eye(num_src, device=DEVICE).unsqueeze(1).repeat(
+        1, 8, 1).requires_grad_()
+    plain = run((u, v, s, values), edge_index, num_dst, LOG_SQUARE)
+    out = run((u, v, s, values), edge_index, num_dst, LOG_SQUARE,
+              dropout=dropout, seed=5)
+    assert_one_mask(plain, out, values, dropout)
 
 
 def assert_one_mask(plain, out, values, dropout):
