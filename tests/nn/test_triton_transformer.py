@@ -65,6 +65,17 @@ def values_and_gradients(leaves, edge_index, num_dst, link, **kwargs):
     return [out] + [leaf.grad for leaf in leaves]
 
 
+def fused_equals_pytorch(leaves, edge_index, num_dst, link):
+    r"""The kernels' output and gradients, after asserting that they equal
+    the PyTorch implementation's."""
+    fused = values_and_gradients(leaves, edge_index, num_dst, link)
+    reference = values_and_gradients(leaves, edge_index, num_dst, link,
+                                     use_triton=False)
+    for got, expected in zip(fused, reference):
+        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    return fused
+
+
 @pytest.mark.parametrize('link', LINKS)
 def test_pytorch_implementation_passes_gradcheck(link):
     leaves = tables(6, 5, 2, 4, 3, seed=0, dtype=torch.float64)
@@ -82,11 +93,7 @@ def test_kernels_equal_the_pytorch_implementation(link, num_src, num_dst,
                                                   dtype):
     leaves = tables(num_src, num_dst, 2, 6, 3, seed=2, dtype=dtype)
     edge_index = graph(num_src, num_dst, 30, seed=3)
-    fused = values_and_gradients(leaves, edge_index, num_dst, link)
-    reference = values_and_gradients(leaves, edge_index, num_dst, link,
-                                     use_triton=False)
-    for got, expected in zip(fused, reference):
-        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    fused = fused_equals_pytorch(leaves, edge_index, num_dst, link)
     # Isolated targets (the last two) get zeros, and no gradient:
     assert fused[0][-2:].abs().max() == 0
     assert fused[1][-2:].abs().max() == 0
@@ -98,12 +105,7 @@ def test_kernels_walk_blocks_of_heads(link):
     # heads take two programs per node, the second half masked.
     assert head_block(3, 200, 3) == 2
     leaves = tables(11, 6, 3, 200, 3, seed=11, dtype=torch.float32)
-    edge_index = graph(11, 6, 30, seed=12)
-    fused = values_and_gradients(leaves, edge_index, 6, link)
-    reference = values_and_gradients(leaves, edge_index, 6, link,
-                                     use_triton=False)
-    for got, expected in zip(fused, reference):
-        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    fused_equals_pytorch(leaves, graph(11, 6, 30, seed=12), 6, link)
 
 
 def test_table_kernels_of_full_rows_take_one_edge_forward_tiles():
@@ -121,12 +123,7 @@ def test_table_kernels_of_full_rows_take_one_edge_forward_tiles():
     assert table_tiling(30, 9, 8, 8, 8, forward=True) == table_tiling(
         30, 9, 8, 8, 8)
     leaves = tables(9, 9, 8, 128, 3, seed=13, dtype=torch.float32)
-    edge_index = graph(9, 9, 30, seed=14)
-    fused = values_and_gradients(leaves, edge_index, 9, LOG_SQUARE)
-    reference = values_and_gradients(leaves, edge_index, 9, LOG_SQUARE,
-                                      use_triton=False)
-    for got, expected in zip(fused, reference):
-        assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+    fused_equals_pytorch(leaves, graph(9, 9, 30, seed=14), 9, LOG_SQUARE)
     num_src, num_dst, dropout = 24, 12, 0.4
     edge_index = torch.stack([
         torch.arange(num_src).repeat(num_dst),

@@ -30,6 +30,17 @@ def cuda_ms(fn):
     return start.elapsed_time(stop)
 
 
+def interleaved(steps, rounds, warmup):
+    r"""Median ms of each step over interleaved rounds after the warm-up."""
+    times = {name: [] for name in steps}
+    for round_ in range(warmup + rounds):
+        for name, step in steps.items():
+            ms = cuda_ms(step)
+            if round_ >= warmup:
+                times[name].append(ms)
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
 def main():
     import ikgat.nn.triton_transformer as transformer
     from benchmarks.gpu_speed import build_model, layer_step, synthetic_graph
@@ -62,16 +73,10 @@ def main():
     print(f'tiling: forward {current(e, n, 8, 128, 8, True)}, backward '
           f'{current(e, n, 8, 128, 8)}; run 4: {run4_tiling(e, n, 8, 128, 8)}'
           '\n')
-    times = {name: [] for name in steps}
-    for round_ in range(warmup + rounds):
-        for name, step in steps.items():
-            ms = cuda_ms(step)
-            if round_ >= warmup:
-                times[name].append(ms)
-    base = statistics.median(times['TransformerConv'])
+    times = interleaved(steps, rounds, warmup)
+    base = times['TransformerConv']
     print('| model | ms | / TransformerConv |\n|---|---:|---:|')
-    for name, values in times.items():
-        ms = statistics.median(values)
+    for name, ms in times.items():
         print(f'| {name} | {ms:.3f} | {ms / base:.2f} |')
     sys.stdout.flush()
     from torch.profiler import ProfilerActivity, profile
@@ -134,16 +139,11 @@ def tables_study(rounds=10, warmup=3):
         results[name] = (path(x, points).detach(), x.grad.clone(),
                          points.grad.clone())
         steps[name] = step
-    times = {name: [] for name in steps}
-    for round_ in range(warmup + rounds):
-        for name, step in steps.items():
-            ms = cuda_ms(step)
-            if round_ >= warmup:
-                times[name].append(ms)
+    times = interleaved(steps, rounds, warmup)
     print('\n## One side\'s tables, forward + backward\n')
     print('| path | ms |\n|---|---:|')
-    for name, values in times.items():
-        print(f'| {name} | {statistics.median(values):.3f} |')
+    for name, ms in times.items():
+        print(f'| {name} | {ms:.3f} |')
     diffs = [(a - b).abs().max().item() / b.abs().max().item() for a, b in
              zip(results['block-diagonal product'], results['shipped'])]
     print('\nlargest relative difference (table, grad x, grad points): '
