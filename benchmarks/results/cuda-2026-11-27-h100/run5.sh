@@ -1,17 +1,28 @@
 #!/bin/bash
 # Fifth run of 2026-11-27: the tables' kernels at the tiling chosen from
 # run 4 and one side's tables against a block-diagonal product (study5.py),
-# and the CUDA tests that run 4's time limit cut short.
+# main's layers against TransformerConv (benchmarks.gpu_speed), and the CUDA
+# tests that run 4's time limit cut short.
 # `IKGAT_GIT_COMMIT=<commit> bash benchmarks/results/cuda-2026-11-27-h100/run5.sh`
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 S=benchmarks/results/cuda-2026-11-27-h100
 log() { echo "== $(date -u +%T) $*"; }
+{ nvidia-smi -L; python -c "import platform, torch, torch_geometric, triton; print('python', platform.python_version(), 'torch', torch.__version__, 'cuda', torch.version.cuda, 'torch_geometric', torch_geometric.__version__, 'triton', triton.__version__)"; } > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
 log study
-timeout 130 python $S/study5.py > "$OUT/study5.md" 2> "$OUT/stderr.txt"
+timeout 140 python $S/study5.py > "$OUT/study5.md" 2> "$OUT/stderr.txt"
 cat "$OUT/study5.md" | grep -v "^ \|^-\|^Name"
+log transformers
+timeout 110 python -m benchmarks.gpu_speed --graphs arxiv --precisions float32 \
+  --models TransformerConv TransformerConv-compiled IKTransformerConv-rbf \
+  IKTransformerConv-direct IKTransformerConv-direct-compiled \
+  IKTransformerConv-implicit \
+  --training-graphs --no-fused --rounds 10 --warmup 3 \
+  --output "$OUT/gpu_speed_transformer.md" >> "$OUT/stderr.txt" 2>&1
+grep "^| arxiv" "$OUT/gpu_speed_transformer.md"
 log tests
-T="timeout 220 python -m pytest -q -p no:cacheprovider"
+T="timeout 170 python -m pytest -q -p no:cacheprovider"
 $T tests/nn/test_pair_tables.py > "$OUT/tests_pair_tables.txt" 2>&1 &
 $T tests/nn/test_triton_transformer.py > "$OUT/tests_triton_transformer.txt" 2>&1 &
 $T tests/nn/test_fused_dropout.py tests/nn/conv/test_fused_layer.py > "$OUT/tests_fused.txt" 2>&1 &
