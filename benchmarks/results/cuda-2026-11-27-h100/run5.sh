@@ -23,10 +23,11 @@ timeout 110 python -m benchmarks.gpu_speed --graphs arxiv --precisions float32 \
 grep "^| arxiv" "$OUT/gpu_speed_transformer.md"
 log tests
 T="timeout 170 python -m pytest -q -p no:cacheprovider"
-$T tests/nn/test_pair_tables.py > "$OUT/tests_pair_tables.txt" 2>&1 &
-$T tests/nn/test_triton_transformer.py > "$OUT/tests_triton_transformer.txt" 2>&1 &
-$T tests/nn/test_fused_dropout.py tests/nn/conv/test_fused_layer.py > "$OUT/tests_fused.txt" 2>&1 &
-$T tests/nn/conv/test_ik_transformer_conv.py > "$OUT/tests_layer.txt" 2>&1 &
+$T tests/nn/test_pair_tables.py > /tmp/tests_pair_tables.txt 2>&1 &
+$T tests/nn/test_triton_transformer.py > /tmp/tests_triton_transformer.txt 2>&1 &
+$T tests/nn/test_fused_dropout.py tests/nn/conv/test_fused_layer.py > /tmp/tests_fused.txt 2>&1 &
+$T tests/nn/conv/test_ik_transformer_conv.py > /tmp/tests_layer.txt 2>&1 &
 wait
 log done
-for f in "$OUT"/tests_*.txt; do echo "== $f"; grep -E "passed|failed|^FAILED|Error" "$f" | tail -n 12; done
+for f in /tmp/tests_*.txt; do echo "== $f"; cat "$f"; done > "$OUT/tests.txt"
+for f in /tmp/tests_*.txt; do echo "== $f"; grep -E "passed|failed|^FAILED|Error" "$f" | tail -n 12; done
