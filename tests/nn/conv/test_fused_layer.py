@@ -28,7 +28,10 @@ TOLERANCE = 1e-5
 #: (IKAN's spectral transform) through sums over every node, head and
 #: point, where float32 rounding alone moves them by several 1e-6 (taking
 #: the cosines from NumPy's loops instead of ATen's, both within one ULP,
-#: moved MIKANConv's transform bias gradient by 6e-6 on either path).
+#: moved MIKANConv's transform bias gradient by 6e-6 on either path).  On
+#: an H100 the two paths' IKAN gradients differed by up to 2.1e-5 of that
+#: scale, each path's error against float64 with the same draws being
+#: 1.8e-5 and 6.8e-6 (benchmarks/results/cuda-2026-11-27-h100, run 6).
 GRAD_TOLERANCE = 3e-5
 
 
@@ -210,9 +213,12 @@ def outputs_and_gradients(conv, inputs, edge_index, weights, **kwargs):
 
 
 def assert_same(results, other):
-    for a, b in zip(results, other, strict=True):
+    """The outputs within TOLERANCE, the gradients within GRAD_TOLERANCE,
+    both relative to max(1, the largest magnitude)."""
+    for i, (a, b) in enumerate(zip(results, other, strict=True)):
         scale = max(1.0, b.abs().max().item()) if b.numel() else 1.0
-        assert torch.allclose(a, b, rtol=0.0, atol=TOLERANCE * scale)
+        tolerance = TOLERANCE if i == 0 else GRAD_TOLERANCE
+        assert torch.allclose(a, b, rtol=0.0, atol=tolerance * scale)
 
 
 # A node-term, a random-feature and a stochastic kernel in the fast tier:
