@@ -80,8 +80,11 @@ def test_each_edge_is_fourier_estimate_of_its_vectors(num_graphs, num_sets,
 @pytest.mark.parametrize('edge_key', [False, True])
 def test_small_chunks_and_head_groups_change_nothing(num_graphs, edge_key,
                                                      monkeypatch):
+    # In float64: the case has an edge whose estimate is near 0, where the
+    # gradient of log(f^2 + eps) moves by 1e-3 in float32 when the sums'
+    # order changes (as it does on CUDA between chunks and whole tables).
     query, key, points, src, dst, extra, graph_dst, graph_src = case(
-        num_graphs, edge_key=edge_key)
+        num_graphs, edge_key=edge_key, dtype=torch.float64)
     leaves = [t.clone().requires_grad_() for t in (query, key, points)]
     if extra is not None:
         leaves.append(extra.clone().requires_grad_())
@@ -101,9 +104,9 @@ def test_small_chunks_and_head_groups_change_nothing(num_graphs, edge_key,
     monkeypatch.setattr(pf, 'TABLE_ELEMENTS', 1)
     monkeypatch.setattr(pf, 'CHUNK_ELEMENTS', 64)
     chunked, chunked_grads = run()
-    torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(chunked, whole, atol=1e-12, rtol=1e-10)
     for got, expected in zip(chunked_grads, whole_grads):
-        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got, expected, atol=1e-10, rtol=1e-10)
 
 
 @pytest.mark.parametrize('num_graphs', [1, 2])
