@@ -921,14 +921,14 @@ H100_2026_11_26 = {
     'TransformerConv': (11.184, 'run3_gpu_speed_transformer.md'),
 }
 #: What the H100 runs of 2026-11-27 measured at arxiv size with the
-#: per-node tables (ms; ``benchmarks/results/cuda-2026-11-27-h100``, run 2
-#: at 3999ca1 and run 3 at 8136ba2): each step with TransformerConv's eager
-#: step of the same run.
+#: per-node tables (ms; ``benchmarks/results/cuda-2026-11-27-h100``, run 5
+#: at a1e4e86, ``benchmarks.gpu_speed``): each step with TransformerConv's
+#: eager step of the same run.
 H100_2026_11_27 = {
-    'rbf': (5.09, 11.29, 'run2_gpu_speed_transformer.md'),
-    'direct': (21.95, 11.06, 'run3_gpu_speed_transformer.md'),
-    'implicit': (25.16, 11.29, 'run2_gpu_speed_transformer.md'),
-    'TransformerConv': (11.06, 11.06, 'run3_gpu_speed_transformer.md'),
+    'rbf': (4.726, 11.181, 'run5_gpu_speed_transformer.md'),
+    'direct': (21.326, 11.181, 'run5_gpu_speed_transformer.md'),
+    'implicit': (23.876, 11.181, 'run5_gpu_speed_transformer.md'),
+    'TransformerConv': (11.181, 11.181, 'run5_gpu_speed_transformer.md'),
 }
 #: Compiled GATConv's arxiv-size step, the issue's target (ms).
 TARGET_LAYER_MS = 3.4
@@ -1174,9 +1174,9 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             "TransformerConv's eager operations do, and the model "
             'under-predicts all of them by about the same factor (2-3x), so '
             'its ratio to TransformerConv carries over: `direct` predicted '
-            f'{direct.total / eager.total:.2f}x, measured 1.98x; the '
+            f'{direct.total / eager.total:.2f}x, measured 1.91x; the '
             'target is **not met**, predicted or measured. The study of '
-            "that run (`run1_tables.md`) timed the kernels alone at 13.5 ms "
+            "the first run (`run1_tables.md`) timed the kernels alone at 13.5 ms "
             f"(predicted {sum(c.predicted for c in kernels) * 1e3:.1f}) and "
             'the tables at about 6 ms (predicted '
             f'{table_bytes / hw.bandwidth * 1e3:.1f}); bfloat16 tables, half '
@@ -1185,7 +1185,8 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
             'kernels are not bound by the bytes they gather alone. '
             'Run 4 timed each kernel with the profiler (`run4_study4.md`): '
             '11.4 ms at that run\'s tiling, 10.7 ms at the tiling shipped '
-            'since (the forward in one-edge tiles at 2 warps); '
+            'since (the forward in one-edge tiles at 2 warps; run 5: 10.66 '
+            'ms, the layer step 21.56 against 22.02 ms); '
             'and one side\'s tables at 4.69 ms, 9.4 ms a step, more than '
             'the estimate above: angle products by cuBLAS, read back, two '
             'compiled passes, a copy and two more products.',
