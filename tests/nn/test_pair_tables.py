@@ -151,3 +151,86 @@ def test_inside_torch_compile_the_operator_stays_whole():
     for a, b in zip(torch.autograd.grad(out, (x, w)),
                     torch.autograd.grad(expected, (x, w))):
         torch.testing.assert_close(a, b)
+
+
+# The Triton kernels (ikgat.nn.triton_pair_tables; on CPU tensors in
+# Triton's interpreter), against float64 autograd of the features.
+
+@pytest.mark.skipif(not triton_usable(), reason='needs Triton')
+@pytest.mark.parametrize('nodes, heads, width, sets, points', [
+    (7, 1, 3, 1, 5), (9, 3, 4, 2, 6), (40, 2, 8, 1, 64), (33, 2, 16, 3, 20),
+    (5, 1, 40, 1, 7), (70, 1, 2, 4, 33)])
+def test_the_triton_kernels_equal_the_features_autograd(
+        nodes, heads, width, sets, points):
+    from ikgat.nn.triton_pair_tables import tables, tables_backward
+    x, w = leaves(nodes, heads, width, sets, points, seed=nodes * points)
+    expected = fourier_features(x, w)
+    grad = torch.randn_like(expected)
+    want_x, want_w = torch.autograd.grad(expected, (x, w), grad)
+    x32, w32 = x.detach().float().to(DEVICE), w.detach().float().to(DEVICE)
+    got = tables(x32, w32)
+    grad_x, grad_w = tables_backward(grad.float().to(DEVICE), x32, w32)
+    # float32 angles of |a| up to ~20 (cos and sin to 2e-7 each, summed
+    # over the sets); the gradients relative to their largest entry:
+    torch.testing.assert_close(got.double().cpu(), expected,
+                               atol=2e-6 * sets, rtol=0)
+    for have, want in ((grad_x, want_x), (grad_w, want_w)):
+        error = (have.double().cpu() - want).abs().max()
+        assert error <= 2e-6 * want.abs().max()
+
+
+@pytest.mark.skipif(not triton_usable(), reason='needs Triton')
+def test_the_triton_backward_launches_only_what_is_needed():
+    from ikgat.nn.triton_pair_tables import tables_backward
+    x, w = leaves(9, 2, 3, 2, 5, seed=4)
+    x, w = x.detach().float().to(DEVICE), w.detach().float().to(DEVICE)
+    grad = torch.randn(9, 2, 10, device=DEVICE)
+    grad_x, grad_w = tables_backward(grad, x, w)
+    only_w = tables_backward(grad, x, w, need_x=False)
+    only_x = tables_backward(grad, x, w, need_points=False)
+    assert only_w[0].numel() == 0 and only_x[1].numel() == 0
+    torch.testing.assert_close(only_w[1], grad_w, atol=0, rtol=0)
+    torch.testing.assert_close(only_x[0], grad_x, atol=0, rtol=0)
+
+
+@pytest.mark.skipif(not triton_usable(), reason='needs Triton')
+@pytest.mark.parametrize('nodes, width, points', [(0, 3, 4), (5, 0, 4),
+                                                   (5, 3, 0)])
+def test_the_triton_kernels_on_empty_shapes(nodes, width, points):
+    from ikgat.nn.triton_pair_tables import tables, tables_backward
+    x = torch.randn(nodes, 2, width, device=DEVICE)
+    w = torch.randn(1, 2, points, width, device=DEVICE)
+    table = tables(x, w)
+    # No points give an empty table; no channels give angles 0 (cos 1):
+    assert table.shape == (nodes, 2, 2 * points)
+    torch.testing.assert_close(table, fourier_features(x, w))
+    grad_x, grad_w = tables_backward(torch.ones_like(table), x, w)
+    assert torch.equal(grad_x, torch.zeros_like(x))
+    assert torch.equal(grad_w, torch.zeros_like(w))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
+def test_on_cuda_node_tables_take_the_triton_kernels(monkeypatch):
+    # float32 on CUDA through the kernels (none of the eager functions
+    # called), float64 through eager PyTorch; both equal float64 autograd.
+    x, w = leaves(300, 4, 8, 2, 64, seed=9)
+    expected = fourier_features(x, w)
+    grad = torch.randn_like(expected)
+    want = torch.autograd.grad(expected, (x, w), grad)
+
+    def refuse(*args):
+        raise AssertionError('the eager path ran')
+    for dtype in (torch.float32, torch.float64):
+        with monkeypatch.context() as patch:
+            if dtype == torch.float32:
+                patch.setattr(pair_tables, 'tables', refuse)
+                patch.setattr(pair_tables, 'angle_gradient', refuse)
+            xc = x.detach().to('cuda', dtype).requires_grad_()
+            wc = w.detach().to('cuda', dtype).requires_grad_()
+            out = pair_tables.node_tables(xc, wc)
+            have = torch.autograd.grad(out, (xc, wc), grad.to('cuda', dtype))
+        tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+        assert (out.double().cpu() - expected).abs().max() <= tolerance * 10
+        for a, b in zip(have, want):
+            assert (a.double().cpu() - b).abs().max() <= \
+                tolerance * b.abs().max()
