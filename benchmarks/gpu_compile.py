@@ -84,10 +84,10 @@ NUM_SAMPLES = 4
 #: blocks of heads); then :data:`TRANSFORMER_DEGREES` and a bipartite
 #: graph at 8 x 8.
 TRANSFORMER_GRID = ((8, 8, 64), (1, 7, 16), (8, 64, 128))
-#: The widest vectors a head (channels) the node tables are compiled for
-#: (:func:`node_table_calls`); wider ones are compiled the first time they
-#: are met, and unchecked.
-WIDEST_TABLE_VECTORS = 256
+#: The node tables' grid (heads, channels a head, R): every block of
+#: channels, up to :data:`~ikgat.nn.triton_pair_tables.MAX_WIDTH`.
+TABLE_GRID = ((1, 7, 16), (8, 8, 64), (2, 16, 20), (4, 32, 64),
+              (8, 64, 128))
 #: IKTransformerConv's stochastic kernels: their tables, link and blocks
 #: are direct's (D = 2R, 'log_square') in training and at every degree,
 #: so that only their evaluation draws (S H heads in one pass) add
@@ -316,17 +316,15 @@ def gathered_table_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
 def node_table_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
     r"""The per-node feature tables of the transformer drop-ins on CUDA
     (:mod:`ikgat.nn.triton_pair_tables`), forward and backward, through
-    their public functions (the layers make them on CUDA only): the shapes
-    of :data:`TRANSFORMER_GRID`, one set of points and four (the
-    stochastic kernels' draws), and the widest vectors the layers give
-    (:data:`WIDEST_TABLE_VECTORS` channels a head)."""
+    their public functions (the layers make them on CUDA only): every
+    block of channels up to
+    :data:`~ikgat.nn.triton_pair_tables.MAX_WIDTH`, one head (which Triton
+    specialises) and several, one set of points and four (the stochastic
+    kernels' draws)."""
     import torch
 
     from ikgat.nn.triton_pair_tables import tables, tables_backward
-    shapes = [(heads, channels, points)
-              for heads, channels, points in TRANSFORMER_GRID]
-    shapes.append((1, WIDEST_TABLE_VECTORS, 16))
-    for heads, width, points in shapes:
+    for heads, width, points in TABLE_GRID:
         for sets in (1, NUM_SAMPLES):
             def run(heads=heads, width=width, points=points, sets=sets):
                 x = torch.randn(NODES, heads, width)

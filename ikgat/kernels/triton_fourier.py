@@ -109,15 +109,14 @@ def _sincos(theta):
     return sin, cos
 
 
-def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, STRIDE,
-            OFFSET, BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr):
+def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, OFFSET,
+            BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr):
     # theta [B_N, B_R] = x_n . u_k, one channel at a time (an outer
     # product per channel: no nodes x points x channels tile in
-    # registers); u is the part of the points' rows (STRIDE floats
-    # apart) at columns OFFSET..OFFSET+C.
+    # registers); u is the half of w at columns OFFSET..OFFSET+C.
     angle = tl.zeros([BLOCK_N, BLOCK_R], tl.float32)
     x_row = x + offs_n * H * C + h * C
-    u_row = points + rows * STRIDE + OFFSET
+    u_row = points + rows * 2 * C + OFFSET
     for c in range(C):
         x_c = tl.load(x_row + c, mask=mask_n, other=0.)
         u_c = tl.load(u_row + c, mask=mask_k, other=0.)
@@ -145,7 +144,7 @@ def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
         mask_k = offs_k < MR
         angle = _angles(x, points, offs_n, mask_n,
                         _point_rows(offs_k, h, H, R), mask_k, h, H, C,
-                        2 * C, OFFSET, BLOCK_N, BLOCK_R)
+                        OFFSET, BLOCK_N, BLOCK_R)
         sin, cos = _sincos(angle)
         cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
@@ -197,7 +196,7 @@ def _grad_x_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
         mask_k = offs_k < MR
         rows = _point_rows(offs_k, h, H, R)
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
-                        2 * C, OFFSET, BLOCK_N, BLOCK_R)
+                        OFFSET, BLOCK_N, BLOCK_R)
         sin, cos = _sincos(angle)
         cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
@@ -242,7 +241,7 @@ def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
         grad_tile = _grad_estimate(grad, estimate, offs_n, mask_n, offs_t,
                                    mask_t, h, H, T, eps, scale)
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
-                        2 * C, OFFSET, BLOCK_N, BLOCK_R)
+                        OFFSET, BLOCK_N, BLOCK_R)
         sin, cos = _sincos(angle)
         d = _grad_angle(sin, cos, grad_tile, cos_w, sin_w)
         # dL/du_k,c = sum_n D_n,k x_n,c, one channel at a time:
@@ -297,13 +296,12 @@ def sincos():
     return _sincos
 
 
-def angle_steps():
-    r"""The jitted :func:`_point_rows`, :func:`_angles` and :func:`_sincos`
-    (rows of stacked spectral points, a nodes x points tile of angles, their
-    sines and cosines), for the kernels of other modules: jits this
-    module's kernels first."""
+def point_steps():
+    r"""The jitted :func:`_point_rows` and :func:`_sincos` (rows of stacked
+    spectral points; sines and cosines from one range reduction), for the
+    kernels of other modules: jits this module's kernels first."""
     _kernels()
-    return _point_rows, _angles, _sincos
+    return _point_rows, _sincos
 
 
 def next_power_of_2(n: int) -> int:

@@ -25,9 +25,13 @@ recomputes the angles and takes
 :func:`~ikgat.nn.triton_transformer.angle_product`).  Only :math:`x` and
 :math:`W` are saved.  Both directions are registered operators
 (``ikgat::node_tables`` and ``ikgat::node_tables_backward``, opaque under
-:func:`torch.compile`); on CUDA in float32 the Triton kernels of
-:mod:`ikgat.nn.triton_pair_tables` (one launch forward, two backward,
-the angles formed in registers), elsewhere eager PyTorch.
+:func:`torch.compile`).  On CUDA in float32, up to
+:data:`~ikgat.nn.triton_pair_tables.MAX_WIDTH` channels a head, they run
+the Triton kernels of :mod:`ikgat.nn.triton_pair_tables` (one launch
+forward, two backward, the angles formed in registers); other CUDA tensors
+take one compiled pass after the angle product
+(:class:`~ikgat.kernels.compiled.CompiledOrEager`); elsewhere eager
+PyTorch.
 
 :class:`~ikgat.IKTransformerConv` gives the gathered-table kernels of
 :func:`~ikgat.nn.triton_transformer.fused_transformer_attention` these
@@ -43,6 +47,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
+from ikgat.kernels.compiled import CompiledOrEager
 from ikgat.kernels.triton_runtime import triton_usable
 from ikgat.nn import triton_pair_tables
 from ikgat.nn.triton_transformer import angle_product
@@ -80,19 +85,31 @@ def angle_gradient(grad: Tensor, x: Tensor, points: Tensor) -> Tensor:
 
 
 def _triton_applies(x: Tensor, points: Tensor) -> bool:
-    # The Triton kernels: on CUDA, in float32, with a usable Triton.
+    # The Triton kernels: on CUDA, in float32, up to their widest vectors,
+    # with a usable Triton.
     return (x.device.type == 'cuda' and x.dtype == points.dtype
-            == torch.float32 and triton_usable())
+            == torch.float32 and x.size(2) <= triton_pair_tables.MAX_WIDTH
+            and triton_usable())
+
+
+_FALLBACK = 'eager PyTorch runs it from now on'
+_compiled_tables = CompiledOrEager(
+    tables, 'ikgat: compiling the transformer feature tables', _FALLBACK)
+_compiled_angle_gradient = CompiledOrEager(
+    angle_gradient, "ikgat: compiling the transformer feature tables'"
+    ' backward', _FALLBACK)
 
 
 # Registered operators (opaque under torch.compile, one operation each in
-# the launch counts); the Triton kernels on CUDA, eager elsewhere.
+# the launch counts): the Triton kernels or the compiled passes on CUDA,
+# eager elsewhere.
 
 @torch.library.custom_op('ikgat::node_tables', mutates_args=())
 def _tables_op(x: Tensor, points: Tensor) -> Tensor:
     if _triton_applies(x, points):
         return triton_pair_tables.tables(x.contiguous(), points.contiguous())
-    return tables(x, points)
+    function = _compiled_tables if x.device.type == 'cuda' else tables
+    return function(x, points)
 
 
 @_tables_op.register_fake
@@ -107,7 +124,9 @@ def _backward_op(grad: Tensor, x: Tensor, points: Tensor,
         return triton_pair_tables.tables_backward(
             grad.contiguous(), x.contiguous(), points.contiguous(), need_x,
             need_points)
-    grad_angles = angle_gradient(grad.contiguous(), x, points)
+    function = _compiled_angle_gradient if x.device.type == 'cuda' \
+        else angle_gradient
+    grad_angles = function(grad.contiguous(), x, points)
     grad_x = torch.einsum('nhmr,mhrd->nhd', grad_angles, points
                           ).contiguous() if need_x else x.new_empty(0)
     grad_points = angle_product(grad_angles, x, x.device.type != 'cpu'
@@ -141,8 +160,8 @@ def node_tables(x: Tensor, points: Tensor) -> Tensor:
     r""":math:`\phi(x)`, :math:`(N, H, 2R)`, differentiable in :obj:`x`
     :math:`(N, H, D)` and :obj:`points` :math:`(m, H, R, D)`, saving only
     them (see the module docstring): the registered operator
-    ``ikgat::node_tables`` (and its ``_backward``), Triton's on CUDA, eager
-    elsewhere.  Not twice differentiable."""
+    ``ikgat::node_tables`` (and its ``_backward``), Triton's or compiled on
+    CUDA, eager elsewhere.  Not twice differentiable."""
     if x.dim() != 3 or points.dim() != 4 or points.shape[1] != x.shape[1] \
             or points.shape[3] != x.shape[2]:
         raise ValueError(f"node_tables: expected x (N, H, D) and points "

@@ -209,28 +209,44 @@ def test_the_triton_kernels_on_empty_shapes(nodes, width, points):
     assert torch.equal(grad_w, torch.zeros_like(w))
 
 
+@pytest.mark.skipif(not triton_usable(), reason='needs Triton')
+def test_the_triton_kernels_refuse_vectors_wider_than_they_compile_for():
+    from ikgat.nn.triton_pair_tables import MAX_WIDTH, tables
+    x = torch.randn(3, 1, MAX_WIDTH + 1)
+    with pytest.raises(ValueError, match='MAX_WIDTH') as info:
+        tables(x, torch.randn(1, 1, 4, MAX_WIDTH + 1))
+    assert '\n' not in str(info.value)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
-def test_on_cuda_node_tables_take_the_triton_kernels(monkeypatch):
-    # float32 on CUDA through the kernels (none of the eager functions
-    # called), float64 through eager PyTorch; both equal float64 autograd.
-    x, w = leaves(300, 4, 8, 2, 64, seed=9)
+@pytest.mark.parametrize('dtype, width, triton', [
+    (torch.float32, 8, True), (torch.float32, 64, True),
+    (torch.float32, 65, False), (torch.float64, 8, False)])
+def test_on_cuda_node_tables_take_the_triton_kernels_where_they_apply(
+        dtype, width, triton, monkeypatch):
+    # float32 up to MAX_WIDTH through the kernels (the other paths
+    # refused), the rest through the compiled passes (the kernels
+    # refused); both equal float64 autograd.
+    x, w = leaves(300, 4, width, 2, 64, seed=9)
     expected = fourier_features(x, w)
     grad = torch.randn_like(expected)
     want = torch.autograd.grad(expected, (x, w), grad)
 
-    def refuse(*args):
-        raise AssertionError('the eager path ran')
-    for dtype in (torch.float32, torch.float64):
-        with monkeypatch.context() as patch:
-            if dtype == torch.float32:
-                patch.setattr(pair_tables, 'tables', refuse)
-                patch.setattr(pair_tables, 'angle_gradient', refuse)
-            xc = x.detach().to('cuda', dtype).requires_grad_()
-            wc = w.detach().to('cuda', dtype).requires_grad_()
-            out = pair_tables.node_tables(xc, wc)
-            have = torch.autograd.grad(out, (xc, wc), grad.to('cuda', dtype))
-        tolerance = 1e-5 if dtype == torch.float32 else 1e-10
-        assert (out.double().cpu() - expected).abs().max() <= tolerance * 10
-        for a, b in zip(have, want):
-            assert (a.double().cpu() - b).abs().max() <= \
-                tolerance * b.abs().max()
+    def refuse(*args, **kwargs):
+        raise AssertionError('the wrong path ran')
+    if triton:
+        for name in ('_compiled_tables', '_compiled_angle_gradient',
+                     'tables', 'angle_gradient'):
+            monkeypatch.setattr(pair_tables, name, refuse)
+    else:
+        for name in ('tables', 'tables_backward'):
+            monkeypatch.setattr(pair_tables.triton_pair_tables, name, refuse)
+    xc = x.detach().to('cuda', dtype).requires_grad_()
+    wc = w.detach().to('cuda', dtype).requires_grad_()
+    out = pair_tables.node_tables(xc, wc)
+    have = torch.autograd.grad(out, (xc, wc), grad.to('cuda', dtype))
+    tolerance = 2e-5 if dtype == torch.float32 else 1e-10
+    assert (out.double().cpu() - expected).abs().max() <= tolerance * 10
+    for a, b in zip(have, want):
+        assert (a.double().cpu() - b).abs().max() <= \
+            tolerance * b.abs().max()
