@@ -1,8 +1,8 @@
 r"""Record of the ninth CUDA run of 2026-11-27 (not maintained, linted or
 imported): the transformer drop-ins' node tables in Triton
 (``ikgat.nn.triton_pair_tables``) against main's compiled passes around
-cuBLAS angle products (``ikgat.nn.pair_tables`` before this commit, its path for
-vectors wider than the kernels take).
+cuBLAS angle products (``ikgat.nn.pair_tables`` before this commit,
+reproduced here by compiling its eager functions as main did).
 
 1. One IKTransformerConv layer forward + backward on the synthetic arxiv
    graph of ``benchmarks.gpu_speed`` (128 features, 8 heads x 8),
@@ -43,17 +43,22 @@ def interleaved(steps, rounds, warmup):
 
 import ikgat.nn.pair_tables as pair_tables  # noqa: E402
 
+_EAGER = (pair_tables.tables, pair_tables.angle_gradient)
+_COMPILED = tuple(torch.compile(f, dynamic=True) for f in _EAGER)
+
 
 @contextlib.contextmanager
 def mains_tables():
-    r"""main's CUDA path: the compiled passes, no Triton (the package's
-    path for vectors wider than the kernels take)."""
-    saved = pair_tables._triton_applies
+    r"""main's CUDA path: the compiled eager functions, no Triton."""
+    saved = (pair_tables._triton_applies, pair_tables.tables,
+             pair_tables.angle_gradient)
     pair_tables._triton_applies = lambda x, points: False
+    pair_tables.tables, pair_tables.angle_gradient = _COMPILED
     try:
         yield
     finally:
-        pair_tables._triton_applies = saved
+        (pair_tables._triton_applies, pair_tables.tables,
+         pair_tables.angle_gradient) = saved
 
 
 def main():
@@ -118,7 +123,7 @@ def tables_study(rounds=10, warmup=3):
         w = torch.randn(m, heads, r, d, device='cuda', requires_grad=True)
         grad = torch.randn(n, heads, 2 * r, device='cuda')
         x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
-        reference = pair_tables.tables(x64, w64)
+        reference = _EAGER[0](x64, w64)
         want = torch.autograd.grad(reference, (x64, w64), grad.double())
         steps, errors = {}, {}
         for name, context in (('Triton', contextlib.nullcontext),
