@@ -20,10 +20,9 @@ rejects and says nothing of registers.  This check runs the compiler:
    recorded (kernel, argument types as Triton specialises them,
    compile-time constants) and nothing runs, so the grid costs seconds.
    The node-term estimate with one slope, the transformer attention
-   on gathered ``'log_square'`` tables, the node tables of the transformer
-   drop-ins (which the layers make on CUDA only), and the transformer
-   attention in float64 (which the layers do not fuse, but the operator
-   takes), come from their public functions.
+   on gathered ``'log_square'`` tables, and the transformer attention in
+   float64 (which the layers do not fuse, but the operator takes), come
+   from their public functions.
 2. **The compiler and ptxas.**  Each distinct launch is compiled with
    ``triton.compile(ASTSource(...), target=GPUTarget('cuda', cc, 32))`` for
    sm_90 (H100) and sm_80 (A100) with the launch's options (every kernel
@@ -84,10 +83,6 @@ NUM_SAMPLES = 4
 #: blocks of heads); then :data:`TRANSFORMER_DEGREES` and a bipartite
 #: graph at 8 x 8.
 TRANSFORMER_GRID = ((8, 8, 64), (1, 7, 16), (8, 64, 128))
-#: The node tables' grid (heads, channels a head, R): every block of
-#: channels, up to :data:`~ikgat.nn.triton_pair_tables.MAX_WIDTH`.
-TABLE_GRID = ((1, 7, 16), (8, 8, 64), (2, 16, 20), (4, 32, 64),
-              (8, 64, 128))
 #: IKTransformerConv's stochastic kernels: their tables, link and blocks
 #: are direct's (D = 2R, 'log_square') in training and at every degree,
 #: so that only their evaluation draws (S H heads in one pass) add
@@ -313,27 +308,6 @@ def gathered_table_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
                    f'D={2 * points} dropout={dropout:g}'), run
 
 
-def node_table_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
-    r"""The per-node feature tables of the transformer drop-ins on CUDA
-    (:mod:`ikgat.nn.triton_pair_tables`), forward and backward, through
-    their public functions (the layers make them on CUDA only): every
-    block of channels up to
-    :data:`~ikgat.nn.triton_pair_tables.MAX_WIDTH`, one head (which Triton
-    specialises) and several, one set of points and four (the stochastic
-    kernels' draws)."""
-    import torch
-
-    from ikgat.nn.triton_pair_tables import tables, tables_backward
-    for heads, width, points in TABLE_GRID:
-        for sets in (1, NUM_SAMPLES):
-            def run(heads=heads, width=width, points=points, sets=sets):
-                x = torch.randn(NODES, heads, width)
-                w = torch.randn(sets, heads, points, width)
-                table = tables(x, w)
-                tables_backward(torch.randn_like(table), x, w)
-            yield (f'node tables {heads}x{width} R={points} m={sets}'), run
-
-
 def float64_calls() -> Iterator[Tuple[str, Callable[[], None]]]:
     r"""The transformer attention in float64 through its public function,
     on tables (both links) and on spectral points, with and without
@@ -377,8 +351,7 @@ def capture(layers: List[str]) -> List[dict]:
     from ikgat.kernels.triton_runtime import record_launches
     distinct: OrderedDict[str, dict] = OrderedDict()
     calls = (list(layer_calls(layers)) + list(one_slope_calls())
-             + list(gathered_table_calls()) + list(node_table_calls())
-             + list(float64_calls()))
+             + list(gathered_table_calls()) + list(float64_calls()))
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for label, run in calls:

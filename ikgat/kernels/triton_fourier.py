@@ -296,14 +296,6 @@ def sincos():
     return _sincos
 
 
-def point_steps():
-    r"""The jitted :func:`_point_rows` and :func:`_sincos` (rows of stacked
-    spectral points; sines and cosines from one range reduction), for the
-    kernels of other modules: jits this module's kernels first."""
-    _kernels()
-    return _point_rows, _sincos
-
-
 def next_power_of_2(n: int) -> int:
     r"""The smallest power of two :math:`\ge n` (at least 1): Triton's
     block sizes."""

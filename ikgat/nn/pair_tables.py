@@ -25,12 +25,8 @@ recomputes the angles and takes
 :func:`~ikgat.nn.triton_transformer.angle_product`).  Only :math:`x` and
 :math:`W` are saved.  Both directions are registered operators
 (``ikgat::node_tables`` and ``ikgat::node_tables_backward``, opaque under
-:func:`torch.compile`).  On CUDA in float32, up to
-:data:`~ikgat.nn.triton_pair_tables.MAX_WIDTH` channels a head, they run
-the Triton kernels of :mod:`ikgat.nn.triton_pair_tables` (one launch
-forward, two backward, the angles formed in registers); other CUDA tensors
-take one compiled pass after the angle product
-(:class:`~ikgat.kernels.compiled.CompiledOrEager`); elsewhere eager
+:func:`torch.compile`); on CUDA each is one compiled pass after the angle
+product (:class:`~ikgat.kernels.compiled.CompiledOrEager`), elsewhere eager
 PyTorch.
 
 :class:`~ikgat.IKTransformerConv` gives the gathered-table kernels of
@@ -48,8 +44,6 @@ import torch
 from torch import Tensor
 
 from ikgat.kernels.compiled import CompiledOrEager
-from ikgat.kernels.triton_runtime import triton_usable
-from ikgat.nn import triton_pair_tables
 from ikgat.nn.triton_transformer import angle_product
 
 #: Whether the layers give the fused attention per-node tables on CUDA
@@ -84,14 +78,6 @@ def angle_gradient(grad: Tensor, x: Tensor, points: Tensor) -> Tensor:
     return angles.cos() * grad_sin - angles.sin() * grad_cos
 
 
-def _triton_applies(x: Tensor, points: Tensor) -> bool:
-    # The Triton kernels: on CUDA, in float32, up to their widest vectors,
-    # with a usable Triton.
-    return (x.device.type == 'cuda' and x.dtype == points.dtype
-            == torch.float32 and x.size(2) <= triton_pair_tables.MAX_WIDTH
-            and triton_usable())
-
-
 _FALLBACK = 'eager PyTorch runs it from now on'
 _compiled_tables = CompiledOrEager(
     tables, 'ikgat: compiling the transformer feature tables', _FALLBACK)
@@ -101,13 +87,10 @@ _compiled_angle_gradient = CompiledOrEager(
 
 
 # Registered operators (opaque under torch.compile, one operation each in
-# the launch counts): the Triton kernels or the compiled passes on CUDA,
-# eager elsewhere.
+# the launch counts); the compiled functions on CUDA, eager elsewhere.
 
 @torch.library.custom_op('ikgat::node_tables', mutates_args=())
 def _tables_op(x: Tensor, points: Tensor) -> Tensor:
-    if _triton_applies(x, points):
-        return triton_pair_tables.tables(x.contiguous(), points.contiguous())
     function = _compiled_tables if x.device.type == 'cuda' else tables
     return function(x, points)
 
@@ -120,10 +103,6 @@ def _(x, points):
 @torch.library.custom_op('ikgat::node_tables_backward', mutates_args=())
 def _backward_op(grad: Tensor, x: Tensor, points: Tensor,
                  need_x: bool, need_points: bool) -> Tuple[Tensor, Tensor]:
-    if _triton_applies(x, points):
-        return triton_pair_tables.tables_backward(
-            grad.contiguous(), x.contiguous(), points.contiguous(), need_x,
-            need_points)
     function = _compiled_angle_gradient if x.device.type == 'cuda' \
         else angle_gradient
     grad_angles = function(grad.contiguous(), x, points)
@@ -160,8 +139,8 @@ def node_tables(x: Tensor, points: Tensor) -> Tensor:
     r""":math:`\phi(x)`, :math:`(N, H, 2R)`, differentiable in :obj:`x`
     :math:`(N, H, D)` and :obj:`points` :math:`(m, H, R, D)`, saving only
     them (see the module docstring): the registered operator
-    ``ikgat::node_tables`` (and its ``_backward``), Triton's or compiled on
-    CUDA, eager elsewhere.  Not twice differentiable."""
+    ``ikgat::node_tables`` (and its ``_backward``), compiled on CUDA, eager
+    elsewhere.  Not twice differentiable."""
     if x.dim() != 3 or points.dim() != 4 or points.shape[1] != x.shape[1] \
             or points.shape[3] != x.shape[2]:
         raise ValueError(f"node_tables: expected x (N, H, D) and points "

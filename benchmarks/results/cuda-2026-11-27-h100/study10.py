@@ -1,6 +1,7 @@
 r"""Record of the tenth CUDA run of 2026-11-27 (not maintained, linted or
 imported): the transformer drop-ins' node tables in Triton
-(``ikgat.nn.triton_pair_tables``) against main's compiled passes around
+(``ikgat.nn.triton_pair_tables`` of commit 012f38d, not kept on main: see the
+README) against main's compiled passes around
 cuBLAS angle products (``ikgat.nn.pair_tables`` before this commit, its path for
 vectors wider than the kernels take).
 

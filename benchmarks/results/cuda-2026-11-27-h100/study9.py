@@ -1,6 +1,7 @@
 r"""Record of the ninth CUDA run of 2026-11-27 (not maintained, linted or
 imported): the transformer drop-ins' node tables in Triton
-(``ikgat.nn.triton_pair_tables``) against main's compiled passes around
+(``ikgat.nn.triton_pair_tables`` of commit c202a1a, not kept on main: see the
+README) against main's compiled passes around
 cuBLAS angle products (``ikgat.nn.pair_tables`` before this commit,
 reproduced here by compiling its eager functions as main did).
 
