@@ -21,6 +21,15 @@ from ikgat.sampling import has_sampler
 DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 
+def fast_few(cases, fast):
+    r""":obj:`cases` for ``pytest.mark.parametrize``, those not in
+    :obj:`fast` marked slow: the fast tier checks a representative few,
+    the slow tier every case (tuples are the arguments of one case)."""
+    return [case if case in fast else pytest.param(
+        *(case if isinstance(case, tuple) else (case, )),
+        marks=pytest.mark.slow) for case in cases]
+
+
 def random_graph(num_nodes: int, num_edges: int, channels: int, seed: int,
                  num_dst=None):
     generator = torch.Generator().manual_seed(seed)

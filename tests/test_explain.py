@@ -10,12 +10,17 @@ from torch_geometric.testing import withPackage
 
 from benchmarks.explainers import layers, support
 from ikgat.nn import IKGATConv, MIKANConv
+from tests.helpers import fast_few
 
 LAYERS = list(layers())
 #: Layers whose graph-level quantities reach outside the receptive field
 #: (the summary h_s of the implicit kernels, KEPGATConv's adjoint sums).
 NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv',
              'IKTransformerConv implicit', 'MIKANTransformerConv'}
+#: The fast tier's layers: PyG's two, a local and a graph-level one of each
+#: family (the slow tier takes every layer).
+FAST_LAYERS = ('GATConv', 'IKGATConv direct', 'MIKANConv', 'TransformerConv',
+               'IKTransformerConv direct', 'IKTransformerConv implicit')
 
 
 @functools.cache
@@ -43,14 +48,14 @@ def check(name: str, explainer: str, task: str) -> None:
 
 @pytest.mark.parametrize('task', ['node', 'graph'])
 @pytest.mark.parametrize('explainer', ['GNNExplainer', 'AttentionExplainer'])
-@pytest.mark.parametrize('name', LAYERS)
+@pytest.mark.parametrize('name', fast_few(LAYERS, FAST_LAYERS))
 def test_explainer_masks_the_receptive_field(name, explainer, task):
     check(name, explainer, task)
 
 
 @withPackage('captum')
 @pytest.mark.parametrize('task', ['node', 'graph'])
-@pytest.mark.parametrize('name', LAYERS)
+@pytest.mark.parametrize('name', fast_few(LAYERS, FAST_LAYERS))
 def test_captum_explainer_masks_the_receptive_field(name, task):
     check(name, 'CaptumExplainer', task)
 

@@ -8,7 +8,7 @@ import ikgat.nn.pair_tables as pair_tables
 from ikgat import IKTransformerConv, MIKANTransformerConv
 from ikgat.kernels.random_features import fourier_features
 from ikgat.kernels.triton_runtime import triton_usable
-from tests.helpers import DEVICE
+from tests.helpers import DEVICE, fast_few
 
 
 def leaves(nodes, heads, width, sets, points, seed):
@@ -64,16 +64,16 @@ def test_the_rule_is_off_the_cpu_while_enabled(monkeypatch):
 
 
 @pytest.mark.skipif(not triton_usable(), reason='needs Triton')
-@pytest.mark.parametrize('layer, kwargs', [
-    (IKTransformerConv, dict(kernel='direct')),
-    (IKTransformerConv, dict(kernel='rff_ns')),
-    (MIKANTransformerConv, dict())])
+@pytest.mark.parametrize('layer, kernel', fast_few(
+    [(IKTransformerConv, 'direct'), (IKTransformerConv, 'rff_ns'),
+     (MIKANTransformerConv, None)], [(IKTransformerConv, 'direct')]))
 @pytest.mark.parametrize('training', [False, True])
 def test_the_layer_through_tables_equals_the_points_kernels(
-        layer, kwargs, training, monkeypatch):
+        layer, kernel, training, monkeypatch):
     # The fused path (on CPU in Triton's interpreter), once with the tables
     # of pair_tables (forced: the rule says CUDA) and once with the points.
     torch.manual_seed(0)
+    kwargs = {} if kernel is None else dict(kernel=kernel)
     conv = layer(5, 4, heads=2, num_spectral_points=8, beta=True,
                  **kwargs).to(DEVICE)
     conv.fused_attention = 'always'
