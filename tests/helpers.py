@@ -7,6 +7,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.data import Data
+from torch_geometric.typing import WITH_TORCH_SPARSE
 
 from ikgat import IKGATConv, kernels
 from ikgat.kernels import KERNELS
@@ -161,9 +162,21 @@ def tiny_model(conv=IKGATConv, seed=0, **conv_kwargs):
 
 
 #: Skips a test that samples neighbours (NeighborLoader) where neither
-#: pyg-lib nor torch-sparse is installed.
+#: pyg-lib nor torch-sparse is installed (a failure in CI, see
+#: tests/conftest.py).
 needs_sampler = pytest.mark.skipif(not has_sampler(),
                                    reason='needs pyg-lib or torch-sparse')
+#: Skips a test of torch-sparse's SparseTensor where it is not installed
+#: (a failure in CI, see tests/conftest.py).
+needs_torch_sparse = pytest.mark.skipif(not WITH_TORCH_SPARSE,
+                                        reason='needs torch-sparse')
+
+
+def require(available: bool, reason: str) -> None:
+    r"""Skip the running test unless :obj:`available` (a failure in CI,
+    see tests/conftest.py)."""
+    if not available:
+        pytest.skip(reason)
 
 
 class NoHostTensors(TorchDispatchMode):

@@ -1,4 +1,7 @@
 r"""The polynomial kernel of even degree."""
+import math
+
+import torch
 from torch import Tensor
 
 from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_dot
@@ -42,13 +45,24 @@ class PolynomialKernel(Kernel):
     def similarity(self, x: Tensor, y: Tensor) -> Tensor:
         return ((x * y).sum(-1) + self.offset).pow(self.degree)
 
+    def _log_from_dot(self, dot: Tensor) -> Tensor:
+        # log((t^d) + eps) as logaddexp(d log|t|, log eps), t = dot + b: the
+        # power overflows float32 where the logarithm does not (d even, so
+        # t^d = |t|^d; the clamp keeps log|t| finite at t = 0).
+        shifted = (dot + self.offset).abs()
+        log_power = self.degree * shifted.clamp(
+            min=torch.finfo(shifted.dtype).tiny).log()
+        log_eps = math.log(self.eps)
+        return (log_power.clamp(min=log_eps)
+                + torch.log1p(torch.exp(-(log_power - log_eps).abs())))
+
     def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
-        return (self.similarity(query, key) + self.eps).log()
+        return self._log_from_dot((query * key).sum(-1))
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
                        slopes: Tensor) -> Tensor:
-        dot = scaled_anchor_dot(x, anchor, is_source, slopes)
-        return ((dot + self.offset).pow(self.degree) + self.eps).log()
+        return self._log_from_dot(
+            scaled_anchor_dot(x, anchor, is_source, slopes))
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, degree={self.degree}, '

@@ -10,7 +10,11 @@ values.  The checks that read values (index ranges, a sorted batch
 vector) copy a number to the host, which on a GPU waits for every queued
 kernel; as PyG does, they run there only in PyG's debug mode
 (``with torch_geometric.debug(): ...``, see :func:`reads_values`), and
-always on CPU tensors, where reading a value costs nothing extra.
+always on CPU tensors, where reading a value costs nothing extra.  Where
+they cannot run (on a GPU outside debug mode, and while
+:func:`torch.compile` traces), the index range is still checked, by a
+device-side assertion (:func:`assert_indices_in_range`): no index out of
+range is ever read.
 """
 from typing import Optional, Tuple, Union
 
@@ -19,6 +23,11 @@ import torch_geometric
 from torch import Tensor
 from torch_geometric.typing import SparseTensor
 from torch_geometric.utils import is_torch_sparse_tensor
+
+from ikgat.nn import graph_cache
+
+#: The :mod:`~ikgat.nn.graph_cache` kind of :func:`assert_indices_in_range`.
+INDICES_IN_RANGE = 'indices in range'
 
 
 def reads_values(device: torch.device) -> bool:
@@ -57,7 +66,14 @@ def check_edge_index(layer: str, edge_index: Union[Tensor, SparseTensor],
     """Check an adjacency: an integer ``[2, E]`` tensor with indices in range,
     or a sparse ``[num_dst, num_src]`` adjacency (``adj_t``).  The index
     ranges are read only where :func:`reads_values` allows it (CPU, or
-    PyG's debug mode)."""
+    PyG's debug mode), else asserted on the device
+    (:func:`assert_indices_in_range`); while :func:`torch.compile` traces,
+    only the device assertion runs."""
+    if torch.compiler.is_compiling():
+        if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
+                edge_index):
+            assert_indices_in_range(layer, edge_index, num_src, num_dst)
+        return
     if isinstance(edge_index, SparseTensor) or is_torch_sparse_tensor(
             edge_index):
         rows, cols = edge_index.size(0), edge_index.size(1)
@@ -81,7 +97,10 @@ def check_edge_index(layer: str, edge_index: Union[Tensor, SparseTensor],
         raise ValueError(f"{layer}: 'edge_index' must have shape "
                          f"[2, num_edges] (got {tuple(edge_index.shape)}); "
                          f"transpose an [E, 2] list with .t()")
-    if edge_index.numel() == 0 or not reads_values(edge_index.device):
+    if edge_index.numel() == 0:
+        return
+    if not reads_values(edge_index.device):
+        assert_indices_in_range(layer, edge_index, num_src, num_dst)
         return
     for row, name, bound in ((0, 'source', num_src), (1, 'target', num_dst)):
         if bound is None:
@@ -92,6 +111,40 @@ def check_edge_index(layer: str, edge_index: Union[Tensor, SparseTensor],
             raise ValueError(f"{layer}: 'edge_index' holds {name} index "
                              f"{bad}, out of range for {bound} {name} nodes "
                              f"(valid: 0..{bound - 1})")
+
+
+def assert_indices_in_range(layer: str, edge_index: Tensor, num_src: int,
+                            num_dst: Optional[int]) -> None:
+    r"""Assert on the device, without a host synchronisation, that the
+    ``[2, E]`` :obj:`edge_index` holds sources in ``[0, num_src)`` and
+    targets in ``[0, num_dst)`` (:func:`torch._assert_async`: on a GPU the
+    stream stops at the assertion, before any later kernel reads out of
+    range; on CPU and under :func:`torch.compile` it raises a
+    :class:`RuntimeError`).  Once per graph, as its sort
+    (:mod:`ikgat.nn.graph_cache`: again after an in-place change, and in
+    every compiled call).  The message cannot hold the offending value,
+    which only the device knows; the eager CPU check
+    (:func:`check_edge_index`) and PyG's debug mode name it."""
+    if edge_index.numel() == 0:
+        return
+
+    def assert_in_range() -> bool:
+        if num_dst is None or num_dst == num_src:
+            low, high = torch.aminmax(edge_index)
+            in_range = (low >= 0) & (high < num_src)
+        else:
+            low, high = torch.aminmax(edge_index, dim=1)
+            in_range = ((low.min() >= 0) & (high[0] < num_src)
+                        & (high[1] < num_dst))
+        torch._assert_async(
+            in_range, f"{layer}: 'edge_index' holds a node index out of "
+            f"range (sources must lie in [0, x_src.size(0)), targets in "
+            f"[0, x_dst.size(0))); run the layer eagerly on CPU, or inside "
+            f"torch_geometric.debug(), to see the index")
+        return True
+
+    graph_cache.cached(edge_index, INDICES_IN_RANGE, (num_src, num_dst),
+                       assert_in_range)
 
 
 def check_edge_attr(layer: str, edge_attr: Optional[Tensor],

@@ -223,11 +223,13 @@ class GATStyleConv(OwnTemplates, MessagePassing):
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
                       edge_attr: OptTensor, size: Size) -> None:
         r"""Raise an error naming the offending value for malformed node
-        features, edges, edge features or ``size`` (skipped while
-        :func:`torch.compile` traces)."""
-        if torch.compiler.is_compiling():
-            return
+        features, edges, edge features or ``size``; while
+        :func:`torch.compile` traces, only the device-side assertion that
+        the edges' indices are in range."""
         name = type(self).__name__
+        if torch.compiler.is_compiling():
+            check_edge_index(name, edge_index, *node_counts(x, size))
+            return
         src_channels, dst_channels = (
             (self.in_channels, self.in_channels) if isinstance(
                 self.in_channels, int) else self.in_channels)

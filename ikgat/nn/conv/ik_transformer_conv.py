@@ -682,9 +682,13 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
                       edge_attr: OptTensor,
                       batch: Union[OptTensor, Tuple[Tensor, Tensor]]
                       ) -> None:
-        if torch.compiler.is_compiling():
-            return
         name = type(self).__name__
+        if torch.compiler.is_compiling():
+            # Only the device-side assertion that the indices are in range:
+            if x_dst is not None:
+                check_edge_index(name, edge_index, x_src.size(0),
+                                 x_dst.size(0))
+            return
         src_channels, dst_channels = (
             (self.in_channels, self.in_channels) if isinstance(
                 self.in_channels, int) else self.in_channels)

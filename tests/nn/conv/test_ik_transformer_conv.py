@@ -16,7 +16,12 @@ from ikgat.kernels import Kernel, RBFKernel, vector_kernels
 from ikgat.kernels.triton_runtime import triton_usable
 from ikgat.nn import graph_batch, kl_divergence
 from ikgat.nn.norms import lp_norm_squared
-from tests.helpers import DEVICE, NoHostTensors
+from tests.helpers import (
+    DEVICE,
+    NoHostTensors,
+    needs_torch_sparse,
+    require,
+)
 
 META = torch.device('meta')
 CPU = torch.device('cpu')
@@ -106,8 +111,16 @@ def test_rbf_is_transformer_conv_on_sparse_adjacencies(edge_dim, bipartite):
                                return_attention_weights=True)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(our_alpha, alpha, atol=1e-5, rtol=1e-5)
-    if not WITH_TORCH_SPARSE:
-        return
+
+
+@needs_torch_sparse
+@pytest.mark.parametrize('edge_dim', [None, 3])
+@pytest.mark.parametrize('bipartite', [False, True])
+def test_rbf_is_transformer_conv_on_sparse_tensors(edge_dim, bipartite):
+    reference, conv = pair_of_layers(bipartite, edge_dim=edge_dim)
+    x, edge_index, edge_attr = inputs_of(bipartite, edge_dim)
+    num_src, num_dst = (x[0].size(0), x[1].size(0)) if bipartite else (
+        x.size(0), x.size(0))
     row, col = edge_index[1], edge_index[0]
     sparse = SparseTensor(row=row, col=col, value=edge_attr,
                           sparse_sizes=(num_dst, num_src))
@@ -130,8 +143,8 @@ def test_a_message_hook_runs_propagate_with_the_same_result(
     """A message hook (as PyG's AttentionExplainer registers) sends the
     messages through PyG's propagate, which calls message with alpha; the
     output equals the chunked aggregation's, and TransformerConv's for rbf."""
-    if adjacency == 'SparseTensor' and not WITH_TORCH_SPARSE:
-        pytest.skip('torch-sparse is not installed')
+    if adjacency == 'SparseTensor':
+        require(WITH_TORCH_SPARSE, 'torch-sparse is not installed')
     reference, conv = pair_of_layers(bipartite, edge_dim=edge_dim)
     if kernel != 'rbf':
         torch.manual_seed(0)
