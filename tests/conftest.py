@@ -46,6 +46,11 @@ def _patch_the_interpreter_once_per_kernel():
 if os.environ.get('TRITON_INTERPRET') == '1':
     _patch_the_interpreter_once_per_kernel()
 
+# A worker of pytest-xdist (`pytest -n 2`, the README's test command) runs on
+# one thread: two processes of several threads each on two cores thrash.
+if os.environ.get('PYTEST_XDIST_WORKER'):
+    torch.set_num_threads(1)
+
 SHARED_DATA = osp.join(osp.dirname(__file__), '..', '..', 'shared', 'data')
 
 
