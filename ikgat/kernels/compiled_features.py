@@ -28,8 +28,15 @@ trigonometry, which writes only the table (or the angles' gradient), and
 the backward pass needs no cache of cosines and sines.
 
 The compiled functions are used on CPU for float32 and float64 inputs of
-at least :data:`MIN_ANGLES` angles, so that small graphs never wait for a
-compilation.  They compile once per process and dtype (dynamic shapes);
+at least :data:`MIN_ANGLES` angles: where compiling pays within a training
+run.  A first compilation on a machine without Inductor's cache took 11.7
+s; it then saved 31 ms a step of ``IKTransformerConv(kernel='direct')``
+(8 heads x 8) on Cora (2.8 M angles a side: 380 steps to repay it, more
+than the GAT recipe's runs take) and 102 ms at PubMed size (20 M angles:
+115 steps), on one thread of an Intel Xeon (the command in
+``benchmarks/results/compile_pays.md``).  So Cora-size graphs run eager
+from their first step.  They compile once per process and dtype (dynamic
+shapes);
 if compiling fails (no C++ compiler, for one), a warning says so, and
 :data:`ENABLED` is cleared so that the callers' eager path runs from then
 on.  Setting :data:`ENABLED` to :obj:`False` switches them off.
@@ -43,8 +50,9 @@ from ikgat.kernels.compiled import CompiledOrEager
 
 #: Whether the compiled functions may be used at all.
 ENABLED = True
-#: The fewest angles (:math:`n H_g m R`) for which they are used.
-MIN_ANGLES = 1 << 16
+#: The fewest angles (:math:`n H_g m R`) for which they are used: 16 M,
+#: between Cora's and PubMed's (see the module docstring).
+MIN_ANGLES = 1 << 24
 
 
 def features(x: Tensor, matrix: Tensor, num_points: int) -> Tensor:
