@@ -103,7 +103,10 @@ def test_forward_and_backward_use_one_mask(gate, use_triton):
     pytest.param(True, marks=pytest.mark.slow), False])
 def test_expected_output_over_draws_is_the_output_without_dropout(
         use_triton):
-    num_src, num_dst, dropout, draws = 12, 8, 0.5, 200
+    # 64 draws through the interpreter (200 of the PyTorch implementation):
+    # the bound below is in standard errors, valid at any number of draws.
+    num_src, num_dst, dropout = 12, 8, 0.5
+    draws = 64 if use_triton else 200
     edge_index = graph(num_src, num_dst, 40, seed=6)
     score_src, score_dst, x_src, _ = inputs(num_src, num_dst, 0, 2, 3,
                                             seed=7, gate=False,
