@@ -10,6 +10,7 @@ import torch
 from ikgat import IKGATConv
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import graph_cache
+from ikgat.nn.conv.checks import INDICES_IN_RANGE
 from ikgat.nn.conv.gat_base import SELF_LOOPS
 from ikgat.nn.conv.ikgat_conv import CSR_WITH_SELF_LOOPS
 
@@ -74,9 +75,11 @@ def test_the_layers_of_a_model_share_what_they_derive_from_the_graph(
     monkeypatch.setattr(graph_cache, 'cached', counting)
     for _ in range(2):
         model(torch.zeros(10, 6, device=meta), edge_index)
+    # The device-side assertion that the indices are in range, too, runs
+    # once for the graph:
     kind = CSR_WITH_SELF_LOOPS if fused else SELF_LOOPS
-    assert asked == [kind] * 4
-    assert computed == ([kind] if fused else [])
+    assert asked == [INDICES_IN_RANGE, kind] * 4
+    assert computed == [INDICES_IN_RANGE] + ([kind] if fused else [])
     if fused:
         csr = graph_cache.lookup(edge_index, kind, (10, 10, 10))
         assert csr.self_loops == 10 and csr.src.shape == (40, )

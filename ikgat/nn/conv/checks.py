@@ -24,7 +24,7 @@ from torch import Tensor
 from torch_geometric.typing import SparseTensor
 from torch_geometric.utils import is_torch_sparse_tensor
 
-from ikgat.nn import graph_cache
+import ikgat.nn.graph_cache as graph_cache
 
 #: The :mod:`~ikgat.nn.graph_cache` kind of :func:`assert_indices_in_range`.
 INDICES_IN_RANGE = 'indices in range'
