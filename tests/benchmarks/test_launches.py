@@ -20,8 +20,13 @@ from benchmarks.launches import (
 
 SMALL, LARGE = 2_000, 32_000
 
-CASES = [(name, label, training, dropout) for name in layer_names()
-         for label, training, dropout in modes()]
+#: The fast tier counts a layer of each family and the stochastic ones
+#: (every mode); the slow tier every layer.
+FAST_LAYERS = ('IKGATConv-direct', 'MIKANConv', 'IKTransformerConv-direct')
+CASES = [case if case[0] in FAST_LAYERS + BASELINES else pytest.param(
+    case, marks=pytest.mark.slow) for case in (
+        (name, label, training, dropout) for name in layer_names()
+        for label, training, dropout in modes())]
 
 
 def case_id(case):

@@ -16,6 +16,7 @@ def read_rows(folder):
         return list(csv.DictReader(file))
 
 
+@pytest.mark.slow  # a benchmark's whole run, in smoke mode
 def test_smoke_run_writes_rows_and_summary(tmp_path):
     text = main(['--smoke', '--results-dir', str(tmp_path)])
     assert (tmp_path / 'minibatch.md').read_text() == text

@@ -122,6 +122,7 @@ def test_evaluator_matches_training_loop(tiny_ogbn, tmp_path):
     assert accuracy['test'] == pytest.approx(result.test_acc, abs=1e-6)
 
 
+@pytest.mark.slow  # a benchmark's whole run, in smoke mode
 @needs_sampler
 def test_mini_batches_through_the_ogb_path(tiny_ogbn, tmp_path):
     # Neighbour-sampled training and layer-wise evaluation: the evaluator's

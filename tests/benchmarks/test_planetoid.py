@@ -53,6 +53,7 @@ TRANSFORMER_LAYERS = {'transformer': 'TransformerConv',
                       'ikt-mikan': 'MIKANTransformerConv'}
 
 
+@pytest.mark.slow  # a benchmark's whole run, in smoke mode
 def test_end_to_end_writes_one_row_per_run(tmp_path):
     results = str(tmp_path / 'planetoid.csv')
     rows = run_benchmark(['Tiny'], CORE_MODELS, [0, 1], results=results,

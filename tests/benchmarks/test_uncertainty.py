@@ -29,6 +29,7 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow  # a benchmark's whole run, in smoke mode
 def test_smoke_writes_rows_resumes_and_summarises(tmp_path, restore_threads):
     from benchmarks.uncertainty import main
     results, summary = tmp_path / 'u.csv', tmp_path / 'u.md'

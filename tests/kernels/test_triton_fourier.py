@@ -14,7 +14,7 @@ from ikgat.kernels.fused_fourier import (
     fused_fourier_log_similarity,
 )
 from ikgat.kernels.random_features import fourier_log_similarity
-from tests.helpers import DEVICE, random_graph
+from tests.helpers import DEVICE, fast_few, random_graph
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available()
@@ -194,10 +194,11 @@ def graphs():
 
 # Every layer on a homogeneous graph, the bipartite ones for the implicit
 # kernel in the fast tier; every pairing in the slow one:
-@pytest.mark.parametrize('name, graph', [
-    (name, graph) if graph == 'homogeneous' or name == 'implicit' else
-    pytest.param(name, graph, marks=pytest.mark.slow)
-    for name in LAYERS for graph in ('homogeneous', 'bipartite', 'x_dst=None')])
+@pytest.mark.parametrize('name, graph', fast_few(
+    [(name, graph) for name in LAYERS
+     for graph in ('homogeneous', 'bipartite', 'x_dst=None')],
+    (('direct', 'homogeneous'), ('implicit', 'bipartite'),
+     ('mikan', 'x_dst=None'))))
 def test_layer_through_triton_equals_plain(name, graph):
     case = graphs()[graph]
     for training in (True, False):

@@ -20,6 +20,7 @@ from ikgat.nn.triton_attention import (  # noqa: E402
     fused_attention,
     prepare_csr,
 )
+from tests.helpers import fast_few  # noqa: E402
 from tests.nn.test_triton_attention import DEVICE, graph, inputs  # noqa: E402
 
 #: Both implementations of the operators: the Triton kernels run on CUDA,
@@ -61,8 +62,9 @@ def test_keep_rate_lies_in_a_binomial_interval(dropout, use_triton):
     torch.testing.assert_close(dropped[kept], alpha[kept] / (1 - dropout))
 
 
-@pytest.mark.parametrize('use_triton', IMPLEMENTATIONS)
-@pytest.mark.parametrize('gate', [False, True])
+@pytest.mark.parametrize('gate, use_triton', fast_few(
+    [(gate, use_triton) for gate in (False, True)
+     for use_triton in IMPLEMENTATIONS], ((True, True), (False, False))))
 def test_forward_and_backward_use_one_mask(gate, use_triton):
     # The gradients equal those of the unfused formula with the mask read
     # off the returned weights.
@@ -154,10 +156,11 @@ def test_seed_repeats_and_extremes(use_triton):
 
 # (gate, broadcast, weights, self-loops added in the sort; such a CSR
 # takes no gate and returns no weights):
-@pytest.mark.parametrize('gate,broadcast,weights,self_loops', [
+@pytest.mark.parametrize('gate,broadcast,weights,self_loops', fast_few([
     (False, False, False, False), (True, False, True, False),
     (False, True, True, False), (False, False, False, True),
-    (False, True, False, True)])
+    (False, True, False, True)], ((True, False, True, False),
+                                  (False, True, False, True))))
 def test_pytorch_implementation_equals_the_triton_kernels(
         gate, broadcast, weights, self_loops):
     # The operators' PyTorch implementation (CPU under torch.compile) and

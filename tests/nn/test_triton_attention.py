@@ -17,7 +17,7 @@ from ikgat.nn.triton_attention import (  # noqa: E402
     fused_attention,
     prepare_csr,
 )
-from tests.helpers import DEVICE  # noqa: E402
+from tests.helpers import DEVICE, fast_few  # noqa: E402
 
 
 def graph(num_src, num_dst, num_edges, seed, isolated=2):
@@ -61,13 +61,12 @@ def gradients(outputs, upstream, leaves):
     return torch.autograd.grad(loss, leaves)
 
 
-@pytest.mark.parametrize('negative_slope', [0.2, 0.0])
-@pytest.mark.parametrize('gate,broadcast,weights', [
-    (False, False, False),
-    (True, False, True),
-    (False, True, True),
-    (True, True, False),
-])
+@pytest.mark.parametrize('gate,broadcast,weights,negative_slope', fast_few(
+    [options + (slope, ) for slope in (0.2, 0.0) for options in (
+        (False, False, False), (True, False, True), (False, True, True),
+        (True, True, False))],
+    ((True, False, True, 0.2), (True, True, False, 0.0),
+     (False, True, True, 0.2))))
 def test_equals_unfused_path_with_gradients(gate, broadcast, weights,
                                             negative_slope):
     num_src, num_dst, heads, channels = 13, 11, 3, 5

@@ -18,7 +18,7 @@ from ikgat import IKGATConv, MIKANConv
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.training import train_node_classifier
-from tests.helpers import DEVICE, random_graph
+from tests.helpers import DEVICE, fast_few, random_graph
 
 pytest.importorskip('triton')
 pytestmark = pytest.mark.skipif(
@@ -110,8 +110,9 @@ def test_fullgraph_compile_equals_eager(name, training, dropout):
     assert_same(output_and_grads(compiled_conv, x, edge_index), eager)
 
 
-@pytest.mark.parametrize('switch', ['always', True])
-@pytest.mark.parametrize('name', ['direct', 'mikan'])
+@pytest.mark.parametrize('name, switch', fast_few(
+    [('direct', 'always'), ('direct', True), ('mikan', 'always'),
+     ('mikan', True)], (('direct', True), )))
 def test_fused_operators_are_in_the_compiled_graph(name, switch,
                                                    monkeypatch):
     # The compiled step calls the registered operators (the CUDA path), not
@@ -216,7 +217,8 @@ def test_compiled_two_layer_model_trains():
     assert train_loss() < 0.5 * before
 
 
-@pytest.mark.parametrize('training', [True, False])
+@pytest.mark.parametrize('training', [True, pytest.param(
+    False, marks=pytest.mark.slow)])
 def test_kep_gat_conv_compiles_as_one_graph(training):
     # KEPGATConv has no fused path; without self-loops (whose removal reads
     # values, a graph break GATConv has too) it compiles as one graph.

@@ -109,7 +109,7 @@ EDGE_CASES = [
 ]
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
 @given(cases())
 @example(EDGE_CASES[0])
 @example(EDGE_CASES[1])
