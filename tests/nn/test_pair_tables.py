@@ -71,19 +71,23 @@ def test_the_rule_is_off_the_cpu_while_enabled(monkeypatch):
 def test_the_layer_through_tables_equals_the_points_kernels(
         layer, kernel, training, monkeypatch):
     # The fused path (on CPU in Triton's interpreter), once with the tables
-    # of pair_tables (forced: the rule says CUDA) and once with the points.
+    # of pair_tables (forced: the rule says CUDA) and once with the points,
+    # and the PyTorch path (fused_attention=False), which shares none of
+    # the fused paths' glue: values and gradients.
     torch.manual_seed(0)
     kwargs = {} if kernel is None else dict(kernel=kernel)
     conv = layer(5, 4, heads=2, num_spectral_points=8, beta=True,
                  **kwargs).to(DEVICE)
-    conv.fused_attention = 'always'
     conv.train(training)
     x = torch.randn(12, 5, device=DEVICE, requires_grad=True)
     edge_index = torch.randint(0, 12, (2, 40), device=DEVICE)
     results = []
     node_tables = pair_tables.node_tables
-    for forced in (True, False):
-        monkeypatch.setattr(pair_tables, 'uses_tables', lambda x, forced=forced: forced)
+    for forced, fused in ((True, 'always'), (False, 'always'),
+                          (False, False)):
+        conv.fused_attention = fused
+        monkeypatch.setattr(pair_tables, 'uses_tables',
+                            lambda x, forced=forced: forced)
         calls = []
         monkeypatch.setattr(pair_tables, 'node_tables',
                             lambda *a, calls=calls: calls.append(1)
@@ -95,12 +99,13 @@ def test_the_layer_through_tables_equals_the_points_kernels(
                                     allow_unused=True)
         assert len(calls) == (2 if forced else 0)
         results.append((out, grads))
-    (out_t, grads_t), (out_p, grads_p) = results
-    torch.testing.assert_close(out_t, out_p, atol=1e-5, rtol=1e-5)
-    for a, b in zip(grads_t, grads_p):
-        assert (a is None) == (b is None)
-        if a is not None:
-            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+    (out_t, grads_t), *others = results
+    for out, grads in others:
+        torch.testing.assert_close(out_t, out, atol=1e-5, rtol=1e-5)
+        for a, b in zip(grads_t, grads, strict=True):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')

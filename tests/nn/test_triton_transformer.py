@@ -7,6 +7,7 @@ Without CUDA the kernels run in Triton's interpreter, switched on by
 tests/conftest.py before Triton is first imported; the graphs are small.
 """
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -28,7 +29,7 @@ from ikgat.nn.triton_transformer import (  # noqa: E402
     table_tiling,
     tiling,
 )
-from tests.helpers import DEVICE  # noqa: E402
+from tests.helpers import DEVICE, fast_few  # noqa: E402
 from tests.nn.test_triton_attention import graph  # noqa: E402
 
 #: (N_src, N_dst): a graph and a bipartite one, each with isolated targets,
@@ -498,68 +499,161 @@ def build(name, training):
     return layer.to(DEVICE).train(training)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize('name', LAYERS)
-@pytest.mark.parametrize('training', [True, False])
-def test_layer_fused_path_equals_its_pytorch_path(name, training,
-                                                  monkeypatch):
-    calls = count_fused_calls(monkeypatch)
-    layer = build(name, training)
-    num_src, num_dst = 11, 7
-    edge_index = graph(num_src, num_dst, 30, seed=7)
+#: Graphs of the layer tests, (N_s, N_t, random edges, isolated targets):
+#: 40 edges into 5 of 7 targets, 5 to 10 a target (repeated edges and
+#: self-loops, see graph()), and 20 into 3 of 4 targets, 5 to 9 a target,
+#: where the points kernels' programs in the interpreter take half the time.
+GRAPHS = {'full': (11, 7, 30, 2), 'small': (7, 4, 12, 1)}
+
+
+def layer_inputs(size):
+    r"""Source and target features of the bipartite graph :obj:`size` of
+    :data:`GRAPHS` and its edges."""
+    num_src, num_dst, num_edges, isolated = GRAPHS[size]
+    edge_index = graph(num_src, num_dst, num_edges, seed=7,
+                       isolated=isolated)
     generator = torch.Generator().manual_seed(8)
     x = (torch.randn(num_src, 5, generator=generator).to(DEVICE),
          torch.randn(num_dst, 4, generator=generator).to(DEVICE))
-    results = []
-    for mode in ('always', False):
-        layer.fused_attention = mode
-        layer.zero_grad()
-        leaves = tuple(part.clone().requires_grad_() for part in x)
-        torch.manual_seed(9)  # the same spectral draws on both paths
-        out = layer(leaves, edge_index)
-        out.square().sum().backward()
-        results.append([out, *(leaf.grad for leaf in leaves)] + [
-            parameter.grad for parameter in layer.parameters()
-            if parameter.grad is not None])
-    assert len(calls) == 1
-    assert len(results[0]) == len(results[1])
-    for got, expected in zip(*results):
-        assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4)
+    return x, edge_index
 
 
-@pytest.mark.parametrize('name', ['rbf', 'direct'])
-def test_layer_fused_path_with_dropout_one_keeps_only_the_root_weight(
-        name, monkeypatch):
-    # The fused kernels draw their own mask (Philox), so in training with
-    # dropout they cannot equal the PyTorch path value by value; at p = 1
-    # both drop every weight and the output is the root weight's term
-    # (as TransformerConv's), values and gradients.  (The constructor
-    # takes p < 1, a layer being useless at 1; the attribute takes 1.)
+def layer_results(layer, x, edge_index, mode):
+    r"""The output and the gradients of the inputs and of the parameters of
+    :obj:`layer` with ``fused_attention = mode``, the spectral draws seeded
+    (the same on both paths)."""
+    layer.fused_attention = mode
+    layer.zero_grad()
+    leaves = tuple(part.clone().requires_grad_() for part in x)
+    torch.manual_seed(9)
+    out = layer(leaves, edge_index)
+    out.square().sum().backward()
+    return [out, *(leaf.grad for leaf in leaves)] + [
+        parameter.grad for parameter in layer.parameters()
+        if parameter.grad is not None]
+
+
+def assert_attention_matters(layer, x, edge_index):
+    r"""The PyTorch path's weights are far from uniform over the targets'
+    in-edges (in each head, at some target the largest and the smallest
+    weight differ by a quarter of the uniform weight or more; 0.37 to 2.3
+    here): a fused path that got them wrong would give another output."""
+    layer.fused_attention = False
+    torch.manual_seed(9)
+    with torch.no_grad():
+        _, (_, alpha) = layer(x, edge_index, return_attention_weights=True)
+    spread = []
+    for target in edge_index[1].unique():
+        weights = alpha[edge_index[1] == target]  # (in-degree, H)
+        spread.append((weights.amax(0) - weights.amin(0)) * len(weights))
+    assert torch.stack(spread).amax(0).min() > 0.25
+
+
+# The fast tier: each operator path of the layers, the identity link's
+# tables (rbf) and the random-feature points in training (implicit: one
+# sampled draw, the points' gradient) and in evaluation (MIKAN: three draws
+# as heads of one pass, their outputs averaged), the points on the small
+# graph (0.7-0.8 s each on one CPU thread); the slow tier every layer and
+# mode on the full one.
+FAST_LAYER_CASES = [('rbf', True, 'full'), ('implicit', True, 'small'),
+                    ('mikan', False, 'small')]
+
+
+@pytest.mark.parametrize('name, training, size', fast_few(
+    [(name, training, 'full') for name in LAYERS
+     for training in (True, False)] + FAST_LAYER_CASES[1:],
+    FAST_LAYER_CASES))
+def test_layer_fused_path_equals_its_pytorch_path(name, training, size,
+                                                  monkeypatch):
     calls = count_fused_calls(monkeypatch)
+    layer = build(name, training)
+    x, edge_index = layer_inputs(size)
+    fused = layer_results(layer, x, edge_index, 'always')
+    expected = layer_results(layer, x, edge_index, False)
+    assert len(calls) == 1
+    assert len(fused) == len(expected)
+    for got, want in zip(fused, expected):
+        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
+    assert_attention_matters(layer, x, edge_index)
+
+
+def recording_masks(monkeypatch):
+    r"""Wrap the layer's fused operator so that each call records its
+    dropout mask ``(N_t, H, N_s)``: the operator once more on one-hot values
+    (``values[j, h] = e_j``) with the same seed (the same state of the
+    random generator), whose output is the dropped weight of each edge
+    ``j -> i`` (a graph without repeated edges), positive where kept."""
+    masks = []
+    fused = transformer_module.triton_transformer.fused_transformer_attention
+
+    def recorded(u, v, s, values, csr, num_dst, *args, points=None,
+                 **kwargs):
+        num_src, heads = values.shape[:2]
+        one_hot = torch.eye(num_src, device=values.device).unsqueeze(
+            1).repeat(1, heads, 1)
+        devices = [values.device] if values.device.type == 'cuda' else []
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            probe = fused(u.detach(), v.detach(), s.detach(), one_hot, csr,
+                          num_dst, *args,
+                          points=None if points is None else points.detach(),
+                          **kwargs)
+        masks.append(probe > 0)
+        return fused(u, v, s, values, csr, num_dst, *args, points=points,
+                     **kwargs)
+
+    monkeypatch.setattr(transformer_module.triton_transformer,
+                        'fused_transformer_attention', recorded)
+    return masks
+
+
+# The table and the points kernels at p = 0.4, and p = 1 (every weight
+# dropped, the root weight's term alone) in the slow tier:
+@pytest.mark.parametrize('name, dropout', fast_few(
+    [('rbf', 0.4), ('rff', 0.4), ('rbf', 1.0), ('direct', 1.0)],
+    [('rbf', 0.4), ('rff', 0.4)]))
+def test_layer_fused_path_with_dropout_equals_its_pytorch_path_on_its_mask(
+        name, dropout, monkeypatch):
+    # The fused kernels draw their own mask (Philox, keyed by the CSR
+    # position), so the PyTorch path cannot draw it; recovered from the
+    # operator on one-hot values, it replaces the PyTorch path's dropout:
+    # the two paths then give the same values and gradients (inputs and
+    # parameters), and the backward kernels drew the forward's mask.  (The
+    # constructor takes p < 1, a layer being useless at 1; the attribute
+    # takes 1.)
+    masks = recording_masks(monkeypatch)
     torch.manual_seed(1)
     layer = IKTransformerConv((5, 4), 4, heads=2, kernel=name,
                               num_spectral_points=8).to(DEVICE).train()
-    layer.dropout = 1.0
-    edge_index = graph(11, 7, 30, seed=7)
-    generator = torch.Generator().manual_seed(8)
-    x = (torch.randn(11, 5, generator=generator).to(DEVICE),
-         torch.randn(7, 4, generator=generator).to(DEVICE))
-    results = []
-    for mode in ('always', False):
-        layer.fused_attention = mode
-        layer.zero_grad()
-        leaves = tuple(part.clone().requires_grad_() for part in x)
-        out = layer(leaves, edge_index)
-        out.square().sum().backward()
-        results.append((out, leaves[1].grad, layer.lin_skip.weight.grad,
-                        layer.lin_value.weight.grad))
-    assert len(calls) == 1
-    (out, grad_dst, grad_skip, grad_value), expected = results
-    assert torch.allclose(out, layer.lin_skip(x[1]), atol=1e-6)
-    assert torch.allclose(out, expected[0], atol=1e-6)
-    assert torch.allclose(grad_dst, expected[1], atol=1e-5)
-    assert torch.allclose(grad_skip, expected[2], atol=1e-5)
-    assert not grad_value.any() and not expected[3].any()
+    layer.dropout = dropout
+    x, edge_index = layer_inputs('small')
+    # One-hot values tell edges apart: 11 edges, 3 or 4 into each target.
+    edge_index = edge_index.unique(dim=1)
+    fused = layer_results(layer, x, edge_index, 'always')
+    [mask] = masks
+    src, dst = edge_index
+    kept = mask[dst, :, src]  # (E, H), in the order of edge_index
+    keep_scale = 0.0 if dropout == 1.0 else 1.0 / (1.0 - dropout)
+    monkeypatch.setattr(transformer_module, 'F', SimpleNamespace(
+        dropout=lambda alpha, p, training: alpha * kept * keep_scale))
+    expected = layer_results(layer, x, edge_index, False)
+    assert len(masks) == 1  # the PyTorch path took no fused call
+    assert len(fused) == len(expected)
+    for got, want in zip(fused, expected):
+        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
+    # The mask: outside the edges nothing; on them a keep rate in a
+    # binomial interval (99.99%), and in each head a target with dropped
+    # and kept in-edges (where attention matters):
+    assert mask.sum() == kept.sum()
+    rate = kept.float().mean().item()
+    half_width = 3.9 * math.sqrt(dropout * (1 - dropout) / kept.numel())
+    assert abs(rate - (1 - dropout)) <= half_width, rate
+    if dropout < 1.0:
+        mixed = [kept[dst == i].any(0) & ~kept[dst == i].all(0)
+                 for i in dst.unique()]
+        assert torch.stack(mixed).any(0).all()
+    else:
+        assert torch.allclose(fused[0], layer.lin_skip(x[1]), atol=1e-6)
+    assert_attention_matters(layer, x, edge_index)
 
 
 def test_layer_takes_the_pytorch_path_where_the_rule_says(monkeypatch):
