@@ -127,24 +127,31 @@ def explain(model: torch.nn.Module, algorithm, task: str, x: Tensor,
     return explainer(x, edge_index, index=index, **kwargs).edge_mask
 
 
+def task_graph(task: str, seed: int) -> Data:
+    r"""The graph of the node task (40 nodes), or the batch of two graphs of
+    the graph task (20 nodes each), of :obj:`seed`."""
+    generator = torch.Generator().manual_seed(seed)
+    if task == 'node':
+        return random_graph(40, generator)
+    return Batch.from_data_list([random_graph(20, generator),
+                                 random_graph(20, generator)])
+
+
 def support(name: str, explainer: str, task: str,
             seed: int) -> Tuple[int, int, int, int]:
     r"""Edges with a non-zero mask inside the receptive field, its size,
     edges with a non-zero mask outside it, and the edges outside it (input
     self-loops left out), on the graph(s) of :obj:`seed`."""
     conv, kwargs = layers()[name]
-    generator = torch.Generator().manual_seed(seed)
+    data = task_graph(task, seed)
     torch.manual_seed(seed)
     if task == 'node':
-        data = random_graph(40, generator)
         model = TwoLayerGAT(IN_CHANNELS, CHANNELS, CLASSES, conv, heads=HEADS,
                             dropout=0.0, conv_kwargs=kwargs).eval()
         field = node_receptive_field(data.edge_index, 0)
         mask = explain(model, explainers()[explainer](), 'node', data.x,
                        data.edge_index, 0)
     else:
-        data = Batch.from_data_list([random_graph(20, generator),
-                                     random_graph(20, generator)])
         model = GraphClassifier(conv, kwargs).eval()
         field = ((data.batch[data.edge_index[1]] == 0)
                  & (data.edge_index[0] != data.edge_index[1]))

@@ -7,8 +7,14 @@ import pytest
 import torch
 from torch_geometric.explain.algorithm.utils import clear_masks, set_masks
 from torch_geometric.testing import withPackage
+from torch_geometric.utils import k_hop_subgraph
 
-from benchmarks.explainers import layers, support
+from benchmarks.explainers import (
+    layers,
+    node_receptive_field,
+    support,
+    task_graph,
+)
 from ikgat.nn import IKGATConv, MIKANConv
 from tests.helpers import fast_few
 
@@ -23,6 +29,10 @@ FAST_LAYERS = ('GATConv', 'IKGATConv direct', 'MIKANConv', 'TransformerConv',
                'IKTransformerConv direct', 'IKTransformerConv implicit')
 
 
+#: PyG's layers, which ours replace.
+PYG_LAYERS = ('GATConv', 'TransformerConv')
+
+
 @functools.cache
 def outside_of(layer: str, explainer: str, task: str) -> int:
     r"""Edges outside the receptive field masked for :obj:`layer`
@@ -30,20 +40,61 @@ def outside_of(layer: str, explainer: str, task: str) -> int:
     return support(layer, explainer, task, seed=0)[2]
 
 
+def expected_outside(explainer: str, task: str) -> int:
+    r"""The edges outside the receptive field that PyG's explainers mask
+    whatever the (local, or batch-respecting) layer, from the graph alone
+    (torch_geometric/explain/algorithm/attention_explainer.py, base.py and
+    gnn_explainer.py of PyG 2.8):
+
+    * AttentionExplainer, node task: the attention weights (positive) of
+      the edges of ``_get_hard_masks``, ``k_hop_subgraph`` of the node over
+      as many hops as the model has message-passing layers (2), undirected:
+      every edge between two nodes within 2 hops, a superset of the
+      receptive field (5 edges outside it here, of 142);
+    * AttentionExplainer, graph task: no hard mask, every edge's weight
+      (all 76 edges of the other graph);
+    * GNNExplainer and CaptumExplainer, graph task: the edges whose mask
+      gets a gradient (GNNExplainer's hard mask; integrated gradients are
+      zero without one): none of the other graph, the batch keeping each
+      graph's output to its own edges."""
+    data = task_graph(task, seed=0)
+    loops = data.edge_index[0] == data.edge_index[1]
+    if task == 'node':
+        outside = ~node_receptive_field(data.edge_index, 0) & ~loops
+    else:
+        outside = (data.batch[data.edge_index[1]] != 0) & ~loops
+    if explainer != 'AttentionExplainer':
+        assert task == 'graph'
+        return 0
+    if task == 'graph':
+        return int(outside.sum())
+    _, _, _, hard = k_hop_subgraph(0, 2, data.edge_index,
+                                   num_nodes=data.num_nodes)
+    return int((hard & outside).sum())
+
+
 def check(name: str, explainer: str, task: str) -> None:
     inside, size, outside, _ = support(name, explainer, task, seed=0)
     assert size > 0 and inside == size
     if explainer == 'AttentionExplainer' or task == 'graph':
-        # AttentionExplainer masks the k-hop subgraph (every edge for a
-        # graph task) as for the PyG layer; the batch keeps graph tasks
-        # local.
-        # The PyG layer each one replaces:
-        pyg = 'TransformerConv' if 'Transformer' in name else 'GATConv'
-        assert outside == outside_of(pyg, explainer, task)
+        # What PyG's explainers mask there follows from the graph (the
+        # batch keeps graph tasks local), for every layer as for PyG's:
+        assert outside == expected_outside(explainer, task)
+        if name not in PYG_LAYERS:  # and as for the PyG layer replaced
+            pyg = 'TransformerConv' if 'Transformer' in name else 'GATConv'
+            assert outside == outside_of(pyg, explainer, task)
     elif name in NOT_LOCAL:
         assert outside > 0  # documented, with numbers
     else:
         assert outside == 0
+
+
+def test_the_expected_masks_outside_the_field_are_not_trivial():
+    # The node task's 2-hop subgraph reaches beyond the receptive field,
+    # and the graph task's other graph has edges: the counts above are
+    # neither zero nor the receptive field's.
+    assert expected_outside('AttentionExplainer', 'node') == 5
+    assert expected_outside('AttentionExplainer', 'graph') == 76
 
 
 @pytest.mark.parametrize('task', ['node', 'graph'])
