@@ -109,9 +109,18 @@ def test_summarising_layers_differ_on_subgraphs_and_warn(name, conv,
     batch = neighbor_sampler(data, [-1])(torch.tensor([0, 1, 2]))
     full = first(data.x, data.edge_index)[:3]
     sampled = first(batch.x, batch.edge_index)[:3]
-    # The caveat is real: a difference far above float32 roundoff (the
-    # transformer layers' summaries move the outputs by about 2e-5 here):
-    assert (sampled - full).abs().max() > 1e-5
+    # The round-off of this comparison: the subgraph with the full graph's
+    # summary gives the full-graph outputs up to it (at most 6e-8 on graph
+    # seeds 0-9), at least float32's epsilon of the outputs' scale:
+    with first.full_graph_summary(data.x):
+        summarised = first(batch.x, batch.edge_index)[:3]
+    roundoff = max((summarised - full).abs().max().item(),
+                   torch.finfo(torch.float32).eps * full.abs().max().item())
+    # The caveat is real: a difference far above that (on graph seeds 0-9,
+    # 143 to 4e3 times it for the transformer layers, whose summaries move
+    # the outputs by 8e-6 to 1.4e-4, and 8e4 to 8e5 times for the GAT
+    # layers):
+    assert (sampled - full).abs().max() > 20 * roundoff
     with pytest.warns(UserWarning, match='implicit spectral density'):
         warn_sampling_caveats(torch.nn.ModuleList([first]))
     first.train()
