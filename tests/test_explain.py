@@ -27,6 +27,8 @@ NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv',
 #: family (the slow tier takes every layer).
 FAST_LAYERS = ('GATConv', 'IKGATConv direct', 'MIKANConv', 'TransformerConv',
                'IKTransformerConv direct', 'IKTransformerConv implicit')
+#: CaptumExplainer (the costliest) on a local and a graph-level layer.
+FAST_CAPTUM_LAYERS = ('IKGATConv direct', 'IKTransformerConv implicit')
 
 
 #: PyG's layers, which ours replace.
@@ -106,7 +108,7 @@ def test_explainer_masks_the_receptive_field(name, explainer, task):
 
 @withPackage('captum')
 @pytest.mark.parametrize('task', ['node', 'graph'])
-@pytest.mark.parametrize('name', fast_few(LAYERS, FAST_LAYERS))
+@pytest.mark.parametrize('name', fast_few(LAYERS, FAST_CAPTUM_LAYERS))
 def test_captum_explainer_masks_the_receptive_field(name, task):
     check(name, 'CaptumExplainer', task)
 

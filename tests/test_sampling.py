@@ -149,8 +149,16 @@ def test_kep_differs_on_subgraphs_even_with_every_neighbour_and_warns():
 LAYERWISE = LOCAL_LAYERS + [('kep', KEPGATConv, {'num_samples': 0})]
 
 
-@pytest.mark.parametrize('name,conv,kwargs', LAYERWISE,
-                         ids=[case[0] for case in LAYERWISE])
+#: The fast tier's layer-wise layers: a local and a summarising one of each
+#: family, and KEPGATConv (the slow tier every layer).
+FAST_LAYERWISE = ('ikgat-direct', 'mikan', 'ikt-direct', 'ikt-implicit',
+                  'kep')
+
+
+@pytest.mark.parametrize('name,conv,kwargs', [
+    case if case[0] in FAST_LAYERWISE else pytest.param(
+        *case, marks=pytest.mark.slow) for case in LAYERWISE],
+    ids=[case[0] for case in LAYERWISE])
 def test_layerwise_inference_equals_the_full_graph(name, conv, kwargs):
     data = graph(seed=1)
     torch.manual_seed(0)

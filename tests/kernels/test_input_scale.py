@@ -70,7 +70,7 @@ def check_vector_pairing(name, exponent, seed):
 
 
 @pytest.mark.parametrize('name', ANCHOR_KERNELS)
-@settings(max_examples=12, deadline=None, derandomize=True, database=None)
+@settings(max_examples=6, deadline=None, derandomize=True, database=None)
 @given(exponent=EXPONENTS, seed=st.integers(0, 2**16))
 @example(exponent=3.0, seed=0)
 @example(exponent=6.0, seed=1)
@@ -80,7 +80,7 @@ def test_anchor_pairing_is_finite_at_any_scale(name, exponent, seed):
 
 
 @pytest.mark.parametrize('name', VECTOR_KERNELS)
-@settings(max_examples=12, deadline=None, derandomize=True, database=None)
+@settings(max_examples=6, deadline=None, derandomize=True, database=None)
 @given(exponent=EXPONENTS, seed=st.integers(0, 2**16))
 @example(exponent=3.0, seed=0)
 @example(exponent=6.0, seed=1)

@@ -43,7 +43,7 @@ def fused(score_src, score_dst, x_src, edge_index, num_dst, edge_gate,
 
 @pytest.mark.parametrize('use_triton, dropout', [
     (True, 0.6), pytest.param(True, 0.3, marks=pytest.mark.slow),
-    (False, 0.6), (False, 0.3)])
+    pytest.param(False, 0.6, marks=pytest.mark.slow), (False, 0.3)])
 def test_keep_rate_lies_in_a_binomial_interval(dropout, use_triton):
     edge_index = graph(60, 40, 500, seed=1)
     score_src, score_dst, x_src, _ = inputs(60, 40, 0, 4, 3, seed=2,

@@ -67,7 +67,8 @@ def test_the_rule_is_off_the_cpu_while_enabled(monkeypatch):
 @pytest.mark.parametrize('layer, kernel', fast_few(
     [(IKTransformerConv, 'direct'), (IKTransformerConv, 'rff_ns'),
      (MIKANTransformerConv, None)], [(IKTransformerConv, 'direct')]))
-@pytest.mark.parametrize('training', [False, True])
+@pytest.mark.parametrize('training', [
+    pytest.param(False, marks=pytest.mark.slow), True])
 def test_the_layer_through_tables_equals_the_points_kernels(
         layer, kernel, training, monkeypatch):
     # The fused path (on CPU in Triton's interpreter), once with the tables
@@ -143,6 +144,7 @@ def test_the_operators_pass_opcheck():
                           (grad, x.detach(), w.detach(), True, False))
 
 
+@pytest.mark.slow  # compiles a layer (2 s)
 def test_inside_torch_compile_the_operator_stays_whole():
     # An opaque operator (fullgraph, no break): the same values and
     # gradients as eager, its backward the recomputing one.

@@ -354,7 +354,8 @@ def test_points_kernels_on_a_graph_of_one_edge_per_node():
     assert_points_path_matches_pytorch(leaves, edge_index, 7)
 
 
-@pytest.mark.parametrize('use_triton', [True, False])
+@pytest.mark.parametrize('use_triton', [
+    pytest.param(True, marks=pytest.mark.slow), False])
 def test_points_path_without_edges_and_with_only_the_points_learned(
         use_triton):
     # No edge: zero output and gradients; with only the points requiring a
@@ -378,7 +379,8 @@ def test_points_path_without_edges_and_with_only_the_points_learned(
     assert torch.allclose(got[3], want[3], atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize('with_points', [False, True])
+@pytest.mark.parametrize('with_points', [
+    pytest.param(False, marks=pytest.mark.slow), True])
 def test_the_operators_pass_opcheck(with_points):
     # Schema, fake implementations (shapes and strides), autograd
     # registration, on the PyTorch implementation.
@@ -439,8 +441,11 @@ def test_points_must_match_the_queries_and_the_link():
                                     LOG_SQUARE, eps=0.0, points=points)
 
 
+# The kernels' keep rate in the fast tier: the dropout-vs-mask layer test
+# below (its binomial interval); here in the slow tier.
 @pytest.mark.parametrize('use_triton, width', [
-    (True, 4), pytest.param(True, 200, marks=pytest.mark.slow), (False, 4)])
+    pytest.param(True, 4, marks=pytest.mark.slow),
+    pytest.param(True, 200, marks=pytest.mark.slow), (False, 4)])
 def test_keep_rate_lies_in_a_binomial_interval_and_mask_is_one(use_triton,
                                                                width):
     # With values one-hot per source and head, out[i, h, j] is the dropped
