@@ -35,7 +35,8 @@ def test_counts_storages_from_creation_to_release(device):
     assert same.shape == (25, 10)
 
 
-@pytest.mark.parametrize('device', ['cpu', 'meta'])
+@pytest.mark.parametrize('device', [
+    pytest.param('cpu', marks=pytest.mark.slow), 'meta'])
 def test_saved_tensors_count_until_the_backward_pass(device):
     weight = torch.randn(100, 100, device=device, requires_grad=True)
     x = torch.randn(100, 100, device=device)

@@ -321,8 +321,10 @@ def test_points_kernels_take_all_heads_in_chunks_of_points():
     assert (wide['BLOCK_H'], wide['BLOCK_R'], wide['CHUNKS']) == (1, 128, 1)
 
 
+# The prefetching kernel runs in the fast tier's layer tests (narrow rows).
 @pytest.mark.parametrize('width, prefetch', [
-    (3, True), pytest.param(100, False, marks=pytest.mark.slow)])  # 7-12 s
+    pytest.param(3, True, marks=pytest.mark.slow),
+    pytest.param(100, False, marks=pytest.mark.slow)])  # 7-12 s
 def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     # The per-source kernel loads the next tile's targets ahead only where
     # its gathered rows are narrow (2 heads x 4 padded channels, not one
@@ -343,6 +345,7 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     assert_points_path_matches_pytorch(leaves, edge_index, 7)
 
 
+@pytest.mark.slow  # 1 s in the interpreter
 def test_points_kernels_on_a_graph_of_one_edge_per_node():
     # Degree 1: each tile of 2 edges holds one, the other masked.
     leaves = fourier_leaves(9, 7, 8, 2, 8, 2, seed=21, dtype=torch.float32)
