@@ -78,10 +78,12 @@ class KernelLaunch(NamedTuple):
 
     @property
     def key(self) -> str:
-        r"""What makes two launches the same build, up to the alignment
-        hints (which follow the sizes of the graph at hand)."""
+        r"""What tells launches apart: the kernel, the argument types, the
+        constants, the alignment hints (which follow the sizes of the graph
+        at hand) and the options.  (``benchmarks.gpu_compile`` compiles
+        launches that are one build to Triton once.)"""
         return repr((self.module, self.name, sorted(self.signature.items()),
-                     sorted(self.constexprs.items()),
+                     sorted(self.constexprs.items()), sorted(self.aligned),
                      sorted(self.options.items())))
 
 

@@ -1,10 +1,13 @@
 """The GPU compile check (benchmarks.gpu_compile) and the launch seam it
 records from (ikgat.kernels.triton_runtime): launches recorded from a real
-layer step without running anything; the compiler's verdict on a kernel that
-does not compile, on one that spills and on one of ours; a kernel that fails
-to build on a user's machine is one line; an old Triton takes the PyTorch
-path with one warning.  The whole grid, with Triton 3.6 too, runs in CI
-(``.ci/run``)."""
+layer step without running anything, with the decisions CUDA takes (the
+transformer's gathered tables); a layer or option whose launches vanish
+fails the check; the compiler's verdict on a kernel that does not compile
+(fast), on one that spills and on one of ours (slow); Triton's build key
+tells alignment variants apart and merges launches Triton builds once;
+stored verdicts are reused; a kernel that fails to build on a user's machine
+is one line; an old Triton takes the PyTorch path with one warning.  The
+whole grid, with Triton 3.6 too, runs in CI (``.ci/run``)."""
 import json
 import os
 import subprocess
@@ -14,6 +17,7 @@ import warnings
 import pytest
 import torch
 
+import benchmarks.gpu_compile as gpu_compile
 import ikgat.kernels.triton_runtime as triton_runtime
 from benchmarks.gpu_compile import occupancy, verdict
 from ikgat import IKGATConv
@@ -60,16 +64,95 @@ def test_a_training_step_is_recorded_and_nothing_runs(monkeypatch):
 
 
 def compile_in_a_process(launches, tmp_path, targets=('90', )):
+    r"""The compile phase in a process without the interpreter: per
+    launch, ``{'keys': {cc: key}, 'builds': {cc: build}}``, and what it
+    said on stderr."""
     path = tmp_path / 'launches.json'
     path.write_text(json.dumps(launches))
     env = {key: value for key, value in os.environ.items()
            if key != 'TRITON_INTERPRET'}
     env.update(TRITON_DUMP_PTXAS_LOG='1', TRITON_ALWAYS_COMPILE='1',
-               TRITON_DEFAULT_FP_FUSION='1')
-    subprocess.run([sys.executable, '-m', 'benchmarks.gpu_compile',
-                    '--compile-from', str(path), '--jobs', '1', '--targets',
-                    *targets], env=env, check=True, capture_output=True)
-    return json.loads((tmp_path / 'launches.json.out').read_text())
+               TRITON_DEFAULT_FP_FUSION='1',
+               TRITON_CACHE_DIR=str(tmp_path / 'triton'))
+    done = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.gpu_compile', '--compile-from',
+         str(path), '--jobs', '1', '--cache', str(tmp_path / 'cache'),
+         '--targets', *targets], env=env, check=True, capture_output=True,
+        text=True)
+    return (json.loads((tmp_path / 'launches.json.out').read_text()),
+            done.stderr)
+
+
+def mismatched(aligned=('x', 'out'), **options):
+    r"""A launch of the known-bad helper of gpu_compile_cases: Triton's
+    compiler rejects it in its front end, in well under a second."""
+    return dict(module=CASES, name='_mismatched_body',
+                signature=dict(x='*fp32', out='*fp32', N='i32',
+                               HALVE='constexpr', BLOCK='constexpr'),
+                constexprs=dict(HALVE=True, BLOCK=128), aligned=list(aligned),
+                options=options)
+
+
+def test_the_check_fails_a_kernel_that_does_not_compile(tmp_path):
+    # The fast twin of the slow test below: a kernel that the interpreter
+    # runs and Triton's compiler rejects fails the check (a real compile,
+    # in a process of its own, of a kernel that fails in the front end).
+    # Its launches with other alignment hints are other builds; a launch
+    # that names Triton's defaults (4 warps) is the same build.
+    launches = [mismatched(maxnreg=triton_runtime.MAX_REGISTERS),
+                mismatched(('out', ), maxnreg=triton_runtime.MAX_REGISTERS),
+                mismatched(num_warps=4, maxnreg=triton_runtime.MAX_REGISTERS)]
+    results, stderr = compile_in_a_process(launches, tmp_path)
+    keys = [result['keys']['90'] for result in results]
+    assert keys[0] != keys[1] and keys[0] == keys[2]
+    assert '3 launches x 1 targets, 2 builds: 0 stored verdicts, 2 ' \
+        'compiled' in stderr
+    build = results[0]['builds']['90']
+    assert 'Return type mismatch' in verdict(build)
+    # The table says so, and the command's status follows its failures:
+    for launch in launches:
+        launch.update(first='test', calls=1)
+    rows = gpu_compile.table_rows(launches, {build['triton']: results}, [90])
+    assert len(rows) == 2
+    text, failures = gpu_compile.render(rows, 'test', len(launches))
+    assert len(failures) == 2
+    assert all('_mismatched_body' in failure
+               and 'Return type mismatch' in failure for failure in failures)
+    assert '3 launches, 2 builds x 1 (Triton, target): 2 failures.' in text
+    assert ('| `_mismatched_body` | HALVE=True, BLOCK=128; unaligned: N |'
+            in text)
+    assert ('| `_mismatched_body` | HALVE=True, BLOCK=128; unaligned: x, N |'
+            in text)
+    # The verdict is stored by Triton's build key:
+    stored = tmp_path / 'cache' / 'verdicts' / keys[0][:2] / f'{keys[0]}.json'
+    assert json.loads(stored.read_text()) == build
+
+
+def test_stored_verdicts_are_reused(tmp_path, monkeypatch):
+    compiled = []
+
+    def compile_launch(launch, cc):
+        compiled.append((launch['name'], cc))
+        return dict(cc=cc, triton='9.9', registers=40, spill=0, shared=0,
+                    warps=4)
+
+    monkeypatch.setattr(gpu_compile, 'build_key',
+                        lambda launch, cc: f"{launch['name']}-{cc}")
+    monkeypatch.setattr(gpu_compile, 'compile_launch', compile_launch)
+    cache = str(tmp_path)
+    launches = [dict(name='a'), dict(name='b'), dict(name='a')]
+    first = gpu_compile.compile_all(launches, [90, 80], 1, cache)
+    assert sorted(compiled) == [('a', 80), ('a', 90), ('b', 80), ('b', 90)]
+    assert first[0] == first[2]
+    compiled.clear()
+    assert gpu_compile.compile_all(launches, [90, 80], 1, cache) == first
+    assert compiled == []  # a hit reuses the verdict, compiling nothing
+    gpu_compile.compile_all(launches[:1], [90], 1, cache, recompile=True)
+    assert compiled == [('a', 90)]
+    # No cache folder: everything compiles.
+    compiled.clear()
+    gpu_compile.compile_all(launches[:1], [90], 1, None)
+    assert compiled == [('a', 90)]
 
 
 @pytest.mark.slow  # compiles three kernels in a process (9 s)
@@ -81,11 +164,7 @@ def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
                 if launch.name == '_forward_body')
     options = dict(maxnreg=triton_runtime.MAX_REGISTERS)
     launches = [
-        dict(module=CASES, name='_mismatched_body',
-             signature=dict(x='*fp32', out='*fp32', N='i32',
-                            HALVE='constexpr', BLOCK='constexpr'),
-             constexprs=dict(HALVE=True, BLOCK=128), aligned=['x', 'out'],
-             options=options),
+        mismatched(**options),
         dict(module=CASES, name='_wide_tile_body',
              signature=dict(x='*fp32', points='*fp32', out='*fp32', N='i32',
                             C='i32', BLOCK_N='constexpr',
@@ -94,9 +173,9 @@ def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
              aligned=['x', 'points', 'out'], options=options),
         dict(ours._asdict(), aligned=list(ours.aligned)),
     ]
-    mismatched, wide, forward = [row['90'] for row in
-                                 compile_in_a_process(launches, tmp_path)]
-    assert 'Return type mismatch' in verdict(mismatched)
+    results, _ = compile_in_a_process(launches, tmp_path)
+    mismatch, wide, forward = [result['builds']['90'] for result in results]
+    assert 'Return type mismatch' in verdict(mismatch)
     assert wide['spill'] > 0
     assert verdict(wide).startswith('spills')
     assert verdict(forward) is None
@@ -108,7 +187,9 @@ def test_verdict_and_occupancy():
     build = dict(registers=64, spill=0, shared=0, warps=4)
     assert verdict(build) is None
     assert verdict(dict(build, spill=8)) == 'spills 8 B'
-    assert '200 registers' in verdict(dict(build, registers=200))
+    # Registers are reported, not judged: every launch is built under its
+    # cap (.maxnreg), which ptxas keeps to by spilling.
+    assert verdict(dict(build, registers=200)) is None
     assert verdict(dict(error='CompilationError: x')).startswith(
         'CompilationError')
     # 64 registers x 128 threads: 8 blocks of 64k registers; 255: 2;
@@ -196,10 +277,143 @@ def test_every_option_is_called_at_every_degree():
     # kernels' variants (edge features: the gated kernels), so the grid
     # crosses them: each option at each degree, in every mode.
     from benchmarks.gpu_compile import DEGREES, layer_calls
-    labels = [label for label, _ in layer_calls(['IKGATConv-direct'])]
+    labels = [call.label for call in layer_calls(['IKGATConv-direct'])]
     for degree in DEGREES:
         for option in ('edge', 'bipartite', 'x_dst=None'):
             assert any(f'degree={degree} {option}' in label
                        and 'train dropout=0.6' in label for label in labels)
         assert any(f'degree={degree} edge alpha' in label
                    for label in labels)
+
+
+def test_the_transformer_calls_take_tables_and_points():
+    # The drop-ins with spectral points on CUDA's gathered tables, and
+    # again on the points (pair_tables.ENABLED cleared); the exact kernel
+    # has no points; KEPGATConv, without kernels, is called once a mode.
+    from benchmarks.gpu_compile import NO_KERNEL, layer_calls
+    calls = list(layer_calls(['IKTransformerConv-direct',
+                              'IKTransformerConv-rbf', 'KEPGATConv']))
+    direct = [call for call in calls
+              if call.layer == 'IKTransformerConv-direct']
+    tables = [call for call in direct if 'tables' in call.rules]
+    points = [call for call in direct if 'points' in call.rules]
+    assert len(tables) == len(points) == len(direct) // 2 > 0
+    assert not any(('tables' in call.rules or 'points' in call.rules)
+                   for call in calls if call.layer == 'IKTransformerConv-rbf')
+    assert [call.rules for call in calls if call.layer == 'KEPGATConv'] == [
+        (NO_KERNEL, ), (NO_KERNEL, )]
+
+
+def test_cuda_decisions_give_the_transformer_its_tables():
+    from ikgat.nn import pair_tables
+    x = torch.randn(3, 2, 4)
+    assert not pair_tables.uses_tables(x)  # the CPU rule
+    with gpu_compile.cuda_decisions():
+        assert pair_tables.uses_tables(x)
+    with gpu_compile.cuda_decisions(tables=False):
+        assert not pair_tables.uses_tables(x)
+    assert not pair_tables.uses_tables(x) and pair_tables.ENABLED
+
+
+def capture(layer, label):
+    r"""The calls and launches of the grid call of :obj:`layer` labelled
+    :obj:`label`, as :func:`~benchmarks.gpu_compile.capture_part` records
+    them."""
+    calls = gpu_compile.all_calls([layer])
+    index = next(index for index, call in enumerate(calls)
+                 if call.label == label)
+    part = gpu_compile.capture_part([layer], index, len(calls))
+    return gpu_compile.merge_parts([part])
+
+
+@pytest.mark.skipif(os.environ.get('TRITON_INTERPRET') != '1',
+                    reason='records the CPU path of the interpreter')
+def test_the_capture_has_the_launch_only_cuda_makes():
+    # IKTransformerConv implicit in evaluation, 4 draws x 1 head, R = 16:
+    # on CUDA its fused attention gathers 2R = 32-wide node tables, a
+    # launch that the CPU path (spectral points) never made.
+    calls, launches = capture(
+        'IKTransformerConv-implicit',
+        'IKTransformerConv-implicit 1x7 eval dropout=0 R=16 degree=8 tables')
+    assert gpu_compile.coverage_failures(calls, launches) == []
+    forward = [launch for launch in launches
+               if launch['module'] == 'ikgat.nn.triton_transformer'
+               and launch['name'] == '_forward_body']
+    assert len(forward) == 1
+    assert forward[0]['constexprs'] == dict(
+        LOG_SQUARE=True, HAS_DROPOUT=False, BLOCK_E=4, BLOCK_H=4, BLOCK_D=32,
+        BLOCK_C=8)
+    assert forward[0]['options']['num_warps'] == 4
+    # The same call on the points: the Fourier-pair kernels.
+    _, launches = capture(
+        'IKTransformerConv-implicit',
+        'IKTransformerConv-implicit 1x7 eval dropout=0 R=16 degree=8 points')
+    assert {launch['module'] for launch in launches} == {
+        'ikgat.nn.triton_fourier_pairs'}
+
+
+@pytest.mark.skipif(os.environ.get('TRITON_INTERPRET') != '1',
+                    reason='records the CPU path of the interpreter')
+def test_a_layer_whose_launches_vanish_fails_the_check(monkeypatch):
+    label = 'IKGATConv-direct 8x8 train dropout=0.6 R=16 degree=8'
+    calls, launches = capture('IKGATConv-direct', label)
+    assert gpu_compile.coverage_failures(calls, launches) == []
+    # The fused attention turned off (its launches vanish; the node terms
+    # stay):
+    build = gpu_compile._build
+
+    def unfused(*args, **kwargs):
+        layer = build(*args, **kwargs)
+        layer.fused_attention = False
+        return layer
+
+    monkeypatch.setattr(gpu_compile, '_build', unfused)
+    calls, launches = capture('IKGATConv-direct', label)
+    failures = gpu_compile.coverage_failures(calls, launches)
+    assert any(failure.startswith("IKGATConv-direct: its 1 calls with "
+                                  "'fused attention' launched no kernel of "
+                                  "the fused attention") for failure in failures)
+    assert any("'dropout'" in failure for failure in failures)
+
+
+def test_the_coverage_rules():
+    from benchmarks.gpu_compile import NO_KERNEL, coverage_failures
+
+    def launch(key, module='ikgat.nn.triton_attention', name='_forward_body',
+               **constexprs):
+        return dict(key=key, module=module, name=name, constexprs=constexprs,
+                    signature={})
+
+    def call(layer, keys, *rules):
+        return dict(label=f'{layer} call', layer=layer, keys=keys,
+                    rules=list(rules))
+
+    launches = [launch('plain', HAS_DROPOUT=False),
+                launch('dropout', HAS_DROPOUT=True)]
+    good = [call('A', ['plain'], 'fused attention'),
+            call('A', ['dropout'], 'fused attention', 'dropout'),
+            call('K', [], NO_KERNEL)]
+    assert coverage_failures(good, launches) == []
+    # A layer that launches nothing, named once:
+    assert coverage_failures(good + [call('B', [], 'fused attention',
+                                          'dropout')], launches) == [
+        'B: 1 of its 1 calls launched no kernel (e.g. B call): their '
+        'launches vanished from the capture']
+    # An option whose kernel variant vanished:
+    failures = coverage_failures(
+        [good[0], call('A', ['plain'], 'fused attention', 'dropout')],
+        launches)
+    assert failures == ["A: its 1 calls with 'dropout' launched no kernel "
+                        "with attention dropout (HAS_DROPOUT=True) (e.g. A "
+                        "call)"]
+    # A layer without kernels that gained some:
+    failures = coverage_failures([call('K', ['plain'], NO_KERNEL)], launches)
+    assert len(failures) == 1 and 'WITHOUT_TRITON' in failures[0]
+
+
+def test_launches_that_differ_in_alignment_are_told_apart():
+    def launch(aligned):
+        return triton_runtime.KernelLaunch(
+            'm', 'k', dict(x='*fp32', N='i32'), {}, aligned, {})
+    assert launch(('x', )).key != launch(('x', 'N')).key
+    assert launch(('x', 'N')).key == launch(('N', 'x')).key
