@@ -63,7 +63,11 @@ rejects and says nothing of registers.  This check runs the compiler:
    ``.cache/gpu_compile``) by
    :func:`build_key` and the check's own :data:`VERDICT_FORMAT`: a rerun
    compiles only the builds that changed, a clean machine (or
-   ``--recompile``) compiles everything.
+   ``--recompile``) compiles everything.  The verdicts of the committed
+   results, :data:`STORED` (written with ``--output``), are read first: a
+   clean clone compiles only the builds whose key is not there (a kernel,
+   option or Triton version that changed since), so that CI checks every
+   build in minutes; ``--stored ''`` (or ``--recompile``) leaves them out.
 """
 import argparse
 import contextlib
@@ -94,6 +98,9 @@ from ikgat.kernels.triton_runtime import MAX_REGISTERS
 
 #: The targets: compute capability 9.0 (H100) and 8.0 (A100).
 TARGETS = (90, 80)
+#: The verdicts of the committed results, by :func:`build_key` (see the
+#: module docstring).
+STORED = osp.join('benchmarks', 'results', 'gpu_compile_verdicts.json')
 
 #: The grid (heads x channels; spectral points R; attention dropout).
 SHAPES = ((8, 8), (1, 7), (4, 32), (1, 64), (8, 64))
@@ -685,23 +692,35 @@ def _store_verdict(cache: Optional[str], key: str, build: dict) -> None:
     os.replace(partial, path)
 
 
+def load_stored(path: Optional[str]) -> Dict[str, dict]:
+    r"""The verdicts of the committed results (:data:`STORED`) by build
+    key; none if :obj:`path` is empty or missing."""
+    if not path or not osp.exists(path):
+        return {}
+    with open(path) as file:
+        return json.load(file)
+
+
 def compile_all(launches: List[dict], targets, jobs: int,
-                cache: Optional[str] = None, recompile: bool = False
+                cache: Optional[str] = None, recompile: bool = False,
+                stored: Optional[Dict[str, dict]] = None
                 ) -> List[Dict[str, dict]]:
     r"""Every launch for every target: per launch, ``{'keys': {cc: key},
     'builds': {cc: build}}``.  Each distinct build (:func:`build_key`) is
     compiled once, :obj:`jobs` processes at a time, unless its verdict is
-    stored under :obj:`cache` (and not :obj:`recompile`); what is compiled
-    is stored there."""
+    in :obj:`stored` (the committed results) or stored under :obj:`cache`
+    (and not :obj:`recompile`); what is compiled is stored there."""
     keys = [{cc: build_key(launch, cc) for cc in targets}
             for launch in launches]
     work: OrderedDict[str, Tuple[dict, int]] = OrderedDict()
     for launch, launch_keys in zip(launches, keys):
         for cc, key in launch_keys.items():
             work.setdefault(key, (launch, cc))
+    stored = {} if recompile else stored or {}
     done = {} if recompile else {
         key: build for key in work
-        for build in [_load_verdict(cache, key)] if build is not None}
+        for build in [stored.get(key) or _load_verdict(cache, key)]
+        if build is not None}
     todo = [key for key in work if key not in done]
 
     def compiled() -> Iterator[dict]:
@@ -942,6 +961,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         help='where other Triton versions are unpacked and the verdicts '
         'stored (default: $IKGAT_CACHE/gpu_compile, else '
         '.cache/gpu_compile)')
+    parser.add_argument('--stored', default=STORED,
+                        help='verdicts of the committed results, read '
+                        'first and written with --output (default: '
+                        f'{STORED}; \'\' for none)')
     parser.add_argument('--recompile', action='store_true',
                         help='compile every build, whatever is stored')
     parser.add_argument('--output', default=None,
@@ -971,7 +994,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             launches = json.load(file)
         with open(args.compile_from + '.out', 'w') as file:
             json.dump(compile_all(launches, args.targets, args.jobs,
-                                  args.cache, args.recompile), file)
+                                  args.cache, args.recompile,
+                                  load_stored(args.stored)), file)
         return 0
     if args.output is not None:
         try:
@@ -1011,7 +1035,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     [source] + [part for part in [env.get('PYTHONPATH')]
                                 if part])
             _run_phase(['--compile-from', recorded, '--jobs', str(args.jobs),
-                        '--cache', args.cache,
+                        '--cache', args.cache, '--stored', args.stored,
                         '--targets', *map(str, args.targets)]
                        + ['--recompile'] * args.recompile, phase_env)
             with open(recorded + '.out') as file:
@@ -1029,6 +1053,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_text(args.output, text)
         write_text(osp.splitext(args.output)[0] + '.json',
                    json.dumps(rows, indent=1) + '\n')
+        if args.stored:  # this run's verdicts, and only those
+            verdicts = {key: result['builds'][cc]
+                        for result_rows in builds.values()
+                        for result in result_rows
+                        for cc, key in result['keys'].items()}
+            write_text(args.stored, json.dumps(verdicts, indent=0,
+                                               sort_keys=True) + '\n')
     for failure in failures:
         print(f'gpu_compile: FAIL {failure}', file=sys.stderr)
     print(f'gpu_compile: {text.splitlines()[-1]}'

@@ -10,6 +10,7 @@ is one line; an old Triton takes the PyTorch path with one warning.  The
 whole grid, with Triton 3.6 too, runs in CI (``.ci/run``)."""
 import json
 import os
+import os.path as osp
 import subprocess
 import sys
 import warnings
@@ -153,6 +154,33 @@ def test_stored_verdicts_are_reused(tmp_path, monkeypatch):
     compiled.clear()
     gpu_compile.compile_all(launches[:1], [90], 1, None)
     assert compiled == [('a', 90)]
+    # The committed results' verdicts are read first, on a clean machine
+    # too; what they lack compiles; --recompile leaves them out.
+    compiled.clear()
+    stored = {'a-90': dict(first[0]['builds']['90'], registers=41)}
+    again = gpu_compile.compile_all(launches[:1], [90, 80], 1, None,
+                                    stored=stored)
+    assert again[0]['builds']['90']['registers'] == 41
+    assert compiled == [('a', 80)]
+    compiled.clear()
+    gpu_compile.compile_all(launches[:1], [90], 1, None, recompile=True,
+                            stored=stored)
+    assert compiled == [('a', 90)]
+
+
+def test_the_committed_verdicts_are_those_of_the_committed_table():
+    # benchmarks/results/gpu_compile_verdicts.json and gpu_compile.json
+    # come from one run (--output writes both): the same builds.
+    verdicts = gpu_compile.load_stored(gpu_compile.STORED)
+    with open(osp.join(osp.dirname(gpu_compile.STORED),
+                       'gpu_compile.json')) as file:
+        rows = json.load(file)
+    table = sorted(json.dumps({key: value for key, value in build.items()
+                               if key not in ('verdict', 'resident_warps')},
+                              sort_keys=True)
+                   for row in rows for build in row['builds'].values())
+    assert sorted(json.dumps(build, sort_keys=True)
+                  for build in verdicts.values()) == table
 
 
 @pytest.mark.slow  # compiles three kernels in a process (9 s)
