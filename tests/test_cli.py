@@ -8,7 +8,7 @@ import torch_geometric.typing
 
 from ikgat.cli import main
 from ikgat.sampling import has_sampler
-from tests.helpers import fast_few, needs_sampler
+from tests.helpers import needs_sampler
 
 
 def run_failing(argv, capsys) -> str:
@@ -280,10 +280,11 @@ def test_options_that_do_not_apply_are_refused_before_training(
     assert expected in run_failing(['train'] + argv, capsys)
 
 
-# The fast tier plots one kind from the trained checkpoints; the slow tier
-# every kind (t-SNE: scikit-learn's, 4 s).
-@pytest.mark.parametrize('kind', fast_few(
-    ['tsne', 'copula', 'heads', 'sparsity', 'terms'], ('sparsity', )))
+# Every kind from the trained checkpoints in the slow tier (t-SNE:
+# scikit-learn's, 4 s); the fast tier plots through tests/test_visualization.
+@pytest.mark.slow
+@pytest.mark.parametrize('kind', ['tsne', 'copula', 'heads', 'sparsity',
+                                  'terms'])
 def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         kind, layer_checkpoints, tmp_path, capsys):
     pytest.importorskip('matplotlib')

@@ -27,8 +27,8 @@ NOT_LOCAL = {'IKGATConv implicit', 'MIKANConv', 'KEPGATConv',
 #: graph-level one of the transformers (the slow tier takes every layer).
 FAST_LAYERS = ('GATConv', 'IKGATConv direct', 'TransformerConv',
                'IKTransformerConv implicit')
-#: CaptumExplainer (the costliest) on a local and a graph-level layer.
-FAST_CAPTUM_LAYERS = ('IKGATConv direct', 'IKTransformerConv implicit')
+#: CaptumExplainer (the costliest) on one graph-level layer.
+FAST_CAPTUM_LAYERS = ('IKTransformerConv implicit', )
 
 
 #: PyG's layers, which ours replace.

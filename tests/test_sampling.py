@@ -243,6 +243,7 @@ def test_one_full_neighbourhood_batch_is_one_full_batch_step(conv, kwargs):
                                    msg=key)
 
 
+@pytest.mark.slow  # a training
 @needs_sampler
 def test_minibatch_training_learns_and_warns_for_kep():
     data = toy_citation_graph(num_nodes=90, num_train=30)

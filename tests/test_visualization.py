@@ -33,6 +33,7 @@ def titles(fig):
     return [ax.get_title() for ax in fig.axes]
 
 
+@pytest.mark.slow  # scikit-learn's t-SNE
 def test_plot_spectral_tsne(tmp_path):
     model = tiny_model(kernel='direct')
     path = str(tmp_path / 'tsne.png')

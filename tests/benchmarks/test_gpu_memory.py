@@ -16,7 +16,8 @@ META = torch.device('meta')
 SIZE = (30, 120, 12, 4)  # nodes, edges, features, classes
 
 
-@pytest.mark.parametrize('device', ['cpu', 'meta'])
+@pytest.mark.parametrize('device', [
+    pytest.param('cpu', marks=pytest.mark.slow), 'meta'])
 def test_counts_storages_from_creation_to_release(device):
     outside = torch.zeros(250, device=device)
     with LiveTensorBytes() as tracker:
@@ -64,8 +65,10 @@ def test_block_must_be_positive():
 
 @pytest.mark.parametrize('training', [False, True])
 @pytest.mark.parametrize('name', [
-    'GATConv', pytest.param('IKGATConv-direct', marks=pytest.mark.slow),
-    'IKGATConv-direct-unfused', 'MIKANConv-unfused'])
+    pytest.param('GATConv', marks=pytest.mark.slow),
+    pytest.param('IKGATConv-direct', marks=pytest.mark.slow),
+    pytest.param('IKGATConv-direct-unfused', marks=pytest.mark.slow),
+    'MIKANConv-unfused'])
 def test_meta_prediction_equals_the_same_step_on_cpu(name, training):
     # The meta device allocates what the step allocates on real tensors:
     # the same code path (the fused kernel interpreted on CPU), counted on

@@ -83,6 +83,7 @@ def test_end_to_end_writes_one_row_per_run(tmp_path):
     assert {r['R'] for r in stored if r['R']} == {'64'}
 
 
+@pytest.mark.slow  # whole benchmark runs, twice
 def test_resume_skips_finished_runs(tmp_path):
     results = str(tmp_path / 'planetoid.csv')
     common = dict(results=results, tag='test', protocol_overrides=QUICK,
@@ -238,6 +239,7 @@ def test_selection_reads_validation_only():
     assert select_hyperparameters(blank) == select_hyperparameters(rows)
 
 
+@pytest.mark.slow  # a grid of benchmark runs
 def test_search_runs_grid_without_test_and_feeds_final_runs(tmp_path):
     results = str(tmp_path / 'search.csv')
     summary = str(tmp_path / 'search.md')

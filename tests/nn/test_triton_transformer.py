@@ -87,9 +87,13 @@ def test_pytorch_implementation_passes_gradcheck(link):
         leaves, nondet_tol=1e-12)
 
 
-@pytest.mark.parametrize('link', LINKS)
-@pytest.mark.parametrize('num_src, num_dst', SIZES)
-@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+# Each link, size and dtype once in the fast tier, every combination in the
+# slow one:
+@pytest.mark.parametrize('link, num_src, num_dst, dtype', fast_few(
+    [(link, *size, dtype) for link in LINKS for size in SIZES
+     for dtype in (torch.float32, torch.float64)],
+    [(LINKS[0], *SIZES[0], torch.float32), (LINKS[1], *SIZES[1],
+                                            torch.float64)]))
 def test_kernels_equal_the_pytorch_implementation(link, num_src, num_dst,
                                                   dtype):
     leaves = tables(num_src, num_dst, 2, 6, 3, seed=2, dtype=dtype)
@@ -100,7 +104,7 @@ def test_kernels_equal_the_pytorch_implementation(link, num_src, num_dst,
     assert fused[1][-2:].abs().max() == 0
 
 
-@pytest.mark.parametrize('link', LINKS)
+@pytest.mark.parametrize('link', fast_few(LINKS, LINKS[-1:]))
 def test_kernels_walk_blocks_of_heads(link):
     # D = 200 pads to 256: two heads per program (head_block), so that 3
     # heads take two programs per node, the second half masked.
@@ -248,10 +252,12 @@ def test_points_path_equals_the_tables_path():
     assert torch.allclose(with_points, tables, atol=1e-12)
 
 
-# Each size and each kind of points in the fast tier, every pairing and
+# A graph with two sets of learned points in the fast tier (the layer tests
+# take one set of drawn ones), every size, pairing and
 # float64 in the slow one:
 @pytest.mark.parametrize('num_src, num_dst, dtype, sets, learned', [
-    (*SIZES[0], torch.float32, 2, True), (*SIZES[1], torch.float32, 1, False)
+    (*SIZES[0], torch.float32, 2, True),
+    pytest.param(*SIZES[1], torch.float32, 1, False, marks=pytest.mark.slow)
 ] + [pytest.param(*size, dtype, sets, learned, marks=pytest.mark.slow)
      for size in SIZES for dtype in (torch.float32, torch.float64)
      for sets, learned in ((2, True), (1, False))

@@ -11,13 +11,11 @@ import torch
 import ikgat.nn.conv.checks as checks
 from ikgat import IKTransformerConv, MIKANTransformerConv
 from ikgat.kernels import KERNELS
-from tests.helpers import LAYER_NAMES, fast_few, make_layer
+from tests.helpers import LAYER_NAMES, make_layer
 
 TRANSFORMER_NAMES = [f'transformer-{name}' for name in sorted(KERNELS)
                      if KERNELS[name].pairs_vectors] + ['mikan-transformer']
 NAMES = LAYER_NAMES + TRANSFORMER_NAMES
-#: The fast tier compiles one layer (the slow tier every one).
-FAST = ('ikgat-direct', )
 
 #: Source index 13 on a graph of 10 nodes (the report's repro).
 BAD = torch.tensor([[0, 1, 2, 13], [1, 2, 3, 4]])
@@ -63,7 +61,8 @@ def test_off_the_cpu_a_device_assertion_stops_the_step(name, monkeypatch):
     assert conv(x, BAD[:, :3]).shape[0] == 10  # in range: it runs
 
 
-@pytest.mark.parametrize('name', fast_few(NAMES, FAST))
+@pytest.mark.slow  # a compilation per layer (1-2 s each)
+@pytest.mark.parametrize('name', NAMES)
 def test_compiled_layer_asserts_the_range(name):
     torch._dynamo.reset()
     conv = layer(name)

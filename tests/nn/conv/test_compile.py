@@ -217,8 +217,8 @@ def test_compiled_two_layer_model_trains():
     assert train_loss() < 0.5 * before
 
 
-@pytest.mark.parametrize('training', [True, pytest.param(
-    False, marks=pytest.mark.slow)])
+@pytest.mark.slow  # a compilation each (1 s); KEPGATConv has no fused path
+@pytest.mark.parametrize('training', [True, False])
 def test_kep_gat_conv_compiles_as_one_graph(training):
     # KEPGATConv has no fused path; without self-loops (whose removal reads
     # values, a graph break GATConv has too) it compiles as one graph.
@@ -232,6 +232,7 @@ def test_kep_gat_conv_compiles_as_one_graph(training):
     assert_same(output_and_grads(compiled_conv, x, edge_index), eager)
 
 
+@pytest.mark.slow  # a compilation (0.6 s): graph capture, not values
 def test_autocast_availability_is_not_traced(monkeypatch):
     # On CUDA (torch 2.11) dynamo could not trace the builtin behind
     # torch.amp.is_autocast_available: a graph break inside
@@ -250,6 +251,7 @@ def test_autocast_availability_is_not_traced(monkeypatch):
     torch.compile(conv, fullgraph=True, backend=BACKEND)(x, edge_index)
 
 
+@pytest.mark.slow  # a compilation (0.5 s): graph capture, not values
 def test_first_compiled_call_does_not_import_triton_in_the_graph(
         monkeypatch):
     # In a new process the Triton kernels are jitted on first use; that must
