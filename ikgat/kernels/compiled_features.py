@@ -29,13 +29,14 @@ the backward pass needs no cache of cosines and sines.
 
 The compiled functions are used on CPU for float32 and float64 inputs of
 at least :data:`MIN_ANGLES` angles: where compiling pays within a training
-run.  A first compilation on a machine without Inductor's cache took 11.7
+run.  A first compilation on a machine without Inductor's cache took 12.4
 s; it then saved 31 ms a step of ``IKTransformerConv(kernel='direct')``
-(8 heads x 8) on Cora (2.8 M angles a side: 380 steps to repay it, more
-than the GAT recipe's runs take) and 102 ms at PubMed size (20 M angles:
-115 steps), on one thread of an Intel Xeon (the command in
-``benchmarks/results/compile_pays.md``).  So Cora-size graphs run eager
-from their first step.  They compile once per process and dtype (dynamic
+(8 heads x 8) on Cora (2.8 M angles a side: 396 steps to repay it, more
+than the GAT recipe's runs take) and 127 ms at PubMed size (20 M angles:
+91 steps), on one thread of an Intel Xeon
+(``benchmarks/results/compile_pays.md``, from ``python -m
+benchmarks.compile_pays``).  So Cora-size graphs run eager from their
+first step.  They compile once per process and dtype (dynamic
 shapes);
 if compiling fails (no C++ compiler, for one), a warning says so, and
 :data:`ENABLED` is cleared so that the callers' eager path runs from then
