@@ -20,8 +20,8 @@ import sys
 import textwrap
 from typing import Callable, Dict, List, Tuple
 
-from docutils import nodes
-from docutils.statemachine import StringList
+from docutils.parsers.rst import Parser as RstParser
+from docutils.utils import new_document
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
@@ -159,10 +159,14 @@ def _first_math(doc: str) -> List[str]:
 
 class KernelTable(SphinxDirective):
     r"""``.. kernel-table::``: the kernels of :data:`ikgat.kernels.KERNELS`,
-    with their formula, declared capabilities and whether they pair two
-    vectors (:attr:`~ikgat.kernels.base.Kernel.pairs_vectors`, the kernels
-    of :func:`ikgat.kernels.vector_kernels` that
-    :class:`ikgat.IKTransformerConv` takes)."""
+    with what they compute, their declared capabilities and whether they
+    pair two vectors (:attr:`~ikgat.kernels.base.Kernel.pairs_vectors`, the
+    kernels of :func:`ikgat.kernels.vector_kernels` that
+    :class:`ikgat.IKTransformerConv` takes), then each kernel's formula
+    below the table (display formulas would widen its column past the
+    page's).  The generated markup is reStructuredText, parsed as such on
+    any page, a MyST Markdown one included (whose own parser would leave
+    it as text)."""
     has_content = False
 
     def run(self):
@@ -175,6 +179,7 @@ class KernelTable(SphinxDirective):
                '   * - ``kernel=``', '     - class',
                '     - what it computes', '     - declares',
                '     - pairs two vectors (IKTransformerConv)']
+        formulas = []
         for name, cls in KERNELS.items():
             doc = inspect.getdoc(cls) or ''
             rst += [f'   * - ``{name!r}``',
@@ -182,16 +187,19 @@ class KernelTable(SphinxDirective):
                     f'     - {_first_paragraph(doc)}']
             math = _first_math(doc)
             if math:
-                rst += ['', '       .. math::', '']
-                rst += [f'          {line}' for line in math]
+                formulas += [f'``{name!r}``', '   .. math::', '']
+                formulas += [f'      {line}' for line in math] + ['']
             declared = [f'``{flag}``' for flag in flags
                         if getattr(cls, flag)]
             rst.append(f"     - {', '.join(declared) or '—'}")
             rst.append(f"     - {'yes' if cls.pairs_vectors else '—'}")
-        container = nodes.container()
-        self.state.nested_parse(StringList(rst, source='kernel-table'),
-                                self.content_offset, container)
-        return container.children
+        rst += ['', 'The formulas:', ''] + formulas
+        # Parsed by docutils' reStructuredText parser into a document of its
+        # own, which shares this one's settings (and so Sphinx's roles and
+        # environment: the cross-references resolve as on any page).
+        document = new_document('kernel-table', self.state.document.settings)
+        RstParser().parse('\n'.join(rst), document)
+        return document.children
 
 
 def _home(obj) -> str:
