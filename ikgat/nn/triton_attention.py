@@ -1,5 +1,5 @@
 r"""One fused pass over each neighbourhood: logit, online softmax and
-aggregation of kernel attention in Triton (issue #16, item 3).
+aggregation of kernel attention in Triton.
 
 :func:`fused_attention` computes, from the packed node scores of
 :class:`~ikgat.IKGATConv` (see :mod:`ikgat.nn.edge_softmax` for the packing),

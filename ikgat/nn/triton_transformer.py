@@ -1,5 +1,5 @@
 r"""Dot-product kernel attention in one fused pass per neighbourhood, for
-:class:`~ikgat.IKTransformerConv` (issue #29, item 3).
+:class:`~ikgat.IKTransformerConv`.
 
 :func:`fused_transformer_attention` computes, from node tables
 :math:`U` :math:`(N_t, H, D)` (targets), :math:`V` :math:`(N_s, H, D)`
