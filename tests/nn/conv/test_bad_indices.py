@@ -21,6 +21,8 @@ NAMES = LAYER_NAMES + TRANSFORMER_NAMES
 BAD = torch.tensor([[0, 1, 2, 13], [1, 2, 3, 4]])
 #: Target index 12 instead.
 BAD_TARGET = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 12]])
+#: A negative source index (PyTorch's indexing would wrap it around).
+NEGATIVE = torch.tensor([[0, -1, 2, 3], [1, 2, 3, 4]])
 
 
 def layer(name):
@@ -46,6 +48,8 @@ def test_eager_cpu_names_the_index(name):
         conv(x, BAD)
     with pytest.raises(ValueError, match='target index 12, out of range'):
         conv(x, BAD_TARGET)
+    with pytest.raises(ValueError, match='source index -1, out of range'):
+        conv(x, NEGATIVE)
 
 
 @pytest.mark.parametrize('name', NAMES)
@@ -55,7 +59,7 @@ def test_off_the_cpu_a_device_assertion_stops_the_step(name, monkeypatch):
     monkeypatch.setattr(checks, 'reads_values', lambda device: False)
     conv = layer(name)
     x = torch.randn(10, 8)
-    for edge_index in (BAD, BAD_TARGET):
+    for edge_index in (BAD, BAD_TARGET, NEGATIVE):
         with pytest.raises(RuntimeError, match='index out of range'):
             conv(x, edge_index)
     assert conv(x, BAD[:, :3]).shape[0] == 10  # in range: it runs
@@ -70,7 +74,7 @@ def test_compiled_layer_asserts_the_range(name):
     x = torch.randn(10, 8)
     good = compiled(x, BAD[:, :3])
     torch.testing.assert_close(good, conv(x, BAD[:, :3]))
-    for edge_index in (BAD, BAD_TARGET):
+    for edge_index in (BAD, BAD_TARGET, NEGATIVE):
         with pytest.raises(RuntimeError, match='index out of range'):
             compiled(x, edge_index)
     torch._dynamo.reset()
