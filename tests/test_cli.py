@@ -8,7 +8,7 @@ import torch_geometric.typing
 
 from ikgat.cli import main
 from ikgat.sampling import has_sampler
-from tests.helpers import needs_sampler
+from tests.helpers import fast_few, needs_sampler
 
 
 def run_failing(argv, capsys) -> str:
@@ -179,28 +179,39 @@ LAYER_SUMMARIES = {
 }
 
 
-@pytest.fixture(scope='module')
-def layer_checkpoints(cora, tmp_path_factory):
-    r"""For each layer: a checkpoint of ``ikgat train --layer X
-    --epochs 2`` and the summary line printed."""
-    folder = tmp_path_factory.mktemp('layers')
-    made = {}
-    for layer, (_, draws) in LAYER_SUMMARIES.items():
-        path = str(folder / f'{layer}.pt')
+class _TrainedLayers(dict):
+    r"""Per layer of :data:`LAYER_SUMMARIES`, trained when first asked
+    for: a checkpoint of ``ikgat train --layer X --epochs 2`` and the
+    summary line printed."""
+    def __init__(self, folder):
+        super().__init__()
+        self.folder = folder
+
+    def __missing__(self, layer):
+        path = str(self.folder / f'{layer}.pt')
         argv = ['train', '--layer', layer, '--epochs', '2', '--hidden', '2',
                 '--heads', '2', '--threads', '1', '--save-checkpoint', path]
-        if draws is not None:
+        if LAYER_SUMMARIES[layer][1] is not None:
             argv += ['--num-samples', '3']
         with pytest.MonkeyPatch.context() as patch:
             import io
             stream = io.StringIO()
             patch.setattr('sys.stdout', stream)
             main(argv)
-        made[layer] = (path, stream.getvalue().splitlines())
-    return made
+        self[layer] = (path, stream.getvalue().splitlines())
+        return self[layer]
 
 
-@pytest.mark.parametrize('layer', list(LAYER_SUMMARIES))
+@pytest.fixture(scope='module')
+def layer_checkpoints(cora, tmp_path_factory):
+    r"""The trained layers of ``ikgat train --layer`` (:class:`_TrainedLayers`:
+    each trained once, when a test first asks for it)."""
+    return _TrainedLayers(tmp_path_factory.mktemp('layers'))
+
+
+# A local layer, and a stochastic one of each family, in the fast tier:
+@pytest.mark.parametrize('layer', fast_few(
+    list(LAYER_SUMMARIES), ('ikgat', 'kep', 'mikan-transformer')))
 def test_train_each_layer(layer, layer_checkpoints, cora):
     from ikgat.checkpoints import load_checkpoint
     path, lines = layer_checkpoints[layer]
@@ -292,8 +303,9 @@ def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
     _, layers, options = PLOT_NEEDS[kind]
     kernel_layers = {'ikgat', 'mikan', 'transformer', 'mikan-transformer'}
     drawn = {'tsne': kernel_layers, 'copula': {'mikan', 'mikan-transformer'},
-             'terms': kernel_layers}.get(kind, set(layer_checkpoints))
-    for layer, (path, _) in layer_checkpoints.items():
+             'terms': kernel_layers}.get(kind, set(LAYER_SUMMARIES))
+    for layer in LAYER_SUMMARIES:
+        path, _ = layer_checkpoints[layer]
         out = str(tmp_path / f'{kind}-{layer}.png')
         argv = ['plot', kind, '--checkpoint', path, '--out', out]
         if layer in drawn:

@@ -93,6 +93,7 @@ def test_plot_head_attention_std(tmp_path):
     assert [label.split(' ')[0] for label in labels] == ['direct', 'mikan']
 
 
+@pytest.mark.slow  # the fast tier plots through the CLI test below
 def test_plot_sparsity(tmp_path):
     data = tiny_graph()
     attention = {}
@@ -117,6 +118,7 @@ def test_plot_sparsity(tmp_path):
     assert titles(fig) == ['a']
 
 
+@pytest.mark.slow  # the fast tier plots through the CLI test
 def test_plot_terms(tmp_path):
     data = tiny_graph()
     model = tiny_model()
@@ -181,6 +183,7 @@ def test_checkpoint_round_trip(tmp_path):
         load_checkpoint(str(tmp_path / 'other.pt'))
 
 
+@pytest.mark.slow  # plots through the command line (1 s)
 def test_cli_plots_from_checkpoints(tmp_path, capsys):
     from ikgat.cli import main
     data = tiny_graph()

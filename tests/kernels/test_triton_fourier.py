@@ -198,8 +198,7 @@ def graphs():
 @pytest.mark.parametrize('name, graph', fast_few(
     [(name, graph) for name in LAYERS
      for graph in ('homogeneous', 'bipartite', 'x_dst=None')],
-    (('direct', 'homogeneous'), ('implicit', 'bipartite'),
-     ('mikan', 'x_dst=None'))))
+    (('direct', 'bipartite'), ('mikan', 'x_dst=None'))))
 def test_layer_through_triton_equals_plain(name, graph):
     case = graphs()[graph]
     for training in (True, False):

@@ -285,7 +285,7 @@ def test_points_kernels_equal_the_pytorch_implementation(num_src, num_dst,
 
 @pytest.mark.parametrize('points, blocks', [
     pytest.param(200, (2, 64, 4), marks=pytest.mark.slow),  # 8 s
-    (5, (4, 8, 1))])
+    pytest.param(5, (4, 8, 1), marks=pytest.mark.slow)])
 def test_points_kernels_walk_blocks_of_heads_and_chunks(points, blocks):
     # R = 200 pads to 256: each kernel takes 2 heads per program (the
     # second program's second head masked) and walks R in 4 chunks of 64,

@@ -111,7 +111,8 @@ def test_fused_layer_equals_current_path(kernel, negative_slope,
     assert_close(current, fused)
 
 
-@pytest.mark.parametrize('kernel', ['rbf', 'direct'])
+@pytest.mark.parametrize('kernel', [
+    pytest.param('rbf', marks=pytest.mark.slow), 'direct'])
 def test_fused_layer_with_edge_features_and_bipartite(kernel, monkeypatch):
     x_src, edge_index = random_graph(12, 36, 4, seed=3, num_dst=9)
     x_dst = torch.randn(9, 6, generator=torch.Generator().manual_seed(4))
@@ -137,7 +138,9 @@ def test_fused_layer_with_edge_features_and_self_loops(monkeypatch):
     assert_close(current, fused)
 
 
-@pytest.mark.parametrize('training', [True, False])
+# MIKAN's evaluation draws in the fast tier: the one-pass draws test below.
+@pytest.mark.parametrize('training', [
+    True, pytest.param(False, marks=pytest.mark.slow)])
 def test_fused_mikan_equals_current_path(training, monkeypatch):
     x, edge_index = random_graph(12, 36, 5, seed=8)
     torch.manual_seed(4)

@@ -27,7 +27,7 @@ from ikgat.nn.conv.checks import check_batch, check_edge_index, reads_values
 from ikgat.nn.conv.gat_base import SELF_LOOPS
 from ikgat.nn.conv.ikgat_conv import CSR
 from ikgat.nn.dropout import nonzero_dropout
-from tests.helpers import NoHostTensors, random_graph
+from tests.helpers import NoHostTensors, fast_few, random_graph
 
 KERNEL_NAMES = sorted(KERNELS)
 META = torch.device('meta')
@@ -141,8 +141,11 @@ def test_no_device_tensor_is_made_from_python_data_in_the_library():
     assert found == []
 
 
+# Three kernels in the fast tier (exact, random features, drawn per graph),
+# every kernel in the slow one:
 @pytest.mark.parametrize('training', [True, False])
-@pytest.mark.parametrize('kernel', KERNEL_NAMES)
+@pytest.mark.parametrize('kernel', fast_few(KERNEL_NAMES,
+                                            ('rbf', 'direct', 'implicit')))
 def test_ikgat_reads_no_value_off_the_cpu(kernel, training):
     conv = IKGATConv(6, 4, heads=2, kernel=kernel, num_spectral_points=8,
                      dropout=0.5, edge_dim=3)
