@@ -9,10 +9,10 @@ backward) at Cora and PubMed size, and the first epoch of
 
 Each measurement runs in a fresh process with an empty Inductor cache
 (``TORCHINDUCTOR_CACHE_DIR`` in a temporary folder) and one thread:
-eager (:data:`ikgat.kernels.compiled_features.ENABLED` off), then compiled
-(:data:`~ikgat.kernels.compiled_features.MIN_ANGLES` at 0).  The steps
+eager (:data:`ikgat.ops.compiled_features.ENABLED` off), then compiled
+(:data:`~ikgat.ops.compiled_features.MIN_ANGLES` at 0).  The steps
 that repay the first compilation are its extra time over a compiled step
-divided by the saving per step; :data:`~ikgat.kernels.compiled_features.
+divided by the saving per step; :data:`~ikgat.ops.compiled_features.
 MIN_ANGLES` is set between the sizes that repay it within a run of the GAT
 recipe (a few hundred steps) and those that do not.
 """
@@ -36,7 +36,7 @@ def _measure(nodes: int, edges: int, features: int, compiled: bool) -> dict:
     later steps (seconds)."""
     import torch
 
-    import ikgat.kernels.compiled_features as compiled_features
+    import ikgat.ops.compiled_features as compiled_features
     from ikgat import IKTransformerConv
     torch.set_num_threads(1)
     compiled_features.ENABLED = compiled

@@ -15,7 +15,7 @@ rejects and says nothing of registers.  This check runs the compiler:
    dropout, edge features, bipartite inputs, a shared target row, returned
    attention weights, every edge block from sparse to dense
    neighbourhoods, evaluation draws), inside
-   :func:`ikgat.kernels.triton_runtime.record_launches`: each launch is
+   :func:`ikgat.ops.runtime.record_launches`: each launch is
    recorded (kernel, argument types and alignment as Triton specialises
    them, compile-time constants, options) and nothing runs, so the grid
    costs seconds; ``--jobs`` processes share the calls.  The tensors are
@@ -23,9 +23,9 @@ rejects and says nothing of registers.  This check runs the compiler:
    (:func:`cuda_decisions`): the fused attention and the Triton node terms
    (``fused_attention='always'``, ``node_path='triton'``), and the
    transformer drop-ins' gathered tables
-   (:func:`ikgat.nn.pair_tables.uses_tables` judges a CUDA device); the
+   (:func:`ikgat.ops.node_tables.uses_tables` judges a CUDA device); the
    drop-ins with spectral points are called again with
-   :data:`ikgat.nn.pair_tables.ENABLED` cleared (their points kernels).
+   :data:`ikgat.ops.node_tables.ENABLED` cleared (their points kernels).
    The node-term estimate with one slope and the transformer attention in
    float64 (which the layers do not fuse, but the operator takes) come from
    their public functions.  **Coverage:** a layer or option whose launches
@@ -50,9 +50,9 @@ rejects and says nothing of registers.  This check runs the compiler:
    and the target) are compiled once; the table has a row per build.
    ``--triton VERSION`` compiles with another Triton too (downloaded once
    with pip into ``--cache``): CI's Triton and the oldest supported one
-   (:data:`~ikgat.kernels.triton_runtime.MIN_TRITON`).
+   (:data:`~ikgat.ops.runtime.MIN_TRITON`).
 3. **The verdict.**  A build fails on a compile error or on any spill.
-   Every launch is built as :func:`~ikgat.kernels.triton_runtime.launch`
+   Every launch is built as :func:`~ikgat.ops.runtime.launch`
    runs it, with ``.maxnreg`` :data:`MAX_REGISTERS`, and ptxas keeps to the
    cap: a kernel that needs more registers spills under it, so spill under
    the cap is the gate, and the registers are reported, not judged.  No
@@ -94,7 +94,7 @@ from typing import (
 )
 
 from ikgat.durable import check_writable
-from ikgat.kernels.triton_runtime import MAX_REGISTERS
+from ikgat.ops.runtime import MAX_REGISTERS
 
 #: The targets: compute capability 9.0 (H100) and 8.0 (A100).
 TARGETS = (90, 80)
@@ -147,10 +147,10 @@ _SM_LIMITS = {90: (65536, 2048, 32, 228 * 1024),
               80: (65536, 2048, 32, 164 * 1024)}
 
 #: The modules of the fused attention's kernels, and of the node terms'.
-ATTENTION_MODULES = ('ikgat.nn.triton_attention',
-                     'ikgat.nn.triton_transformer',
-                     'ikgat.nn.triton_fourier_pairs')
-NODE_TERMS_MODULE = 'ikgat.kernels.triton_fourier'
+ATTENTION_MODULES = ('ikgat.ops.gat_attention',
+                     'ikgat.ops.transformer_attention',
+                     'ikgat.ops.transformer_fourier')
+NODE_TERMS_MODULE = 'ikgat.ops.node_terms_triton'
 
 
 def _constant(name: str, value) -> Callable[[dict], bool]:
@@ -178,12 +178,12 @@ RULES: Dict[str, Tuple[str, Callable[[dict], bool]]] = {
                       _constant('BROADCAST', 1)),
     'attention weights': ('kernel of the attention weights (_alpha_body)',
                           lambda launch: launch['name'] == '_alpha_body'),
-    'tables': ('kernel on gathered tables (ikgat.nn.triton_transformer)',
+    'tables': ('kernel on gathered tables (ikgat.ops.transformer_attention)',
                lambda launch: launch['module']
-               == 'ikgat.nn.triton_transformer'),
-    'points': ('kernel on spectral points (ikgat.nn.triton_fourier_pairs)',
+               == 'ikgat.ops.transformer_attention'),
+    'points': ('kernel on spectral points (ikgat.ops.transformer_fourier)',
                lambda launch: launch['module']
-               == 'ikgat.nn.triton_fourier_pairs'),
+               == 'ikgat.ops.transformer_fourier'),
     'float64': ('float64 kernel', lambda launch: '*fp64' in
                 launch['signature'].values()),
 }
@@ -212,20 +212,20 @@ class Call(NamedTuple):
 def cuda_decisions(tables: bool = True) -> Iterator[None]:
     r"""The layers take their CUDA decisions on CPU tensors: the fused
     attention of the transformer drop-ins takes the gathered tables of
-    :mod:`ikgat.nn.pair_tables` when :obj:`tables` (CUDA's default; the
-    points kernels when :data:`~ikgat.nn.pair_tables.ENABLED` is cleared):
-    :func:`~ikgat.nn.pair_tables.uses_tables` judges the tensor's twin on a
+    :mod:`ikgat.ops.node_tables` when :obj:`tables` (CUDA's default; the
+    points kernels when :data:`~ikgat.ops.node_tables.ENABLED` is cleared):
+    :func:`~ikgat.ops.node_tables.uses_tables` judges the tensor's twin on a
     CUDA device.  (The other device decisions are forced by the layers'
     options: ``fused_attention='always'``, ``node_path='triton'``.)"""
-    from ikgat.nn import pair_tables
-    saved = pair_tables.uses_tables, pair_tables.ENABLED
+    from ikgat.ops import node_tables
+    saved = node_tables.uses_tables, node_tables.ENABLED
     rule = saved[0]
-    pair_tables.uses_tables = lambda x: rule(_OnCuda(x))
-    pair_tables.ENABLED = tables
+    node_tables.uses_tables = lambda x: rule(_OnCuda(x))
+    node_tables.ENABLED = tables
     try:
         yield
     finally:
-        pair_tables.uses_tables, pair_tables.ENABLED = saved
+        node_tables.uses_tables, node_tables.ENABLED = saved
 
 
 class _OnCuda:
@@ -391,7 +391,7 @@ def layer_calls(layers: List[str]) -> Iterator[Call]:
                 for points in points_grid]
         modes, degrees = all_modes, DEGREES
         # The drop-ins with spectral points: on gathered tables (CUDA's
-        # default), and on the points (pair_tables.ENABLED cleared).
+        # default), and on the points (node_tables.ENABLED cleared).
         table_modes = [None]
         if is_transformer(name):
             grid = [(heads, channels, points if _spectral(name) else 64)
@@ -438,7 +438,7 @@ def one_slope_calls() -> Iterator[Call]:
     function (the layers use two)."""
     import torch
 
-    from ikgat.kernels.fused_fourier import fused_fourier_log_similarity
+    from ikgat.ops.node_terms import fused_fourier_log_similarity
     for heads, channels in SHAPES:
         def run(heads=heads, channels=channels):
             x = torch.randn(NODES, heads, channels, requires_grad=True)
@@ -462,7 +462,7 @@ def float64_calls() -> Iterator[Call]:
     does not build, where the interpreter runs it)."""
     import torch
 
-    from ikgat.nn.triton_transformer import (
+    from ikgat.ops.transformer_attention import (
         LINKS,
         LOG_SQUARE,
         fused_transformer_attention,
@@ -507,7 +507,7 @@ def capture_part(layers: List[str], part: int = 0, parts: int = 1) -> dict:
     call's launches in order."""
     import warnings
 
-    from ikgat.kernels.triton_runtime import record_launches
+    from ikgat.ops.runtime import record_launches
     calls = all_calls(layers)
     records, launches = [], {}
     with warnings.catch_warnings():
@@ -598,7 +598,7 @@ def _source(launch: dict):
     signature and constants, and its alignment hints as attributes."""
     from triton.compiler import ASTSource
 
-    from ikgat.kernels.triton_runtime import jitted_kernel
+    from ikgat.ops.runtime import jitted_kernel
     kernel = jitted_kernel(launch['module'], launch['name'])
     signature = launch['signature']
     attrs = {(index, ): [['tt.divisibility', 16]]
@@ -640,7 +640,7 @@ def compile_launch(launch: dict, cc: int) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from ikgat.kernels.triton_runtime import build_error_reason
+    from ikgat.ops.runtime import build_error_reason
     result = dict(cc=cc, triton=triton.__version__)
     log = io.StringIO()
     try:

@@ -5,7 +5,7 @@ r"""The CUDA memory of the GPU study's steps (issue #16), predicted on the
 **Why the meta device predicts it.**  Off the CPU, the ikgat layers take
 their CUDA path on ``meta`` tensors too.  They read no value, and the fused
 attention allocates its outputs and gradients without launching a kernel
-(see :mod:`ikgat.nn.triton_attention`).  A meta operation returns tensors
+(see :mod:`ikgat.ops.gat_attention`).  A meta operation returns tensors
 of the shapes and dtypes its CUDA kernel returns.
 :class:`~benchmarks.harness.live_tensors.LiveTensorBytes` counts each
 storage from its creation until it is freed, rounded up to 512 bytes as

@@ -8,8 +8,8 @@ For each Triton kernel (the fused attention's ``_forward_body``,
 terms' ``_estimate_body``, ``_grad_x_body``, ``_grad_points_body``) at a
 graph size, it counts the bytes moved, the FLOPs and the transcendental
 operations of one launch, takes the launch's grid and block constants from
-the wrappers' own functions (:func:`~ikgat.nn.triton_attention.edge_tiling`,
-:func:`~ikgat.kernels.triton_fourier.block_sizes`, :data:`MAX_PARTIALS`, ...),
+the wrappers' own functions (:func:`~ikgat.ops.gat_attention.edge_tiling`,
+:func:`~ikgat.ops.node_terms_triton.block_sizes`, :data:`MAX_PARTIALS`, ...),
 its registers from the compile check (``benchmarks/results/gpu_compile.json``
 of :mod:`benchmarks.gpu_compile`), and predicts its time on an H100.
 
@@ -95,12 +95,12 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ikgat.durable import check_writable
-from ikgat.kernels.triton_fourier import (
+from ikgat.ops.gat_attention import TILE_ELEMENTS, edge_tiling
+from ikgat.ops.node_terms_triton import (
     MAX_PARTIALS,
     block_sizes,
     next_power_of_2,
 )
-from ikgat.nn.triton_attention import TILE_ELEMENTS, edge_tiling
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ OPS: Dict[str, Dict[str, float]] = {
 #: Eager operations per layer step other than the views (training,
 #: dropout 0), from ``benchmarks/results/launches.md`` (commit cc273f3;
 #: GATConv's from PyG; the transformers' from commit 7d0985b, with the
-#: registered table operators of :mod:`ikgat.nn.pair_tables` one each; the
+#: registered table operators of :mod:`ikgat.ops.node_tables` one each; the
 #: ``@b9c3fba`` ones from the points kernels' commit of the H100 runs of
 #: 2026-11-26) and ``launches_6257efe.md``.
 EAGER_OPS = {'GATConv': 93 - 30, 'rbf': 159 - 58, 'direct': 147 - 60,
@@ -285,9 +285,9 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                       ) -> List[KernelCost]:
     r"""The fused attention's launches of one layer step (forward and
     backward, every target and source a node of :obj:`graph`), with the
-    block constants of :func:`~ikgat.nn.triton_attention._attention_forward`
+    block constants of :func:`~ikgat.ops.gat_attention._attention_forward`
     and ``_attention_backward`` (:obj:`tiling`: today's
-    :func:`~ikgat.nn.triton_attention.edge_tiling`, or
+    :func:`~ikgat.ops.gat_attention.edge_tiling`, or
     :func:`tiling_6257efe`)."""
     n, e = graph.nodes, graph.edges_with_loops
     lam = graph.edges / max(1, graph.nodes)
@@ -389,8 +389,8 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
                       hw: Hardware = H100) -> List[KernelCost]:
     r"""The node-term launches of one side (targets or sources: the layer
     launches each twice) of one layer step, with the blocks and grids of
-    :func:`~ikgat.kernels.triton_fourier.estimate` and
-    :func:`~ikgat.kernels.triton_fourier.estimate_backward`."""
+    :func:`~ikgat.ops.node_terms_triton.estimate` and
+    :func:`~ikgat.ops.node_terms_triton.estimate_backward`."""
     if sets == 0:
         return []
     f32 = 4
@@ -632,7 +632,7 @@ def transformer_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv for kernel family
     :obj:`family`: :func:`table_kernels` for ``rbf`` (the tables are
     :math:`\tilde q, \tilde k`) and, with :obj:`tables` (the layer's path
-    on CUDA, :func:`ikgat.nn.pair_tables.uses_tables`), for the
+    on CUDA, :func:`ikgat.ops.node_tables.uses_tables`), for the
     random-feature kernels (the tables are :math:`\phi(\tilde q),
     \phi(\tilde k)`, :math:`2R` wide); without, :func:`fourier_pair_kernels`
     (the features computed in the kernels from the spectral points)."""
@@ -648,19 +648,19 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                   hw: Hardware = H100, points: int = 64
                   ) -> List[KernelCost]:
     r"""The fused attention of IKTransformerConv
-    (:mod:`ikgat.nn.triton_transformer`), one launch of each kernel per
+    (:mod:`ikgat.ops.transformer_attention`), one launch of each kernel per
     layer step, with the grid and blocks of its own
-    :func:`~ikgat.nn.triton_transformer.table_tiling`: one program per node
+    :func:`~ikgat.ops.transformer_attention.table_tiling`: one program per node
     and block of :math:`B_H` heads; per edge tile each program loads the
     edge indices once, then per edge one contiguous row of :math:`B_H` heads:
     the forward gathers :math:`V_j` (:math:`B_H D` floats), :math:`s_j`
     and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
     :math:`X_j`; the per-source backward :math:`U_i`, the target's
     :math:`m, Z, D` and :math:`G_i`.  :math:`D = 2R` for the random-feature
-    kernels' per-node tables (:mod:`ikgat.nn.pair_tables`; ``'log_square'``:
+    kernels' per-node tables (:mod:`ikgat.ops.node_tables`; ``'log_square'``:
     one more log and division per edge and head), :math:`C` for ``rbf``.
     No self-loops (TransformerConv adds none)."""
-    from ikgat.nn.triton_transformer import table_tiling
+    from ikgat.ops.transformer_attention import table_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     log_square = family != 'rbf'
     width = 2 * points if log_square else channels
@@ -714,9 +714,9 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                          index_bytes: int = 4, hw: Hardware = H100,
                          learned: bool = True) -> List[KernelCost]:
     r"""The fused attention of IKTransformerConv with a random-feature
-    kernel (:mod:`ikgat.nn.triton_fourier_pairs`), one launch of each
+    kernel (:mod:`ikgat.ops.transformer_fourier`), one launch of each
     kernel per layer step, with the blocks of
-    :func:`~ikgat.nn.triton_transformer.fourier_tiling`: one program per
+    :func:`~ikgat.ops.transformer_attention.fourier_tiling`: one program per
     node and block of :math:`B_H` heads; per edge tile the edge indices,
     then per edge the other end's :math:`D` floats of :math:`B_H` heads
     (instead of a :math:`2R` table row) and the rows of the tables kernels
@@ -731,7 +731,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     floats). The spectral points (:math:`m H R D` floats) come from L2.
     Each kernel loads the next tile's other ends (sources, or the
     per-source kernel's targets where
-    :func:`~ikgat.nn.triton_transformer.prefetches_targets`) before the
+    :func:`~ikgat.ops.transformer_attention.prefetches_targets`) before the
     current tile's work, so that one dependent round trip per tile remains
     (the gather of the other end's row), not two.  The forward kernel
     stores each edge's :math:`t` (:math:`E H` floats) and both backward
@@ -740,7 +740,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     adding (backward) each block of its :math:`[B_H, \text{CHUNKS}, B_R]`
     own-node tiles of cos and sin through a one-hot select: a select and an
     add per element of each tile and chunk, per edge tile."""
-    from ikgat.nn.triton_transformer import (
+    from ikgat.ops.transformer_attention import (
         fourier_tiling,
         prefetches_targets,
     )
@@ -813,7 +813,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
 def node_table_bytes(nodes: int, heads: int = 8, channels: int = 8,
                      points: int = 64, sets: int = 2) -> float:
     r"""DRAM bytes of one side's per-node tables
-    (:mod:`ikgat.nn.pair_tables`), forward and backward, as if each
+    (:mod:`ikgat.ops.node_tables`), forward and backward, as if each
     direction were one pass after the angle product: forward, read
     :math:`x` (:math:`N H D` floats) and write :math:`\phi(x)` (:math:`N H
     2R`); backward, read :math:`x` and the table's gradient, write
@@ -1026,7 +1026,7 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
         elif tables:
             title = (f'`{family}` (the layer on CUDA: gathered per-node '
                      f'tables, D = 2R = {blocks["BLOCK_D"]}, made by '
-                     '`ikgat.nn.pair_tables`)')
+                     '`ikgat.ops.node_tables`)')
         else:
             title = (f'`{family}` with `pair_tables.ENABLED = False` '
                      '(features computed inside from the D = 8 floats of '

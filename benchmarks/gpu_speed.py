@@ -36,7 +36,7 @@ OOM.  The layer study measures each model's peak with only its own graph
 caches (self-loops and sorted edges, :mod:`ikgat.nn.graph_cache`).
 :mod:`benchmarks.gpu_memory` predicts these peaks from the meta device.
 
-Fused kernel: :func:`ikgat.nn.triton_attention.fused_attention` on random
+Fused kernel: :func:`ikgat.ops.gat_attention.fused_attention` on random
 node scores (:math:`N \times 8 \times 3`) and features (:math:`N \times 8
 \times 8`) over the graph with self-loops, forward and forward+backward, in
 float32 and bfloat16 inputs; reported with two byte counts for the forward
@@ -421,15 +421,15 @@ def fused_rows(graph: str, size, device: torch.device, timer: Timer,
     try:
         import triton  # noqa: F401
 
-        from ikgat.nn.triton_attention import fused_attention, prepare_csr
+        from ikgat.ops.gat_attention import fused_attention, prepare_csr
     except ImportError as error:
         return [dict(graph=graph, path='fused', note=f'skipped: {error}')]
     if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
         return [dict(graph=graph, path='fused',
                      note='skipped: no CUDA and TRITON_INTERPRET unset')]
     try:
-        from ikgat.nn.aggregation import attention_aggregate
-        from ikgat.nn.edge_softmax import kernel_edge_softmax
+        from ikgat.ops.aggregation import attention_aggregate
+        from ikgat.ops.edge_softmax import kernel_edge_softmax
     except ImportError:
         attention_aggregate = kernel_edge_softmax = None
     from torch_geometric.utils import add_self_loops, remove_self_loops

@@ -16,14 +16,14 @@ backward and an Adam step.  Models:
 * ``gat``: :class:`torch_geometric.nn.GATConv`;
 * ``ikgat``: :class:`ikgat.IKGATConv` (``kernel='direct'``, ``R = 64``),
   with its defaults for an ``edge_index`` tensor: attention weights from the
-  chunked :func:`ikgat.nn.edge_softmax.kernel_edge_softmax` and the
-  memory-lean :func:`ikgat.nn.aggregation.attention_aggregate`;
+  chunked :func:`ikgat.ops.edge_softmax.kernel_edge_softmax` and the
+  memory-lean :func:`ikgat.ops.aggregation.attention_aggregate`;
 * ``ikgat-propagate``: the same layer forced onto PyG's ``propagate``
   (gather, multiply, scatter: an :math:`E \times H \times C` message tensor)
   and ``edge_updater``, to measure what the lean operators save;
 * ``ikgat-edge-updater``: lean aggregation, but the attention weights from
   ``edge_update`` (:math:`E \times H \times 3` gathers, PyG's softmax)
-  instead of :func:`ikgat.nn.edge_softmax.kernel_edge_softmax`.
+  instead of :func:`ikgat.ops.edge_softmax.kernel_edge_softmax`.
 
 Each model and size runs in its own subprocess (one thread by default), so
 an out-of-memory or a crash is reported as such and the next one still runs.

@@ -5,8 +5,12 @@ norms; :class:`IKGATConv` generalises both parts (Implicit Kernel Attention).
 :class:`IKTransformerConv` and :class:`MIKANTransformerConv` do the same for
 TransformerConv's scaled dot product.
 """
-from ikgat import kernels
-from ikgat.nn import (
+from ikgat import deprecation
+
+deprecation.install()
+
+from ikgat import kernels  # noqa: E402
+from ikgat.nn import (  # noqa: E402
     AttentionDecomposition,
     IKGATConv,
     IKTransformerConv,

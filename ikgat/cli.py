@@ -15,8 +15,8 @@ from ikgat.datasets import load_planetoid, planetoid_name
 from ikgat.distributed import init_from_environment, world
 from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS, vector_kernels
-from ikgat.kernels.triton_runtime import KernelBuildError
 from ikgat.models import TwoLayerGAT
+from ikgat.ops.runtime import KernelBuildError
 from ikgat.sampling import minibatch_training, require_sampler
 from ikgat.train_layers import (
     LAYER_OPTIONS,

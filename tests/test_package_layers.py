@@ -1,18 +1,23 @@
-"""Imports inside the library flow one way: kernels -> nn -> models ->
-inspection -> visualization (the CLI and the lab sit above them)."""
+"""Imports inside the library flow one way: deprecation -> ops -> kernels ->
+nn -> models -> inspection -> visualization (the CLI and the lab sit above
+them)."""
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / 'ikgat'
 
 #: Each layer and the layers it may import from.
+_BELOW_KERNELS = {'deprecation', 'ops'}
 LAYERS = {
-    'kernels': {'kernels'},
-    'nn': {'kernels', 'nn'},
-    'reference': {'kernels', 'nn'},
-    'models': {'kernels', 'nn'},
-    'inspection': {'kernels', 'nn', 'models'},
-    'visualization': {'kernels', 'nn', 'models', 'inspection'},
+    'deprecation': set(),
+    'ops': {'deprecation', 'ops'},
+    'kernels': _BELOW_KERNELS | {'kernels'},
+    'nn': _BELOW_KERNELS | {'kernels', 'nn'},
+    'reference': _BELOW_KERNELS | {'kernels', 'nn'},
+    'models': _BELOW_KERNELS | {'kernels', 'nn'},
+    'inspection': _BELOW_KERNELS | {'kernels', 'nn', 'models'},
+    'visualization': _BELOW_KERNELS | {'kernels', 'nn', 'models',
+                                       'inspection'},
 }
 
 

@@ -28,6 +28,8 @@ from typing import List, NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
+from ikgat.deprecation import renamed_argument  # noqa: F401 (re-exported)
+
 #: The two ways a kernel pairs vectors: a node with the scaled attention
 #: vector (``'anchor'``, GAT; vectors of :math:`2C` coordinates) or a query
 #: with a key (``'vectors'``, dot-product attention; :math:`C` coordinates).
@@ -41,7 +43,7 @@ class PairFeatureMap(NamedTuple):
     :math:`k_j` is :math:`\lambda(c\, U_i^\top V_j)`, with
     :math:`\lambda(t) = t` (``link='identity'``) or :math:`\log(t^2 +
     \epsilon)` (``link='log_square'``), the links of
-    :mod:`ikgat.nn.triton_transformer`."""
+    :mod:`ikgat.ops.transformer_attention`."""
     query: Tensor  #: :math:`U`, :math:`(N_t, H', D)`
     key: Tensor  #: :math:`V`, :math:`(N_s, H', D)`
     link: str  #: ``'identity'`` or ``'log_square'``
@@ -310,22 +312,6 @@ def check_positive(owner: str, name: str, value: float) -> float:
         raise ValueError(f"{owner}: '{name}' must be a positive finite number "
                          f"(got {value!r})")
     return float(value)
-
-
-def renamed_argument(owner: str, old: str, new: str, old_value,
-                     new_value, new_default):
-    r"""Return the value of the argument :obj:`new`, accepting its previous
-    name :obj:`old` for one release with a :class:`DeprecationWarning`."""
-    if old_value is None:
-        return new_value
-    if new_value != new_default and new_value != old_value:
-        raise TypeError(f"{owner}: got both '{new}={new_value!r}' and its "
-                        f"deprecated name '{old}={old_value!r}'; pass "
-                        f"'{new}' only")
-    warnings.warn(f"{owner}: '{old}' is deprecated and will be removed in "
-                  f"the next release; pass '{new}={old_value!r}' instead",
-                  DeprecationWarning, stacklevel=3)
-    return old_value
 
 
 def check_num_spectral_points(owner: str, num_spectral_points: int) -> int:

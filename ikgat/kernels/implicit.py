@@ -16,7 +16,6 @@ from ikgat.kernels.base import (
     renamed_argument,
 )
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
-from ikgat.kernels.pairwise_fourier import edge_fourier_log_similarity
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -25,6 +24,7 @@ from ikgat.kernels.random_features import (
     fourier_pair_feature_map,
 )
 from ikgat.kernels.spectral_transform import symmetric_spectral_points
+from ikgat.ops.edge_fourier import edge_fourier_log_similarity
 
 #: :math:`|\log\sigma|` is clamped at this bound (:math:`\sigma` between
 #: :math:`4.5 \cdot 10^{-5}` and :math:`2.2 \cdot 10^4`): far from the

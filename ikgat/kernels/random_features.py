@@ -17,14 +17,15 @@ and normalised by :math:`m^2 R` (the non-stationary map of IKA uses
 :math:`\mathrm{sim}(x, y) = f(x, y)^2` with
 :math:`f = \phi(x)^\top\phi(y) / (m^2 R) \in [-1, 1]`.
 """
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 from torch_geometric.utils import to_dense_batch
 
 from ikgat.kernels.base import PairFeatureMap
-from ikgat.kernels.fused_fourier import (
+from ikgat.ops.fourier_features import fourier_features
+from ikgat.ops.node_terms import (
     fused_fourier_log_similarities,
     fused_fourier_log_similarity,
 )
@@ -33,11 +34,11 @@ from ikgat.kernels.fused_fourier import (
 #: node-wise term is evaluated (documented here once):
 #:
 #: * ``'eager'`` (the default): the fused, memory-lean path of
-#:   :mod:`ikgat.kernels.fused_fourier`, cosines recomputed in backward
+#:   :mod:`ikgat.ops.node_terms`, cosines recomputed in backward
 #:   (Triton kernels on float32 CUDA tensors, node chunks elsewhere);
 #: * ``'compile'``: the same chunk kernels through :func:`torch.compile`
 #:   (fastest on CPU once compiled);
-#: * ``'triton'``: the Triton kernels of :mod:`ikgat.kernels.triton_fourier`
+#: * ``'triton'``: the Triton kernels of :mod:`ikgat.ops.node_terms_triton`
 #:   on any device (the default takes them on float32 CUDA tensors; on CPU
 #:   this runs Triton's interpreter, for tests);
 #: * ``'plain'``: stores the :math:`N \times H \times 2R` features; supports
@@ -45,10 +46,10 @@ from ikgat.kernels.fused_fourier import (
 #:
 #: The option is the node-against-anchor pairing's (IKGATConv, MIKANConv).
 #: The query-against-key pairing (IKTransformerConv) takes the chunks of
-#: :mod:`ikgat.kernels.pairwise_fourier` on CPU and the kernels of
-#: :mod:`ikgat.nn.triton_fourier_pairs` on CUDA whatever its value; on CPU
+#: :mod:`ikgat.ops.edge_fourier` on CPU and the kernels of
+#: :mod:`ikgat.ops.transformer_fourier` on CUDA whatever its value; on CPU
 #: its node tables go through :func:`torch.compile` by themselves once they
-#: are large enough (:mod:`ikgat.kernels.compiled_features`, switched off
+#: are large enough (:mod:`ikgat.ops.compiled_features`, switched off
 #: by its ``ENABLED``).
 NODE_PATHS = ('eager', 'compile', 'triton', 'plain')
 
@@ -60,27 +61,6 @@ def check_node_path(owner: str, node_path: str) -> str:
         raise ValueError(f"{owner}: unknown 'node_path' {node_path!r}; choose "
                          f"one of {list(NODE_PATHS)}")
     return node_path
-
-
-def fourier_features(x: Tensor,
-                     spectral_points: Union[Sequence[Tensor], Tensor]
-                     ) -> Tensor:
-    r"""Return :math:`\phi(x)` of shape :math:`(*, H, 2R)` for vectors
-    :obj:`x` of shape :math:`(*, H, D)` and spectral point sets of shape
-    :math:`(H, R, D)` or stacked, :math:`(m, H, R, D)` (the angles of every
-    set in one contraction), or sets broadcastable to :math:`(*, H, R, D)`
-    (points per row)."""
-    if isinstance(spectral_points, Tensor) or all(
-            points.dim() == 3 for points in spectral_points):
-        stacked = (spectral_points if isinstance(spectral_points, Tensor)
-                   else torch.stack(list(spectral_points)))
-        angle = torch.einsum('...hd,mhrd->m...hr', x, stacked)
-        return torch.cat([angle.cos(), angle.sin()], dim=-1).sum(0)
-    features = 0
-    for points in spectral_points:
-        angle = (x.unsqueeze(-2) * points).sum(-1)  # [*, H, R]
-        features = features + torch.cat([angle.cos(), angle.sin()], dim=-1)
-    return features
 
 
 def fourier_estimate(x: Tensor, y: Tensor,
@@ -191,7 +171,7 @@ def fourier_log_similarities(x_dst: Tensor, x_src: Tensor, anchor: Tensor,
     :obj:`x_dst` (``is_source=False``) and of the sources :obj:`x_src`
     (``is_source=True``).  On the fused path the anchor features are
     computed once for both (see
-    :func:`~ikgat.kernels.fused_fourier.fused_fourier_log_similarities`);
+    :func:`~ikgat.ops.node_terms.fused_fourier_log_similarities`);
     the sets may also come stacked, one tensor :math:`(m, H, R, 2C)`."""
     first_shape = spectral_points.shape[1:] if isinstance(
         spectral_points, Tensor) else spectral_points[0].shape

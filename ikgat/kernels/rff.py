@@ -12,7 +12,6 @@ from ikgat.kernels.base import (
     check_positive,
     renamed_argument,
 )
-from ikgat.kernels.pairwise_fourier import edge_fourier_log_similarity
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -20,6 +19,7 @@ from ikgat.kernels.random_features import (
     fourier_log_similarity,
     fourier_pair_feature_map,
 )
+from ikgat.ops.edge_fourier import edge_fourier_log_similarity
 
 
 class RandomFourierKernel(DeprecatedNumFeatures, Kernel):

@@ -1,4 +1,3 @@
-from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv import (
     AttentionDecomposition,
     IKGATConv,
@@ -7,10 +6,11 @@ from ikgat.nn.conv import (
     MIKANConv,
     MIKANTransformerConv,
 )
-from ikgat.nn.edge_softmax import kernel_edge_softmax
 from ikgat.nn.graph_batch import graph_batch
 from ikgat.nn.layerwise import layer_over_full_graph
 from ikgat.nn.losses import kl_divergence, ksvd_loss
+from ikgat.ops.aggregation import attention_aggregate
+from ikgat.ops.edge_softmax import kernel_edge_softmax
 
 __all__ = [
     'IKGATConv', 'MIKANConv', 'KEPGATConv', 'IKTransformerConv',

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ikgat.nn.dtypes import accumulation_dtype
+from ikgat.ops.dtypes import accumulation_dtype
 
 #: :math:`\tau`: below it :math:`|t|^p` is replaced by its chord.
 SMALL = 1e-4

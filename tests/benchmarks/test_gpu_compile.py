@@ -1,5 +1,5 @@
 """The GPU compile check (benchmarks.gpu_compile) and the launch seam it
-records from (ikgat.kernels.triton_runtime): launches recorded from a real
+records from (ikgat.ops.runtime): launches recorded from a real
 layer step without running anything, with the decisions CUDA takes (the
 transformer's gathered tables); a layer or option whose launches vanish
 fails the check; the compiler's verdict on a kernel that does not compile
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import benchmarks.gpu_compile as gpu_compile
-import ikgat.kernels.triton_runtime as triton_runtime
+import ikgat.ops.runtime as runtime
 from benchmarks.gpu_compile import occupancy, verdict
 from ikgat import IKGATConv
 
@@ -35,7 +35,7 @@ def recorded_step(dropout=0.6):
     conv.fused_attention = 'always'
     x = torch.randn(40, 16, requires_grad=True)
     edge_index = torch.randint(0, 40, (2, 160))
-    with triton_runtime.record_launches() as launches:
+    with runtime.record_launches() as launches:
         conv(x, edge_index).sum().backward()
     return launches
 
@@ -59,9 +59,9 @@ def test_a_training_step_is_recorded_and_nothing_runs(monkeypatch):
     assert forward.constexprs['HAS_DROPOUT'] is True
     assert forward.signature['score_src'] == '*fp32'
     assert forward.signature['negative_slope'] == 'fp32'
-    assert forward.options['maxnreg'] == triton_runtime.MAX_REGISTERS
+    assert forward.options['maxnreg'] == runtime.MAX_REGISTERS
     # Outside the block, launches run again:
-    assert triton_runtime._RECORDING is None
+    assert runtime._RECORDING is None
 
 
 def compile_in_a_process(launches, tmp_path, targets=('90', )):
@@ -100,9 +100,9 @@ def test_the_check_fails_a_kernel_that_does_not_compile(tmp_path):
     # in a process of its own, of a kernel that fails in the front end).
     # Its launches with other alignment hints are other builds; a launch
     # that names Triton's defaults (4 warps) is the same build.
-    launches = [mismatched(maxnreg=triton_runtime.MAX_REGISTERS),
-                mismatched(('out', ), maxnreg=triton_runtime.MAX_REGISTERS),
-                mismatched(num_warps=4, maxnreg=triton_runtime.MAX_REGISTERS)]
+    launches = [mismatched(maxnreg=runtime.MAX_REGISTERS),
+                mismatched(('out', ), maxnreg=runtime.MAX_REGISTERS),
+                mismatched(num_warps=4, maxnreg=runtime.MAX_REGISTERS)]
     results, stderr = compile_in_a_process(launches, tmp_path)
     keys = [result['keys']['90'] for result in results]
     assert keys[0] != keys[1] and keys[0] == keys[2]
@@ -190,7 +190,7 @@ def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
         tmp_path):
     ours = next(launch for launch in recorded_step()
                 if launch.name == '_forward_body')
-    options = dict(maxnreg=triton_runtime.MAX_REGISTERS)
+    options = dict(maxnreg=runtime.MAX_REGISTERS)
     launches = [
         mismatched(**options),
         dict(module=CASES, name='_wide_tile_body',
@@ -208,7 +208,7 @@ def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
     assert verdict(wide).startswith('spills')
     assert verdict(forward) is None
     assert forward['spill'] == 0
-    assert forward['registers'] <= triton_runtime.MAX_REGISTERS
+    assert forward['registers'] <= runtime.MAX_REGISTERS
 
 
 def test_verdict_and_occupancy():
@@ -247,9 +247,9 @@ def test_a_kernel_that_does_not_build_is_one_line():
                              'Return type mismatch: <[8, 8], fp32> and fp32')
     outer = CompilationError('p = p * _keep(...)\n        ^', None, None)
     outer.__cause__ = inner
-    with pytest.raises(triton_runtime.KernelBuildError) as caught:
-        triton_runtime.launch(_FailingKernel(outer), (1, ),
-                              switch=triton_runtime.ATTENTION_SWITCH)
+    with pytest.raises(runtime.KernelBuildError) as caught:
+        runtime.launch(_FailingKernel(outer), (1, ),
+                              switch=runtime.ATTENTION_SWITCH)
     message = str(caught.value)
     assert '\n' not in message
     assert '_forward_body' in message
@@ -265,7 +265,7 @@ def test_the_command_line_prints_a_build_error_in_one_line(monkeypatch,
     import ikgat.cli as cli
 
     def fail(args):
-        raise triton_runtime.KernelBuildError(
+        raise runtime.KernelBuildError(
             'ikgat: Triton 3.6.0 could not build the kernel _forward_body '
             '(CompilationError: x); pass fused_attention=False to avoid it',
             'Traceback: 60 lines of Triton')
@@ -281,23 +281,23 @@ def test_the_command_line_prints_a_build_error_in_one_line(monkeypatch,
 
 def test_an_old_triton_takes_the_pytorch_path_and_warns_once(monkeypatch):
     monkeypatch.setattr(triton, '__version__', '3.5.1')
-    triton_runtime.triton_usable.cache_clear()
+    runtime.triton_usable.cache_clear()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter('always')
-            assert not triton_runtime.triton_usable()
-            assert not triton_runtime.triton_usable()
+            assert not runtime.triton_usable()
+            assert not runtime.triton_usable()
             conv = IKGATConv(8, 4, heads=2)
             conv.fused_attention = 'always'
             x = torch.randn(5, 8)
             edge_index = torch.tensor([[0, 1, 2], [1, 2, 3]])
-            assert conv._fused_kernels(edge_index, x) is None
+            assert conv._route(edge_index, x).fused is None
         messages = [str(w.message) for w in caught
                     if 'older than 3.6' in str(w.message)]
         assert len(messages) == 1
         assert "pip install 'triton>=3.6'" in messages[0]
     finally:
-        triton_runtime.triton_usable.cache_clear()
+        runtime.triton_usable.cache_clear()
 
 
 def test_every_option_is_called_at_every_degree():
@@ -316,7 +316,7 @@ def test_every_option_is_called_at_every_degree():
 
 def test_the_transformer_calls_take_tables_and_points():
     # The drop-ins with spectral points on CUDA's gathered tables, and
-    # again on the points (pair_tables.ENABLED cleared); the exact kernel
+    # again on the points (node_tables.ENABLED cleared); the exact kernel
     # has no points; KEPGATConv, without kernels, is called once a mode.
     from benchmarks.gpu_compile import NO_KERNEL, layer_calls
     calls = list(layer_calls(['IKTransformerConv-direct',
@@ -333,14 +333,14 @@ def test_the_transformer_calls_take_tables_and_points():
 
 
 def test_cuda_decisions_give_the_transformer_its_tables():
-    from ikgat.nn import pair_tables
+    from ikgat.ops import node_tables
     x = torch.randn(3, 2, 4)
-    assert not pair_tables.uses_tables(x)  # the CPU rule
+    assert not node_tables.uses_tables(x)  # the CPU rule
     with gpu_compile.cuda_decisions():
-        assert pair_tables.uses_tables(x)
+        assert node_tables.uses_tables(x)
     with gpu_compile.cuda_decisions(tables=False):
-        assert not pair_tables.uses_tables(x)
-    assert not pair_tables.uses_tables(x) and pair_tables.ENABLED
+        assert not node_tables.uses_tables(x)
+    assert not node_tables.uses_tables(x) and node_tables.ENABLED
 
 
 def capture(layer, label):
@@ -365,7 +365,7 @@ def test_the_capture_has_the_launch_only_cuda_makes():
         'IKTransformerConv-implicit 1x7 eval dropout=0 R=16 degree=8 tables')
     assert gpu_compile.coverage_failures(calls, launches) == []
     forward = [launch for launch in launches
-               if launch['module'] == 'ikgat.nn.triton_transformer'
+               if launch['module'] == 'ikgat.ops.transformer_attention'
                and launch['name'] == '_forward_body']
     assert len(forward) == 1
     assert forward[0]['constexprs'] == dict(
@@ -377,7 +377,7 @@ def test_the_capture_has_the_launch_only_cuda_makes():
         'IKTransformerConv-implicit',
         'IKTransformerConv-implicit 1x7 eval dropout=0 R=16 degree=8 points')
     assert {launch['module'] for launch in launches} == {
-        'ikgat.nn.triton_fourier_pairs'}
+        'ikgat.ops.transformer_fourier'}
 
 
 @pytest.mark.skipif(os.environ.get('TRITON_INTERPRET') != '1',
@@ -407,7 +407,7 @@ def test_a_layer_whose_launches_vanish_fails_the_check(monkeypatch):
 def test_the_coverage_rules():
     from benchmarks.gpu_compile import NO_KERNEL, coverage_failures
 
-    def launch(key, module='ikgat.nn.triton_attention', name='_forward_body',
+    def launch(key, module='ikgat.ops.gat_attention', name='_forward_body',
                **constexprs):
         return dict(key=key, module=module, name=name, constexprs=constexprs,
                     signature={})
@@ -441,7 +441,7 @@ def test_the_coverage_rules():
 
 def test_launches_that_differ_in_alignment_are_told_apart():
     def launch(aligned):
-        return triton_runtime.KernelLaunch(
+        return runtime.KernelLaunch(
             'm', 'k', dict(x='*fp32', N='i32'), {}, aligned, {})
     assert launch(('x', )).key != launch(('x', 'N')).key
     assert launch(('x', 'N')).key == launch(('N', 'x')).key

@@ -151,8 +151,8 @@ def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
     # wrapper's own, and computing the features inside moves a fraction of
     # the bytes of gathering 2R-wide tables, for more FLOPs (sin, cos and
     # the angles of every edge, head and point).
-    from ikgat.nn.triton_fourier_pairs import _forward_body
-    from ikgat.nn.triton_transformer import fourier_tiling
+    from ikgat.ops.transformer_attention import fourier_tiling
+    from ikgat.ops.transformer_fourier import _forward_body
     costs = gpu_model.fourier_pair_kernels(ARXIV, points=64, sets=2)
     assert [c.kernel for c in costs] == [
         _forward_body.__name__, '_backward_dst_body', '_backward_src_body']
@@ -188,10 +188,10 @@ def test_transformer_step_predictions_rank_as_their_work():
 
 def test_transformer_random_feature_kernels_follow_the_layers_cuda_path():
     # On CUDA the layer gives the gathered-table kernels per-node tables
-    # (ikgat.nn.pair_tables): the model prices those kernels, with the
+    # (ikgat.ops.node_tables): the model prices those kernels, with the
     # tiling the wrapper takes for tables, and both sides' table passes;
     # tables=False prices the points kernels instead.
-    from ikgat.nn.triton_transformer import table_tiling
+    from ikgat.ops.transformer_attention import table_tiling
     tables = gpu_model.transformer_kernels(ARXIV, family='direct')
     for cost in tables:
         tile = table_tiling(ARXIV.edges, ARXIV.nodes, 8, 128, 8,

@@ -20,8 +20,8 @@ from torch_geometric.utils import (
 )
 
 from ikgat.nn.conv.gat_base import without_autocast
-from ikgat.nn.edge_softmax import edge_logit
 from ikgat.nn.norms import lp_norm_squared
+from ikgat.ops.edge_softmax import edge_logit
 
 
 class AttentionDecomposition(NamedTuple):

@@ -42,7 +42,7 @@ from ikgat.nn.conv.checks import (
     node_counts,
 )
 from ikgat.nn.conv.own_templates import OwnTemplates
-from ikgat.nn.dtypes import accumulation_dtype, promote_types
+from ikgat.ops.dtypes import accumulation_dtype, promote_types
 
 #: The :mod:`~ikgat.nn.graph_cache` kind of the self-looped edges.
 SELF_LOOPS = 'self_loops'
@@ -60,7 +60,7 @@ _AUTOCAST_AVAILABLE: Dict[str, bool] = {
 def without_autocast(device: torch.device) -> ContextManager:
     r"""A context in which :func:`torch.autocast` does not lower the
     precision of matrix products on :obj:`device`: the node terms of the
-    attention run in :func:`~ikgat.nn.dtypes.accumulation_dtype` under
+    attention run in :func:`~ikgat.ops.dtypes.accumulation_dtype` under
     autocast too.  A device without autocast (``meta``) gets an empty
     context."""
     available = _AUTOCAST_AVAILABLE.get(device.type)
@@ -255,7 +255,7 @@ class GATStyleConv(OwnTemplates, MessagePassing):
         the dtype GATConv's projections would have.
 
         The projections come in
-        :func:`~ikgat.nn.dtypes.accumulation_dtype`: where GATConv's would
+        :func:`~ikgat.ops.dtypes.accumulation_dtype`: where GATConv's would
         be float16 or bfloat16 (a reduced-precision model, or
         autocast), the same products are computed in float32.  The
         magnitude term :math:`\tfrac12\|k_j\|_p^2` scales a rounding error

@@ -24,12 +24,10 @@ from torch_geometric.utils import (
 )
 
 import ikgat.nn.graph_cache as graph_cache
-import ikgat.nn.pair_tables as pair_tables
-import ikgat.nn.triton_transformer as triton_transformer
+import ikgat.ops.node_tables as node_tables
+import ikgat.ops.transformer_attention as transformer_attention
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
-from ikgat.kernels.triton_runtime import triton_usable
-from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
     check_edge_attr,
@@ -46,10 +44,12 @@ from ikgat.nn.conv.ikgat_conv import (
 )
 from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.conv.own_templates import OwnTemplates
-from ikgat.nn.dtypes import accumulation_dtype
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.projections import project_together
-from ikgat.nn.triton_attention import prepare_csr
+from ikgat.ops.aggregation import attention_aggregate
+from ikgat.ops.dtypes import accumulation_dtype
+from ikgat.ops.gat_attention import prepare_csr
+from ikgat.ops.runtime import triton_usable
 
 
 class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
@@ -99,18 +99,18 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     estimate :math:`f(q, k) = \phi(q)^\top\phi(k) / (m^2 R)` of
     :math:`\exp(-\|q - k\|^2/4)`: per edge and head a :math:`2R`-dot of
     feature maps, computed per node and head group and taken in edge chunks
-    (:mod:`ikgat.kernels.pairwise_fourier`): :math:`O(E H R)` work and no
+    (:mod:`ikgat.ops.edge_fourier`): :math:`O(E H R)` work and no
     :math:`E \times H \times 2R` tensor, with or without edge features.
 
     **Fast paths.**  The attention runs as one fused Triton pass per
-    direction (:func:`~ikgat.nn.triton_transformer.fused_transformer_attention`:
+    direction (:func:`~ikgat.ops.transformer_attention.fused_transformer_attention`:
     online softmax, attention dropout inside, launches independent of the
     graph's size) when all of these hold:
 
     1. the inputs are float32 CUDA tensors (any device with
        :attr:`fused_attention` ``= 'always'``, for tests through Triton's
        interpreter), and Triton is usable
-       (:func:`~ikgat.kernels.triton_runtime.triton_usable`);
+       (:func:`~ikgat.ops.runtime.triton_usable`);
     2. the kernel has a pair feature map
        (:attr:`~ikgat.kernels.Kernel.has_pair_feature_map`: ``rbf``,
        ``exp``, ``rff``, ``rff_ns``, ``direct``, ``implicit``), and one
@@ -131,17 +131,17 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     The kernels gather :math:`\tilde q, \tilde k` (:math:`D` floats per
     edge and head).  For the random-feature kernels on CUDA they gather
     per-node tables :math:`\phi(\tilde q)`, :math:`\phi(\tilde k)`
-    (:mod:`ikgat.nn.pair_tables`: :math:`2R` floats per node and head, made
+    (:mod:`ikgat.ops.node_tables`: :math:`2R` floats per node and head, made
     in one compiled pass per side, the angles recomputed in backward);
-    elsewhere, or with :data:`ikgat.nn.pair_tables.ENABLED` cleared, they
+    elsewhere, or with :data:`ikgat.ops.node_tables.ENABLED` cleared, they
     compute the features from :math:`\tilde q, \tilde k` and the spectral
-    points in registers (:mod:`ikgat.nn.triton_fourier_pairs`: no
+    points in registers (:mod:`ikgat.ops.transformer_fourier`: no
     :math:`N \times H \times 2R` table, but per edge, and on an H100 at
     arxiv size about 2.2 times slower); an implicit kernel's
     :obj:`num_samples` draws in evaluation are one pass over :math:`SH`
     heads.  Otherwise the PyTorch
     path below runs.  When Triton cannot build a kernel on the machine,
-    the call raises :class:`~ikgat.kernels.triton_runtime.KernelBuildError`
+    the call raises :class:`~ikgat.ops.runtime.KernelBuildError`
     naming ``fused_attention=False``, the switch that avoids it.
 
     **PyG's message passing.**  The PyTorch path aggregates the messages
@@ -344,7 +344,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     def _fuses(self, edge_index: Adj, edge_key: OptTensor, query: Tensor,
                return_attention_weights: Optional[bool]) -> bool:
         r"""Whether the Triton kernels of
-        :func:`~ikgat.nn.triton_transformer.fused_transformer_attention`
+        :func:`~ikgat.ops.transformer_attention.fused_transformer_attention`
         replace the attention (rules in the class docstring; the graph
         count is checked by the caller); else the PyTorch path runs, also
         while :func:`torch.compile` traces off CUDA."""
@@ -397,12 +397,12 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
                                  sample=self.training or draws > 1,
                                  num_draws=draws)
         tables = self.kernel.pair_feature_map(query, key)
-        if tables.points is not None and pair_tables.uses_tables(query):
+        if tables.points is not None and node_tables.uses_tables(query):
             # Per-node feature tables for the gathered-table kernels
-            # (ikgat.nn.pair_tables: faster on a GPU than the points).
+            # (ikgat.ops.node_tables: faster on a GPU than the points).
             tables = tables._replace(
-                query=pair_tables.node_tables(tables.query, tables.points),
-                key=pair_tables.node_tables(tables.key, tables.points),
+                query=node_tables.node_tables(tables.query, tables.points),
+                key=node_tables.node_tables(tables.key, tables.points),
                 points=None)
         draws = tables.query.size(1) // heads
         # Every draw's heads share the keys' terms and the values:
@@ -416,7 +416,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         csr = graph_cache.cached(edge_index, CSR, (num_src, num_dst),
                                  lambda: prepare_csr(edge_index, num_src,
                                                      num_dst))
-        out = triton_transformer.fused_transformer_attention(
+        out = transformer_attention.fused_transformer_attention(
             tables.query, tables.key, terms, value, csr, num_dst, tables.link,
             tables.scale, tables.eps,
             dropout=self.dropout if self.training else 0.0,

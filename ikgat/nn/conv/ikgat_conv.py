@@ -29,7 +29,7 @@ from torch_geometric.utils import (
 from torch_geometric.utils.sparse import set_sparse_value
 
 import ikgat.nn.graph_cache as graph_cache
-import ikgat.nn.triton_attention as triton_attention
+import ikgat.ops.gat_attention as gat_attention
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import (
     DeprecatedNumFeatures,
@@ -38,8 +38,6 @@ from ikgat.kernels.base import (
     renamed_argument,
 )
 from ikgat.kernels.implicit import finite_mean, finite_sums
-from ikgat.kernels.triton_runtime import triton_usable
-from ikgat.nn.aggregation import attention_aggregate
 from ikgat.nn.conv.checks import (
     check_batch,
     count_graphs,
@@ -55,8 +53,10 @@ from ikgat.nn.conv.gat_base import (
     without_autocast,
 )
 from ikgat.nn.conv.lean_hooks import LeanPathHooks
-from ikgat.nn.edge_softmax import edge_logit, kernel_edge_softmax
 from ikgat.nn.norms import lp_norm_squared
+from ikgat.ops.aggregation import attention_aggregate
+from ikgat.ops.edge_softmax import edge_logit, kernel_edge_softmax
+from ikgat.ops.runtime import triton_usable
 
 #: The :mod:`~ikgat.nn.graph_cache` kinds of the fused path's sorted edges:
 #: of the self-looped edges, and of the edges given with the self-loops
@@ -115,14 +115,14 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     picks and adds them (:math:`O(E H)`, like GATConv).  No
     :math:`E \times H \times R` tensor is ever formed.  For an
     :obj:`edge_index` tensor the per-edge logits, their softmax over the
-    targets (:func:`~ikgat.nn.edge_softmax.kernel_edge_softmax`) and the
-    aggregation (:func:`~ikgat.nn.aggregation.attention_aggregate`) run in
+    targets (:func:`~ikgat.ops.edge_softmax.kernel_edge_softmax`) and the
+    aggregation (:func:`~ikgat.ops.aggregation.attention_aggregate`) run in
     edge chunks and keep only :math:`\alpha` per edge for backward.
 
     **Fast paths.**  :meth:`forward` computes the attention weights with
-    :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` instead of PyG's
+    :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` instead of PyG's
     :meth:`edge_updater` and aggregates with
-    :func:`~ikgat.nn.aggregation.attention_aggregate` instead of
+    :func:`~ikgat.ops.aggregation.attention_aggregate` instead of
     :meth:`propagate` (the same numbers up to the order of floating-point
     additions) when all of these hold:
 
@@ -153,7 +153,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
 
     Where both lean paths apply, the softmax and the aggregation run as
     one fused pass per neighbourhood
-    (:func:`~ikgat.nn.triton_attention.fused_attention`: online softmax,
+    (:func:`~ikgat.ops.gat_attention.fused_attention`: online softmax,
     logits recomputed in backward, attention dropout drawn from a
     counter-based generator and regenerated in backward, no
     :math:`E \times H` weights kept unless they are returned) when also
@@ -176,7 +176,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     than :math:`S` passes: the mean of the draws' outputs, as elsewhere,
     from other random numbers.  The edges
     sorted by target and by source
-    (:func:`~ikgat.nn.triton_attention.prepare_csr`, six int32 arrays
+    (:func:`~ikgat.ops.gat_attention.prepare_csr`, six int32 arrays
     of :math:`E`) are kept with the (self-looped) :obj:`edge_index` tensor
     (:mod:`ikgat.nn.graph_cache`), so that a graph passed to every layer
     and in every step is sorted once for the whole model.
@@ -187,7 +187,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     run on CPU tensors and in debug mode only
     (:func:`~ikgat.nn.conv.checks.reads_values`).  The fused path adds the
     self-loops in its CSR sort
-    (:func:`~ikgat.nn.triton_attention.prepare_csr` with ``self_loops``),
+    (:func:`~ikgat.ops.gat_attention.prepare_csr` with ``self_loops``),
     so even a new graph, such as each mini-batch, needs no host read.
     With edge features or returned attention weights it keeps the
     self-looped edges instead, which, like the unfused path, synchronises
@@ -275,10 +275,10 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
           (|\mathcal{E}|, H)))` if bipartite
     """
     #: Whether :meth:`forward` may aggregate through
-    #: :func:`~ikgat.nn.aggregation.attention_aggregate` (see *Fast paths*).
+    #: :func:`~ikgat.ops.aggregation.attention_aggregate` (see *Fast paths*).
     lean_aggregation: bool = True
     #: Whether :meth:`forward` may compute the attention weights through
-    #: :func:`~ikgat.nn.edge_softmax.kernel_edge_softmax` (see *Fast paths*).
+    #: :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` (see *Fast paths*).
     lean_edge_softmax: bool = True
     #: Whether :meth:`forward` runs the fused Triton attention on CUDA
     #: (:obj:`True`), never (:obj:`False`), or on any device (``'always'``,
@@ -392,7 +392,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
             loops = self._self_loop_count(x_src, x_dst, size)
             csr = graph_cache.cached(
                 edge_index, CSR_WITH_SELF_LOOPS, key + (loops, ),
-                lambda: triton_attention.prepare_csr(
+                lambda: gat_attention.prepare_csr(
                     edge_index, *key, self_loops=loops))
             return self._fused_forward(x_src, x_dst, res, projection_dtype,
                                        csr, None, None, batch, batch_size,
@@ -403,7 +403,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
             assert isinstance(edge_index, Tensor)
             csr = graph_cache.cached(
                 edge_index, CSR, key,
-                lambda: triton_attention.prepare_csr(edge_index, *key))
+                lambda: gat_attention.prepare_csr(edge_index, *key))
             return self._fused_forward(x_src, x_dst, res, projection_dtype,
                                        csr, edge_index, edge_attr, batch,
                                        batch_size, fused == 'triton',
@@ -480,17 +480,17 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
 
     def _fused_forward(
         self, x_src: Tensor, x_dst: OptTensor, res: OptTensor,
-        projection_dtype: torch.dtype, csr: triton_attention.AttentionCSR,
+        projection_dtype: torch.dtype, csr: gat_attention.AttentionCSR,
         edge_index: OptTensor, edge_attr: OptTensor,
         batch: Union[OptTensor, Tuple[Tensor, Tensor]],
         batch_size: Optional[int], use_triton: bool,
         return_attention_weights: Optional[bool] = None
     ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]]]:
         r"""The rest of :meth:`forward` through
-        :func:`~ikgat.nn.triton_attention.fused_attention` over the edges
+        :func:`~ikgat.ops.gat_attention.fused_attention` over the edges
         sorted in :obj:`csr`: the logits, softmax and aggregation of
         :meth:`_attention` and
-        :func:`~ikgat.nn.aggregation.attention_aggregate` in one kernel.
+        :func:`~ikgat.ops.aggregation.attention_aggregate` in one kernel.
         The attention weights are returned with :obj:`edge_index`, the
         self-looped edges that :obj:`csr` sorts."""
         num_dst = csr.num_dst
@@ -516,7 +516,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                 values = x_src.repeat(1, draws, 1)
                 if edge_gate is not None:
                     edge_gate = edge_gate.repeat(1, draws)
-            result = triton_attention.fused_attention(
+            result = gat_attention.fused_attention(
                 score_src, score_dst, values, csr, num_dst, edge_gate,
                 self.negative_slope,
                 return_attention_weights=bool(return_attention_weights),
@@ -647,7 +647,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
 
     def _fused_kernels(self, edge_index: Adj,
                        x_src: Tensor) -> Optional[str]:
-        r"""How :func:`~ikgat.nn.triton_attention.fused_attention` replaces
+        r"""How :func:`~ikgat.ops.gat_attention.fused_attention` replaces
         both lean steps: ``'triton'`` (its Triton kernels), ``'torch'``
         (its registered operator's PyTorch implementation, while
         :func:`torch.compile` traces off CUDA), or :obj:`None` (not fused);
@@ -702,7 +702,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                              ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         r"""Source and target projections (a zero target row for
         :obj:`x_dst=None`), the anchors :math:`(H, 2C)` and the slopes
-        :math:`c_t`, all in :func:`~ikgat.nn.dtypes.accumulation_dtype`
+        :math:`c_t`, all in :func:`~ikgat.ops.dtypes.accumulation_dtype`
         (float32 for a float16 or bfloat16 model)."""
         H, C = self.heads, self.out_channels
         dtype = accumulation_dtype(x_src.dtype)
@@ -730,7 +730,7 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         node as [logit part for :math:`c = 1`, for :math:`c =`
         :obj:`negative_slope`, gate]: :math:`(N_s, H, 3)` and
         :math:`(N_t, H, 3)` (or :math:`(1, H, 3)` without target features),
-        in :func:`~ikgat.nn.dtypes.accumulation_dtype`; with :obj:`draws`
+        in :func:`~ikgat.ops.dtypes.accumulation_dtype`; with :obj:`draws`
         :math:`S > 1`, for the kernel's :math:`S` draws stacked along the
         heads (:math:`S H` heads, the projections and anchors repeated)."""
         x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)

@@ -257,9 +257,9 @@ def test_first_compiled_call_does_not_import_triton_in_the_graph(
     # In a new process the Triton kernels are jitted on first use; that must
     # happen inside the operator, not in the traced wrapper (an import
     # there broke the graph of the first compiled layer).
-    import ikgat.nn.triton_attention as triton_attention
-    monkeypatch.setattr(triton_attention, '_KERNELS', None)
+    import ikgat.ops.gat_attention as gat_attention
+    monkeypatch.setattr(gat_attention, '_KERNELS', None)
     conv = cuda_path_layer('rbf')
     x, edge_index = graph(12, 40, seed=9)
     torch.compile(conv, fullgraph=True, backend=BACKEND)(x, edge_index)
-    assert triton_attention._KERNELS is not None
+    assert gat_attention._KERNELS is not None

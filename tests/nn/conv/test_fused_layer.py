@@ -40,13 +40,13 @@ def count_fused_calls(monkeypatch):
     """Count the layer's calls of fused_attention (the test must see the
     fused path taken, not two runs of the same path)."""
     calls = []
-    fused = ikgat_conv_module.triton_attention.fused_attention
+    fused = ikgat_conv_module.gat_attention.fused_attention
 
     def counted(*args, **kwargs):
         calls.append(1)
         return fused(*args, **kwargs)
 
-    monkeypatch.setattr(ikgat_conv_module.triton_attention,
+    monkeypatch.setattr(ikgat_conv_module.gat_attention,
                         'fused_attention', counted)
     return calls
 
@@ -310,8 +310,8 @@ def test_sorted_edges_are_kept_for_the_same_edge_index(monkeypatch):
     conv = conv.to(DEVICE).eval()
     conv.fused_attention = 'always'
     sorts = []
-    prepare = ikgat_conv_module.triton_attention.prepare_csr
-    monkeypatch.setattr(ikgat_conv_module.triton_attention, 'prepare_csr',
+    prepare = ikgat_conv_module.gat_attention.prepare_csr
+    monkeypatch.setattr(ikgat_conv_module.gat_attention, 'prepare_csr',
                         lambda *args: sorts.append(1) or prepare(*args))
     first = conv(x, edge_index)
     assert torch.equal(conv(x, edge_index), first) and len(sorts) == 1
@@ -328,18 +328,18 @@ def test_fused_path_rules():
     # The default switch runs the Triton kernels on CUDA tensors only:
     assert conv.fused_attention is True
     expected = 'triton' if x.device.type == 'cuda' else None
-    assert conv._fused_kernels(edge_index, x) == expected
+    assert conv._route(edge_index, x).fused == expected
     conv.fused_attention = 'always'
     # Attention dropout is fused too, in training and evaluation:
-    assert conv._fused_kernels(edge_index, x) == 'triton'
+    assert conv._route(edge_index, x).fused == 'triton'
     conv.eval()
-    assert conv._fused_kernels(edge_index, x) == 'triton'
-    assert conv._fused_kernels(edge_index, x.double()) is None
+    assert conv._route(edge_index, x).fused == 'triton'
+    assert conv._route(edge_index, x.double()).fused is None
     conv.lean_aggregation = False
-    assert conv._fused_kernels(edge_index, x) is None
+    assert conv._route(edge_index, x).fused is None
     conv.lean_aggregation = True
     conv.fused_attention = False
-    assert conv._fused_kernels(edge_index, x) is None
+    assert conv._route(edge_index, x).fused is None
     conv.fused_attention = 'yes'
     with pytest.raises(ValueError, match="'fused_attention' must be True, "
                        "False or 'always'"):

@@ -13,9 +13,9 @@ from torch_geometric.utils import to_torch_coo_tensor
 
 from ikgat import IKTransformerConv, MIKANTransformerConv
 from ikgat.kernels import Kernel, RBFKernel, vector_kernels
-from ikgat.kernels.triton_runtime import triton_usable
 from ikgat.nn import graph_batch, kl_divergence
 from ikgat.nn.norms import lp_norm_squared
+from ikgat.ops.runtime import triton_usable
 from tests.helpers import (
     DEVICE,
     NoHostTensors,
@@ -275,7 +275,7 @@ def test_rbf_is_transformer_conv_in_training_with_dropout(edge_dim):
     conv.train()
     # TransformerConv's mask is torch's dropout: the PyTorch path draws the
     # same; the fused kernels (CUDA) draw their own, from Philox
-    # (tests/nn/test_triton_transformer.py).
+    # (tests/ops/test_transformer_attention.py).
     conv.fused_attention = False
     torch.manual_seed(3)
     expected = reference(x, edge_index, edge_attr)

@@ -617,8 +617,8 @@ def test_dispatch_rule_aggregation_and_decomposition():
     # (PyG's decomposition cannot chunk the (x_src, x_dst) pair IKGATConv
     # propagates, so only the rule itself is checked:)
     conv = IKGATConv(5, 4, decomposed_layers=2)
-    assert conv._lean_edge_softmax_applies(edge_index)
-    assert not conv._lean_aggregation_applies(edge_index)
+    route = conv._route(edge_index, x)
+    assert route.lean_softmax and not route.lean_aggregation
 
 
 @pytest.mark.parametrize('step,choice', [
@@ -696,7 +696,7 @@ def test_slopes_are_exactly_one_and_the_negative_slope(dtype,
 
 
 def test_promote_types_skips_only_what_changes_nothing():
-    from ikgat.nn.dtypes import promote_types
+    from ikgat.ops.dtypes import promote_types
     dtypes = [torch.float64, torch.float32, torch.float16, torch.bfloat16,
               torch.int64, torch.int32, torch.bool, torch.complex64]
     for first in dtypes:

@@ -1,0 +1,94 @@
+r"""Old names that still work for one release, each with a
+:class:`DeprecationWarning` that says what to use instead.
+
+* :data:`MOVED_MODULES`: modules that moved (the backends went from
+  :mod:`ikgat.nn` and :mod:`ikgat.kernels` to :mod:`ikgat.ops`).
+  ``import ikgat.nn.triton_attention`` still works: the old name is an
+  alias of the new module, found by :class:`MovedModuleFinder`, which
+  :mod:`ikgat` installs on :data:`sys.meta_path`.
+* :func:`renamed_argument`: an argument under its previous name.
+"""
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+from typing import Any, Dict
+
+#: Old module name -> new module name.
+MOVED_MODULES: Dict[str, str] = {
+    'ikgat.nn.triton_attention': 'ikgat.ops.gat_attention',
+    'ikgat.nn.triton_transformer': 'ikgat.ops.transformer_attention',
+    'ikgat.nn.triton_softmax': 'ikgat.ops.attention_steps',
+    'ikgat.nn.triton_fourier_pairs': 'ikgat.ops.transformer_fourier',
+    'ikgat.nn.pair_tables': 'ikgat.ops.node_tables',
+    'ikgat.nn.edge_softmax': 'ikgat.ops.edge_softmax',
+    'ikgat.nn.aggregation': 'ikgat.ops.aggregation',
+    'ikgat.nn.chunking': 'ikgat.ops.chunking',
+    'ikgat.nn.dtypes': 'ikgat.ops.dtypes',
+    'ikgat.kernels.triton_runtime': 'ikgat.ops.runtime',
+    'ikgat.kernels.triton_fourier': 'ikgat.ops.node_terms_triton',
+    'ikgat.kernels.fused_fourier': 'ikgat.ops.node_terms',
+    'ikgat.kernels.pairwise_fourier': 'ikgat.ops.edge_fourier',
+    'ikgat.kernels.compiled_features': 'ikgat.ops.compiled_features',
+    'ikgat.kernels.trigonometry': 'ikgat.ops.trigonometry',
+    'ikgat.kernels.compiled': 'ikgat.ops.compiled',
+    'ikgat.nn.kl': 'ikgat.nn.losses',
+}
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    r"""Imports a name of :data:`MOVED_MODULES` as the module it moved to
+    (the same module object, so that patching either name patches both),
+    with a :class:`DeprecationWarning` naming the new import."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        new_name = MOVED_MODULES[spec.name]
+        warnings.warn(f"{spec.name} moved to {new_name}; import it from "
+                      f"there (the old name will be removed in the next "
+                      f"release)", DeprecationWarning, stacklevel=2)
+        return _AliasModule(spec.name, importlib.import_module(new_name))
+
+    def exec_module(self, module):
+        sys.modules[module.__name__] = module.target
+
+
+class _AliasModule(type(sys)):
+    r"""Stands for a moved module while the import machinery sets it up
+    (its attributes are the new module's); :meth:`exec_module` then puts
+    the new module itself under the old name."""
+
+    def __init__(self, name: str, target):
+        super().__init__(name)
+        self.target = target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+
+def install() -> None:
+    r"""Put :class:`MovedModuleFinder` on :data:`sys.meta_path` (once)."""
+    if not any(isinstance(finder, MovedModuleFinder)
+               for finder in sys.meta_path):
+        sys.meta_path.append(MovedModuleFinder())
+
+
+def renamed_argument(owner: str, old: str, new: str, old_value, new_value,
+                     new_default):
+    r"""Return the value of the argument :obj:`new`, accepting its previous
+    name :obj:`old` for one release with a :class:`DeprecationWarning`."""
+    if old_value is None:
+        return new_value
+    if new_value != new_default and new_value != old_value:
+        raise TypeError(f"{owner}: got both '{new}={new_value!r}' and its "
+                        f"deprecated name '{old}={old_value!r}'; pass "
+                        f"'{new}' only")
+    warnings.warn(f"{owner}: '{old}' is deprecated and will be removed in "
+                  f"the next release; pass '{new}={old_value!r}' instead",
+                  DeprecationWarning, stacklevel=3)
+    return old_value

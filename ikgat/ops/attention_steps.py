@@ -1,0 +1,351 @@
+r"""The softmax steps that the fused attention kernels share
+(:mod:`ikgat.ops.gat_attention` for the GAT layers,
+:mod:`ikgat.ops.transformer_attention` and :mod:`ikgat.ops.transformer_fourier`
+for the graph transformer layers): the online softmax over blocks of
+in-edges, the attention dropout, which is drawn again wherever it is
+needed instead of stored, and the steps around them.
+
+**Online softmax** (FlashAttention's recurrence).  A program walks the
+in-edges of a target in blocks; per head it keeps the running maximum
+:math:`m` and sum :math:`l` of the logits seen so far, and for the next
+block of logits :math:`\ell_e` (masked entries :math:`-\infty`)
+
+.. math::
+    m' = \max\big(m, \max_e \ell_e\big), \qquad
+    c = e^{m - m'}, \qquad
+    p_e = e^{\ell_e - m'}, \qquad
+    l' = c\, l + \sum_e p_e,
+
+so that an accumulator :math:`a' = c\, a + \sum_e p_e x_e` ends as
+:math:`\sum_e e^{\ell_e - m} x_e` with :math:`l = \sum_e e^{\ell_e - m}`
+for the final :math:`m`, in one pass.  A head without a finite logit yet
+keeps :math:`m' = -\infty` and shifts by :math:`0` instead (no
+:math:`\infty - \infty`): :math:`c = 0` and :math:`p_e = 0` there.
+
+**Attention dropout**, as :func:`torch.nn.functional.dropout` on the
+attention weights: the aggregation uses
+
+.. math::
+    \tilde\alpha_{e,h} = \frac{\mu_{e,h}}{1 - p}\, \alpha_{e,h}, \qquad
+    \mu_{e,h} = [u_{e,h} \ge p], \qquad
+    u_{e,h} = \mathrm{Philox}(\text{seed},\, e H + h) \in [0, 1),
+
+for the CSR position :math:`e` of an edge and its head :math:`h` of
+:math:`H` (:math:`\mu_{e,h} \sim \mathrm{Bernoulli}(1 - p)`), while the
+softmax sums stay those of :math:`\alpha`.  The uniform :math:`u` comes
+from Triton's counter-based generator (``tl.rand``: Philox keyed by the
+seed, at the offset :math:`e H + h`), so that the forward kernel and each
+backward kernel draw the same mask from the seed alone, as Triton's
+low-memory dropout does; nothing of size :math:`E \times H` is stored.
+The kernels' PyTorch implementations take :math:`u` from a
+:class:`torch.Generator` seeded with the seed's value instead
+(:func:`torch_keep`): another stream than Philox, so that the two
+implementations drop different edges, each the same edges in its forward
+and backward pass.
+
+**The steps around them**, written once for every kernel that walks the
+edges of a node with a softmax:
+
+* :func:`aggregate_body`: one block of the forward pass, the online softmax
+  step, the dropout draw and the accumulation of the gathered rows;
+* :func:`finish_body`: the forward pass's end, :math:`\mathrm{out} = a / Z`
+  with :math:`Z = l + 10^{-16}` (PyG's softmax denominator), and the saved
+  row statistics :math:`m` and :math:`Z`;
+* :func:`softmax_weight_body`: :math:`\alpha_e = e^{\ell_e - m} / Z` from
+  the saved statistics, in the backward passes;
+* :func:`logit_gradient_body`: :math:`\partial L/\partial\ell_e =
+  \alpha_e (\mu_e/(1-p)\, \partial L/\partial\tilde\alpha_e - D_i)`
+  and the dropped weight :math:`\tilde\alpha_e`;
+* :func:`gather_rows_body` and :func:`node_row_body`: the rows of a node
+  table at a block of edges, and a program's own row;
+* :func:`statistics_body`: the saved :math:`m`, :math:`Z` and
+  :math:`D_i` at given rows;
+* :func:`node_program_body`: a program's node, its edge range in the
+  compressed order and its block of heads (a kernel's prologue);
+* :func:`link_body`: the dot-product kernels' link :math:`\lambda(t)` and
+  :math:`\lambda'(t)` (:mod:`ikgat.ops.transformer_attention`).
+
+The module's functions:
+
+* :func:`online_softmax_body`, :func:`keep_body` and the steps above: the
+  Triton bodies, jitted once by :func:`helpers`, bound into each kernel
+  module by :func:`bind_steps` and called by the kernels (Triton inlines
+  them);
+* :func:`keep_scale`: the factor :math:`1/(1 - p)`;
+* :func:`torch_keep`: :math:`\mu/(1 - p)` for the PyTorch
+  implementations.
+
+Triton is imported the first time :func:`helpers` is called, so that
+importing this module never needs it.
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+from typing import Any, Dict, Sequence
+
+import torch
+from torch import Tensor
+
+from ikgat.ops.runtime import next_power_of_2
+
+# Filled by helpers() on first use; the bodies below read 'tl' as a module
+# global when Triton compiles (or interprets) them.
+triton = None
+tl = None
+_online_softmax = None
+_keep = None
+_gather_rows = None
+_HELPERS = None
+
+
+def online_softmax_body(running_max, running_sum, logit):
+    r"""The Triton body of one step of the online softmax (see the module
+    docstring): from the running maximum :obj:`running_max` :math:`m` and
+    sum :obj:`running_sum` :math:`l`, each :math:`(B_H,)`, and the block's
+    logits :obj:`logit` :math:`\ell` :math:`(B_E, B_H)` (masked entries
+    :math:`-\infty`), returns ``(new_max, rescale, p, new_sum)``:
+    :math:`m'`, :math:`c = e^{m - m'}` :math:`(B_H,)`, :math:`p_e =
+    e^{\ell_e - m'}` :math:`(B_E, B_H)` and :math:`l' = c\,l + \sum_e
+    p_e`.  The caller rescales its accumulator by :math:`c` and adds its
+    :math:`p`-weighted rows (after dropping them, with dropout: the sum
+    :math:`l` is of the undropped terms).  Jitted by :func:`helpers`."""
+    # A head without a logit yet keeps max -inf and shifts by 0 (no
+    # inf - inf):
+    new_max = tl.maximum(running_max, tl.max(logit, axis=0))
+    shift = tl.where(new_max == float('-inf'), 0., new_max)
+    rescale = tl.exp(running_max - shift)
+    p = tl.exp(logit - shift[None, :])
+    new_sum = running_sum * rescale + tl.sum(p, axis=0)
+    return new_max, rescale, p, new_sum
+
+
+def keep_body(seed, e, offs_h, H, dropout, keep_scale):
+    r"""The Triton body of :math:`\mu_{e,h}/(1 - p)` of shape
+    :math:`(B_E, B_H)`, for the CSR edge positions :obj:`e`
+    :math:`(B_E,)` and the heads :obj:`offs_h` :math:`(B_H,)` of
+    :obj:`H`: :math:`u = \mathrm{Philox}(\text{seed}, e H + h)`
+    (``tl.rand`` keyed by the value at the pointer :obj:`seed`), then
+    :obj:`keep_scale` (:func:`keep_scale` of :obj:`dropout`) where
+    :math:`u \ge p` (:math:`p` = :obj:`dropout`) and :obj:`0` elsewhere.
+    The same in the forward kernel and in every backward kernel that needs
+    the mask.
+
+    The kernels call it only under ``if HAS_DROPOUT:`` (a constexpr): a
+    helper that returned a tile in one constexpr branch and a scalar in the
+    other is rejected by Triton's compiler, though its interpreter accepts
+    it.  Jitted by :func:`helpers`."""
+    u = tl.rand(tl.load(seed), e[:, None] * H + offs_h[None, :])
+    return tl.where(u >= dropout, keep_scale, 0.)
+
+
+def node_program_body(pointers, H, C, BLOCK_H: tl.constexpr,
+                      BLOCK_C: tl.constexpr):
+    r"""The Triton body of a kernel's prologue, for one program per node
+    (grid axis 0) and block of :math:`B_H` heads (axis 1, absent in a 1-D
+    grid): returns ``(node, offs_h, start, stop, offs_c, mask_h,
+    mask_hc)``, the node (int64), its heads, the range of its edges in
+    the order compressed by :obj:`pointers`, the :math:`B_C` channel
+    offsets, and the masks of the heads of :obj:`H` and of the heads by
+    channels of :obj:`C`.  Jitted by :func:`helpers`."""
+    node = tl.program_id(0).to(tl.int64)
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    start = tl.load(pointers + node).to(tl.int64)
+    stop = tl.load(pointers + node + 1).to(tl.int64)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_h = offs_h < H
+    mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
+    return node, offs_h, start, stop, offs_c, mask_h, mask_hc
+
+
+def link_body(t, eps, LOG_SQUARE: tl.constexpr):
+    r"""The Triton body of the dot-product kernels' link and its slope,
+    :math:`\lambda(t) = \log(t^2 + \epsilon)` and :math:`\lambda'(t) = 2t /
+    (t^2 + \epsilon)` with ``LOG_SQUARE``, else :math:`t` and :math:`1`
+    (:mod:`ikgat.ops.transformer_attention`).  Jitted by :func:`helpers`."""
+    if LOG_SQUARE:
+        square = t * t + eps
+        return tl.log(square), tl.fdiv(2. * t, square)
+    return t, tl.full(t.shape, 1., t.dtype)
+
+
+def gather_rows_body(table, row, offs, width, mask_e, mask_hw):
+    r"""The Triton body that gathers the rows :obj:`row` :math:`(B_E, B_H)`
+    (node times :math:`H` plus head) of a table of :obj:`width` columns,
+    as a float32 tile :math:`(B_E, B_H, B_W)` (:obj:`offs` the columns),
+    zero outside the edges :obj:`mask_e` :math:`(B_E,)` and the heads and
+    columns :obj:`mask_hw` :math:`(B_H, B_W)`.  Jitted by
+    :func:`helpers`."""
+    return tl.load(table + row[:, :, None] * width + offs[None, None, :],
+                   mask=mask_e[:, None, None] & mask_hw[None, :, :],
+                   other=0.).to(tl.float32)
+
+
+def node_row_body(table, node, offs_h, offs, H, width, mask_hw):
+    r"""The Triton body that loads the row of :obj:`node` of a table
+    :math:`(N, H, W)` (:math:`W` = :obj:`width`) at the heads
+    :obj:`offs_h` and columns :obj:`offs`, as a float32 tile
+    :math:`(B_H, B_W)`, zero outside :obj:`mask_hw`.  Jitted by
+    :func:`helpers`."""
+    return tl.load(table + (node * H + offs_h[:, None]) * width
+                   + offs[None, :], mask=mask_hw, other=0.).to(tl.float32)
+
+
+def statistics_body(row_max, row_den, delta, index, mask):
+    r"""The Triton body that loads the saved softmax statistics :math:`m`
+    and :math:`Z` and :math:`D_i` (each :math:`(N, H)`) at the flat
+    positions :obj:`index` (node times :math:`H` plus head), as float32
+    (they are float64 with float64 inputs, and every loop-carried tile is
+    float32), with :math:`m = 0`, :math:`Z = 1`, :math:`D = 0` outside
+    :obj:`mask`.
+    Jitted by :func:`helpers`."""
+    return (tl.load(row_max + index, mask=mask, other=0.).to(tl.float32),
+            tl.load(row_den + index, mask=mask, other=1.).to(tl.float32),
+            tl.load(delta + index, mask=mask, other=0.).to(tl.float32))
+
+
+def aggregate_body(running_max, running_sum, acc, logit, values, row, offs_c,
+                   C, mask_e, mask_hc, seed, e, offs_h, H, dropout,
+                   keep_scale, HAS_DROPOUT: tl.constexpr):
+    r"""The Triton body of one block of edges of the forward pass: the
+    online softmax step (:func:`online_softmax_body`) on the block's
+    logits :obj:`logit` :math:`(B_E, B_H)` (masked entries
+    :math:`-\infty`), then the accumulator :math:`a' = c\,a + \sum_e
+    \mu_e p_e X_e / (1 - p)` over the rows :math:`X_e` of
+    :obj:`values` :math:`(N, H, C)` at :obj:`row` (the dropout of
+    :func:`keep_body` with ``HAS_DROPOUT``; the sum :math:`l` stays that
+    of the undropped terms).  Returns ``(new_max, new_sum, new_acc)``.
+    Jitted by :func:`helpers`."""
+    new_max, rescale, p, new_sum = _online_softmax(running_max, running_sum,
+                                                   logit)
+    x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+    if HAS_DROPOUT:  # the output sums the dropped terms
+        p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
+    return (new_max, new_sum,
+            acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0))
+
+
+def finish_body(out, row_max, row_den, acc, running_max, running_sum, node,
+                offs_h, offs_c, H, C, mask_h, mask_hc):
+    r"""The Triton body of the forward pass's end for the target
+    :obj:`node`: stores :math:`a / Z` into :obj:`out` :math:`(N, H, C)`,
+    :math:`m` into :obj:`row_max` and :math:`Z = l + 10^{-16}` (PyG's
+    softmax denominator) into :obj:`row_den`, both :math:`(N, H)`.  Jitted
+    by :func:`helpers`."""
+    den = running_sum + 1e-16
+    tl.store(out + (node * H + offs_h[:, None]) * C + offs_c[None, :],
+             tl.fdiv(acc, den[:, None]), mask=mask_hc)
+    tl.store(row_max + node * H + offs_h, running_max, mask=mask_h)
+    tl.store(row_den + node * H + offs_h, den, mask=mask_h)
+
+
+def softmax_weight_body(logit, row_max, row_den, mask):
+    r"""The Triton body of :math:`\alpha = e^{\ell - m} / Z` from the
+    saved row statistics (broadcast to :obj:`logit`), zero outside
+    :obj:`mask`.  Jitted by :func:`helpers`."""
+    return tl.where(mask, tl.fdiv(tl.exp(logit - row_max), row_den), 0.)
+
+
+def logit_gradient_body(alpha, d_alpha, delta, seed, e, offs_h, H, dropout,
+                        keep_scale, HAS_DROPOUT: tl.constexpr):
+    r"""The Triton body of the logits' gradient: from :math:`\alpha`,
+    :obj:`d_alpha` :math:`= \partial L/\partial\tilde\alpha` and
+    :obj:`delta` :math:`D_i` (broadcast to :math:`(B_E, B_H)`), returns
+    ``(d_logit, kept)``: :math:`\alpha (\mu/(1-p)\,\partial
+    L/\partial\tilde\alpha - D_i)` and :math:`\tilde\alpha = \mu
+    \alpha / (1 - p)` (:math:`\alpha` itself without ``HAS_DROPOUT``).
+    Jitted by :func:`helpers`."""
+    kept = alpha
+    if HAS_DROPOUT:
+        keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
+        d_alpha = keep * d_alpha  # dL/dalpha
+        kept = keep * alpha
+    return alpha * (d_alpha - delta), kept
+
+
+def helpers() -> Dict[str, Any]:
+    r"""The jitted helpers by name: ``'online_softmax'``
+    (:func:`online_softmax_body`), ``'keep'`` (:func:`keep_body`),
+    ``'node_program'``, ``'link'``, ``'gather_rows'``, ``'node_row'``,
+    ``'statistics'``, ``'aggregate'``,
+    ``'finish'``, ``'softmax_weight'`` and ``'logit_gradient'`` (the bodies
+    of the same names), for the
+    kernels of :mod:`ikgat.ops.gat_attention`,
+    :mod:`ikgat.ops.transformer_attention` and
+    :mod:`ikgat.ops.transformer_fourier` (Triton is imported and the
+    helpers are jitted on the first call)."""
+    global triton, tl, _online_softmax, _keep, _gather_rows, _HELPERS
+    if _HELPERS is None:
+        try:
+            import triton as triton_module
+            import triton.language as tl_module
+        except ImportError as error:
+            raise ImportError(
+                "the fused attention needs Triton; install it with "
+                "'pip install triton' (or ikgat[test])") from error
+        triton, tl = triton_module, tl_module
+        _online_softmax = triton.jit(online_softmax_body)
+        _keep = triton.jit(keep_body)
+        _gather_rows = triton.jit(gather_rows_body)
+        _HELPERS = dict(online_softmax=_online_softmax, keep=_keep,
+                        node_program=triton.jit(node_program_body),
+                        link=triton.jit(link_body),
+                        gather_rows=_gather_rows,
+                        node_row=triton.jit(node_row_body),
+                        statistics=triton.jit(statistics_body),
+                        aggregate=triton.jit(aggregate_body),
+                        finish=triton.jit(finish_body),
+                        softmax_weight=triton.jit(softmax_weight_body),
+                        logit_gradient=triton.jit(logit_gradient_body))
+    return _HELPERS
+
+
+def bind_steps(namespace: Dict[str, Any]) -> None:
+    r"""Bind every jitted helper of :func:`helpers` into a kernel module's
+    :obj:`namespace` (its ``globals()``) as ``_<name>``, the name its
+    kernel bodies call (Triton resolves them as module globals)."""
+    namespace.update({'_' + name: jitted
+                      for name, jitted in helpers().items()})
+
+
+#: Upper bound on the elements of one edges x heads x channels tile at 4
+#: warps (kernels with such tiles keep three alive; the tiles of edges x
+#: heads, twice as many).  A single row of heads x channels above it takes
+#: 8 warps.  Both keep every launch within the register budget without
+#: spilling (benchmarks.gpu_compile).
+TILE_ELEMENTS = 1024
+
+
+def edge_tiling(num_edges: int, num_nodes: int, row: int,
+                budget: int = TILE_ELEMENTS, min_edges: int = 2) -> dict:
+    r"""``BLOCK_E`` and ``num_warps`` of a kernel whose tiles are
+    :math:`B_E` edges of :obj:`row` elements: about one tile per node on
+    average (:math:`E` and :math:`N` are shapes, so choosing needs no host
+    synchronisation), at least :obj:`min_edges` while the tile fits, at
+    most :obj:`budget` elements at 4 warps."""
+    degree = next_power_of_2(max(1, -(-num_edges // max(1, num_nodes))))
+    block_e = max(2, min(max(degree, min_edges), 128, budget // row))
+    return dict(BLOCK_E=block_e,
+                num_warps=4 if block_e * row <= budget else 8)
+
+
+def keep_scale(dropout: float) -> float:
+    r"""The factor :math:`1/(1 - p)` of the kept weights, for :math:`p` =
+    :obj:`dropout`; :obj:`0` for :math:`p \ge 1` (every weight is
+    dropped)."""
+    return 0.0 if dropout >= 1.0 else 1.0 / (1.0 - dropout)
+
+
+def torch_keep(seed: Tensor, shape: Sequence[int], dropout: float,
+               like: Tensor) -> Tensor:
+    r""":math:`\mu/(1 - p)` of shape :obj:`shape` (float32, on the device
+    of :obj:`like`) for the kernels' PyTorch implementations: :math:`\mu =
+    [u \ge p]` with :math:`u` uniform from a :class:`torch.Generator`
+    seeded with the value of :obj:`seed` (reading it waits for the device
+    off the CPU).  Without dropout (:math:`p \le 0`), a scalar one of the
+    dtype of :obj:`like`."""
+    if dropout <= 0.0:
+        return like.new_ones(())
+    generator = torch.Generator(device=like.device)
+    generator.manual_seed(int(seed))
+    keep = torch.rand(shape, generator=generator, device=like.device,
+                      dtype=torch.float32) >= dropout
+    return keep.float() * keep_scale(dropout)

@@ -1,0 +1,801 @@
+r"""One fused pass over each neighbourhood: logit, online softmax and
+aggregation of kernel attention in Triton.
+
+:func:`fused_attention` computes, from the packed node scores of
+:class:`~ikgat.IKGATConv` (see :mod:`ikgat.ops.edge_softmax` for the packing),
+
+.. math::
+    \mathrm{out}_{i,h,:} = \sum_{e = (j \to i)} \alpha_{e,h}\, x_{j,h,:},
+    \qquad \alpha_{e,h} = \frac{\exp(\ell_{e,h} - m_{i,h})}
+    {\sum_{e' \to i} \exp(\ell_{e',h} - m_{i,h}) + 10^{-16}},
+
+with the logit :math:`\ell_{e,h}` of
+:func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` (the slope picked by the
+sign of the gate), i.e. what ``kernel_edge_softmax`` followed by
+:func:`~ikgat.ops.aggregation.attention_aggregate` compute, without an
+:math:`E \times H` logit or weight tensor in the forward pass and without an
+:math:`E \times H \times C` tensor anywhere.
+
+**Layout.**  The edges are sorted by target once (:func:`prepare_csr`,
+which also sorts them by source for the backward pass); nothing after that
+preparation synchronises with the host.
+
+**Forward** (one program per target :math:`i`, all heads at once, tiles of
+:math:`B_E` edges :math:`\times` heads :math:`\times` channels): each tile's
+logits come from the node terms; an online softmax keeps the running maximum
+:math:`m` and sum :math:`l` per head and rescales the float32 accumulator of
+:math:`\sum \exp(\ell - m) x_j` whenever the maximum grows (FlashAttention's
+recurrence: with :math:`m' = \max(m, \max_{\text{tile}} \ell)`,
+:math:`l \leftarrow l e^{m - m'} + \sum_{\text{tile}} e^{\ell - m'}`, the
+accumulator likewise), so that at the end :math:`m` is the group maximum,
+:math:`l` the sum of PyG's softmax, and :math:`\mathrm{out} =
+\mathrm{acc}/(l + 10^{-16})` exactly the formula above.  The maximum and
+:math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats.
+
+**Backward.**  With :math:`G = \partial L/\partial\mathrm{out}` and an
+optional :math:`g = \partial L/\partial\alpha` (when the weights were
+returned), :math:`\partial L/\partial\alpha_{e,h} = \langle G_{i,h},
+x_{j,h}\rangle + g_{e,h}` and, as derived in :mod:`ikgat.ops.edge_softmax`,
+
+.. math::
+    \frac{\partial L}{\partial \ell_{e,h}} = \alpha_{e,h}\Big(
+    \frac{\partial L}{\partial \alpha_{e,h}} - D_{i,h}\Big), \qquad
+    D_{i,h} = \sum_{e' \to i} \alpha_{e',h} \frac{\partial L}
+    {\partial \alpha_{e',h}} = \langle G_{i,h}, \mathrm{out}_{i,h}\rangle
+    + \sum_{e' \to i} \alpha_{e',h}\, g_{e',h},
+
+because :math:`\sum_{e'} \alpha_{e'} x_{j'} = \mathrm{out}_i` (the
+:math:`D` of FlashAttention's backward).  :math:`D` is one
+:math:`N_t \times H` reduction in torch.  Then
+
+1. one program per *source* :math:`j`, over its out-edges (the CSC order
+   of :func:`prepare_csr`): recomputes :math:`\ell` and :math:`\alpha =
+   \exp(\ell - m_i)/Z_i` from the node terms, accumulates
+   :math:`\partial L/\partial x_j = \sum_e \alpha_e G_i` and the per-slope
+   sums :math:`\partial L/\partial s^s_{j,t}` in registers and writes them
+   once: no atomics, deterministic.  When the target scores or the edge gate
+   need a gradient it also writes :math:`\partial L/\partial \ell` (an
+   :math:`E \times H` buffer, 4 bytes per edge and head, cheaper than
+   gathering :math:`x_j` a second time);
+2. only then, one program per target, over its in-edges: the per-slope sums
+   :math:`\partial L/\partial s^t_{i,t}` and :math:`\partial L/\partial
+   \epsilon_e = c_t\, \partial L/\partial \ell_e`.
+
+The gate slots get zero gradient (the slope choice is piecewise constant).
+The backward pass is not itself differentiable.
+
+**Precision.**  Scores, features and edge gates may be float16 or bfloat16:
+they are loaded, upcast, and every logit, exponential and sum is float32;
+the output takes the promoted dtype of the inputs, the gradients the dtype
+of their input.
+
+**Attention dropout** (``dropout`` :math:`= p > 0`), as
+:func:`torch.nn.functional.dropout` on :math:`\alpha`: the aggregation uses
+:math:`\tilde\alpha_e = m_e \alpha_e / (1 - p)` with
+:math:`m_e \sim \mathrm{Bernoulli}(1 - p)` per edge and head, while the
+softmax sums stay those of :math:`\alpha`.  The mask is never stored: a
+counter-based generator (Philox, ``tl.rand``) keyed by a seed and the
+position :math:`e H + h` (:math:`e` the CSR position) draws it again in
+each kernel, as Triton's low-memory dropout does
+(:mod:`ikgat.ops.attention_steps`, shared with
+:mod:`ikgat.ops.transformer_attention`).  The seed is drawn from
+torch's generator on the device for every call (no host read;
+:func:`torch.manual_seed` repeats a run).  With :math:`G`, :math:`g` the
+gradients of :math:`\mathrm{out}` and of the returned (dropped) weights,
+:math:`\partial L/\partial\tilde\alpha_e = \langle G_i, x_j\rangle + g_e`,
+:math:`\partial L/\partial\alpha_e = \frac{m_e}{1-p}\,\partial L/
+\partial\tilde\alpha_e`, and :math:`D_i = \sum_e \alpha_e\,\partial L/
+\partial\alpha_e = \langle G_i, \mathrm{out}_i\rangle + \sum_e
+\tilde\alpha_e g_e` keeps its form, because :math:`\mathrm{out}_i =
+\sum_e \tilde\alpha_e x_j`; the per-source kernel then accumulates
+:math:`\partial L/\partial x_j = \sum_e \tilde\alpha_e G_i` and
+:math:`\partial L/\partial\ell_e = \alpha_e(\frac{m_e}{1-p}\,\partial L/
+\partial\tilde\alpha_e - D_i)`.
+
+Returned attention weights are supported
+(:obj:`return_attention_weights=True`, one more :math:`E \times H` pass after
+the forward; the dropped weights, as GATConv returns them); edge features
+enter as the edge gate :math:`\epsilon`.
+
+**Registered operators.**  The forward and backward passes are the
+operators ``ikgat::fused_attention`` and ``ikgat::fused_attention_backward``
+(``torch.library.custom_op`` with fake implementations and registered
+autograd), so :func:`torch.compile` keeps each as one node, without a graph
+break or a guard on the graph.  Each has two implementations: the Triton
+kernels, and a PyTorch one on :math:`(E, H)` tensors (with
+:math:`E \times H \times C` temporaries) for CPU tensors under
+:func:`torch.compile`, whose dropout mask comes from a
+:class:`torch.Generator` seeded with the seed's value.
+
+Triton is imported lazily, the first time a kernel is needed, so that
+importing this module never needs it.  On CPU tensors the kernels run in
+Triton's interpreter, which must be switched on with ``TRITON_INTERPRET=1``
+before Triton is first imported (for tests; it is slow).  On the ``meta``
+device, whose tensors have shapes but no values, the fake implementations
+run: the outputs and gradients are allocated as on CUDA and nothing is
+launched, so a meta run shows the allocations (and the absence of host
+reads) of a CUDA run.
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+import os
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+import ikgat.ops.attention_steps as attention_steps
+from ikgat.ops.attention_steps import (
+    TILE_ELEMENTS,
+    edge_tiling,
+    keep_scale,
+    torch_keep,
+)
+from ikgat.ops.csr import AttentionCSR, prepare_csr
+from ikgat.ops.runtime import ATTENTION_SWITCH, launch, next_power_of_2
+
+# Filled by _kernels() on first use; the kernel bodies below read them as
+# module globals when Triton compiles (or interprets) them.
+triton = None
+tl = None
+_edge_slope = None
+_edge_logit = None
+_node_program = None
+_keep = None
+_statistics = None
+_aggregate = None
+_finish = None
+_softmax_weight = None
+_logit_gradient = None
+_KERNELS = None
+
+
+
+# ---------------------------------------------------------------------------
+# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: scores
+# (N, H, 3), features (N, H, C), edge tensors (E, H) in CSR order.
+
+
+def _edge_slope_body(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
+    # t = [gate <= 0]; returns gate > 0 (t = 0, slope c = 1).  The same
+    # additions in the same order as kernel_edge_softmax, so the same choice.
+    gate = g_src + g_dst
+    if HAS_GATE:
+        gate = gate + eps
+    return gate > 0
+
+
+def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
+                     negative_slope, HAS_GATE: tl.constexpr):
+    # logit = s_src[j, t] + s_dst[i, t] (+ c_t eps), as kernel_edge_softmax:
+    positive = _edge_slope(g_src, g_dst, eps, HAS_GATE)
+    logit = tl.where(positive, s0_src + s0_dst, s1_src + s1_dst)
+    if HAS_GATE:
+        logit = logit + tl.where(positive, eps, negative_slope * eps)
+    return logit, positive
+
+
+def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
+                  group_max, group_den, seed, negative_slope, dropout,
+                  keep_scale, H, C, BROADCAST: tl.constexpr,
+                  HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_C: tl.constexpr):
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
+    dst_ptr = score_dst + row * H * 3 + offs_h * 3
+    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
+    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
+    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
+        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
+        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
+        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
+                                      s1_dst[None, :], g_dst[None, :], eps,
+                                      negative_slope, HAS_GATE)
+        logit = tl.where(mask_eh, logit, float('-inf'))
+        # Online softmax and dropout (ikgat.ops.attention_steps): the softmax
+        # sums the undropped terms, the output the dropped ones.
+        running_max, running_sum, acc = _aggregate(
+            running_max, running_sum, acc, logit, x_src,
+            j[:, None] * H + offs_h[None, :], offs_c, C, mask_e, mask_hc,
+            seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+    _finish(out, group_max, group_den, acc, running_max, running_sum, i,
+            offs_h, offs_c, H, C, mask_h, mask_hc)
+
+
+def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
+                group_den, alpha, seed, negative_slope, dropout, keep_scale,
+                H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                BLOCK_H: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_h = tl.arange(0, BLOCK_H)
+    mask_h = offs_h < H
+    row = i * (1 - BROADCAST)
+    dst_ptr = score_dst + row * H * 3 + offs_h * 3
+    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
+    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
+    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+    m = tl.load(group_max + i * H + offs_h, mask=mask_h, other=0.)
+    den = tl.load(group_den + i * H + offs_h, mask=mask_h, other=1.)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
+        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
+        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
+        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
+                                      s1_dst[None, :], g_dst[None, :], eps,
+                                      negative_slope, HAS_GATE)
+        weight = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
+        if HAS_DROPOUT:
+            weight = weight * _keep(seed, e, offs_h, H, dropout, keep_scale)
+        tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
+                 mask=mask_eh)
+
+
+def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
+                       csc_edge, csc_dst, group_max, group_den, delta,
+                       grad_out, grad_alpha, grad_x, grad_score_src,
+                       grad_logit, seed, negative_slope, dropout, keep_scale,
+                       H, C, stride_n, stride_h, stride_c,
+                       BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                       HAS_DROPOUT: tl.constexpr,
+                       HAS_GRAD_ALPHA: tl.constexpr,
+                       STORE_GRAD_LOGIT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_C: tl.constexpr):
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        colptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_hc = offs_h[:, None] * C + offs_c[None, :]
+    src_ptr = score_src + j * H * 3 + offs_h * 3
+    s0_src = tl.load(src_ptr, mask=mask_h, other=0.).to(tl.float32)
+    s1_src = tl.load(src_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
+    g_src = tl.load(src_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+    x_j = tl.load(x_src + j * H * C + offs_hc, mask=mask_hc,
+                  other=0.).to(tl.float32)
+
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        k = first + offs_e
+        mask_e = k < stop
+        # The CSR position and the target of each out-edge:
+        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
+        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        row = i * (1 - BROADCAST)
+        dst_ptr = score_dst + row[:, None] * H * 3 + offs_h[None, :] * 3
+        s0 = tl.load(dst_ptr, mask=mask_eh, other=0.).to(tl.float32)
+        s1 = tl.load(dst_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
+        g = tl.load(dst_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        logit, positive = _edge_logit(s0_src[None, :], s1_src[None, :],
+                                      g_src[None, :], s0, s1, g, eps,
+                                      negative_slope, HAS_GATE)
+        node_eh = i[:, None] * H + offs_h[None, :]
+        m, den, d = _statistics(group_max, group_den, delta, node_eh, mask_eh)
+        alpha = _softmax_weight(logit, m, den, mask_eh)
+        g_out = tl.load(grad_out + i[:, None, None] * stride_n
+                        + offs_h[None, :, None] * stride_h
+                        + offs_c[None, None, :] * stride_c,
+                        mask=mask_e[:, None, None] & mask_hc[None, :, :],
+                        other=0.).to(tl.float32)
+        # With the dropped weights a~ = m alpha / (1 - p):
+        # dL/da~_e = <G_i, x_j> (+ g_e), dL/dalpha_e = m/(1-p) dL/da~_e,
+        # dL/dlogit = alpha (dL/dalpha - D_i), dL/dx_j = sum_e a~_e G_i.
+        d_alpha = tl.sum(g_out * x_j[None, :, :], axis=2)
+        if HAS_GRAD_ALPHA:
+            d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
+                               mask=mask_eh, other=0.).to(tl.float32)
+        d_logit, kept = _logit_gradient(alpha, d_alpha, d, seed, e, offs_h,
+                                        H, dropout, keep_scale, HAS_DROPOUT)
+        acc_x += tl.sum(kept[:, :, None] * g_out, axis=0)
+        acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
+        acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
+        if STORE_GRAD_LOGIT:
+            tl.store(grad_logit + e[:, None] * H + offs_h[None, :], d_logit,
+                     mask=mask_eh)
+    tl.store(grad_x + j * H * C + offs_hc, acc_x, mask=mask_hc)
+    grad_ptr = grad_score_src + j * H * 3 + offs_h * 3
+    tl.store(grad_ptr, acc_pos, mask=mask_h)
+    tl.store(grad_ptr + 1, acc_neg, mask=mask_h)
+    tl.store(grad_ptr + 2, tl.zeros([BLOCK_H], dtype=tl.float32),
+             mask=mask_h)
+
+
+def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
+                       grad_logit, grad_score_dst, grad_edge_gate,
+                       negative_slope, H, BROADCAST: tl.constexpr,
+                       HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    start = tl.load(rowptr + i).to(tl.int64)
+    stop = tl.load(rowptr + i + 1).to(tl.int64)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_h = tl.arange(0, BLOCK_H)
+    mask_h = offs_h < H
+    row = i * (1 - BROADCAST)
+    g_dst = tl.load(score_dst + row * H * 3 + offs_h * 3 + 2, mask=mask_h,
+                    other=0.).to(tl.float32)
+    acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        g = tl.load(score_src + j[:, None] * H * 3 + offs_h[None, :] * 3 + 2,
+                    mask=mask_eh, other=0.).to(tl.float32)
+        eps = 0.
+        if HAS_GATE:
+            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.).to(tl.float32)
+        positive = _edge_slope(g, g_dst[None, :], eps, HAS_GATE)
+        d_logit = tl.load(grad_logit + e[:, None] * H + offs_h[None, :],
+                          mask=mask_eh, other=0.)
+        acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
+        acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
+        if NEED_GATE_GRAD:
+            tl.store(grad_edge_gate + e[:, None] * H + offs_h[None, :],
+                     tl.where(positive, d_logit, negative_slope * d_logit),
+                     mask=mask_eh)
+    tl.store(grad_score_dst + i * H * 2 + offs_h * 2, acc_pos, mask=mask_h)
+    tl.store(grad_score_dst + i * H * 2 + offs_h * 2 + 1, acc_neg,
+             mask=mask_h)
+
+
+def _kernels():
+    r"""The jitted kernels by name (Triton is imported and the kernels are
+    jitted on the first call)."""
+    global triton, tl, _edge_slope, _edge_logit, _KERNELS
+    if _KERNELS is None:
+        try:
+            import triton as triton_module
+            import triton.language as tl_module
+        except ImportError as error:
+            raise ImportError(
+                "fused_attention needs Triton; install it with "
+                "'pip install triton' (or ikgat[test])") from error
+        triton, tl = triton_module, tl_module
+        _edge_slope = triton.jit(_edge_slope_body)
+        _edge_logit = triton.jit(_edge_logit_body)
+        # The steps shared with the graph transformer kernels
+        # (ikgat.ops.attention_steps):
+        attention_steps.bind_steps(globals())
+        _KERNELS = dict(
+            forward=triton.jit(_forward_body),
+            alpha=triton.jit(_alpha_body),
+            backward_src=triton.jit(_backward_src_body),
+            backward_dst=triton.jit(_backward_dst_body),
+        )
+    return _KERNELS
+
+
+# ---------------------------------------------------------------------------
+# The registered operators.  The attention is one opaque operator
+# (ikgat::fused_attention, and ikgat::fused_attention_backward for its
+# gradients) under torch.compile; their fake implementations give the shapes
+# (and serve the 'meta' device, where nothing is launched).  'use_triton'
+# picks the Triton kernels, else the PyTorch implementation below.
+
+_INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
+               'Tensor csc_edge, Tensor csc_dst')
+_FORWARD_SCHEMA = (
+    '(Tensor score_src, Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
+    f'{_INDEX_ARGS}, Tensor seed, float negative_slope, float dropout, '
+    'bool broadcast, bool need_alpha, bool use_triton) '
+    '-> (Tensor, Tensor, Tensor, Tensor)')
+_BACKWARD_SCHEMA = (
+    '(Tensor grad_out, Tensor? grad_alpha, Tensor score_src, '
+    'Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
+    f'{_INDEX_ARGS}, Tensor seed, Tensor out, Tensor group_max, '
+    'Tensor group_den, Tensor alpha, float negative_slope, float dropout, '
+    'bool broadcast, bool need_alpha, bool use_triton, bool[] needs) '
+    '-> (Tensor, Tensor, Tensor, Tensor)')
+
+
+def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
+                       dst, colptr, csc_edge, csc_dst, seed, negative_slope,
+                       dropout, broadcast, need_alpha, use_triton):
+    num_dst, heads, channels = rowptr.numel() - 1, x_src.size(1), x_src.size(2)
+    num_edges = src.numel()
+    dtype = torch.promote_types(x_src.dtype, score_src.dtype)
+    if not use_triton:
+        return _torch_forward(score_src, score_dst, x_src, edge_gate, src,
+                              dst, seed, num_dst, negative_slope, dropout,
+                              broadcast, need_alpha, dtype)
+    jitted = _kernels()
+    out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
+    group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
+    group_den = torch.empty_like(group_max)
+    alpha = x_src.new_empty(num_edges if need_alpha else 0, heads,
+                            dtype=torch.float32)
+    if num_dst == 0:
+        return out, alpha, group_max, group_den
+    block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
+    has_gate = edge_gate is not None
+    gate_arg = edge_gate if has_gate else score_src  # unused pointer
+    common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
+                  HAS_DROPOUT=dropout > 0.0, BLOCK_H=block_h,
+                  switch=ATTENTION_SWITCH)
+    launch(jitted['forward'], (num_dst, ),
+           score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
+           group_den, seed, negative_slope, dropout, keep_scale(dropout),
+           heads, channels,
+           BLOCK_C=block_c, **edge_tiling(num_edges, num_dst, block_h * block_c),
+           **common)
+    if need_alpha:
+        launch(jitted['alpha'], (num_dst, ),
+               score_src, score_dst, gate_arg, rowptr, src, group_max,
+               group_den, alpha, seed, negative_slope, dropout,
+               keep_scale(dropout), heads,
+               **edge_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
+               **common)
+    return out, alpha, group_max, group_den
+
+
+def _attention_forward_fake(score_src, score_dst, x_src, edge_gate, rowptr,
+                            src, dst, colptr, csc_edge, csc_dst, seed,
+                            negative_slope, dropout, broadcast, need_alpha,
+                            use_triton):
+    num_dst, heads = rowptr.size(0) - 1, x_src.size(1)
+    dtype = torch.promote_types(x_src.dtype, score_src.dtype)
+    group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
+    return (x_src.new_empty(num_dst, heads, x_src.size(2), dtype=dtype),
+            x_src.new_empty(src.size(0) if need_alpha else 0, heads,
+                            dtype=torch.float32),
+            group_max, torch.empty_like(group_max))
+
+
+def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
+                        edge_gate, rowptr, src, dst, colptr, csc_edge,
+                        csc_dst, seed, out, group_max, group_den, alpha,
+                        negative_slope, dropout, broadcast, need_alpha,
+                        use_triton, needs):
+    need_src, need_dst, need_x, need_gate = needs
+    num_dst, heads, channels = rowptr.numel() - 1, x_src.size(1), x_src.size(2)
+    num_src, num_edges = x_src.size(0), src.numel()
+    # D_i = <G_i, out_i> (+ sum over the in-edges of a~ g); grad_out is read
+    # through its strides (the expanded gradient of out.sum() is not
+    # copied):
+    delta = (grad_out.float() * out.float()).sum(-1)
+    has_grad_alpha = need_alpha and grad_alpha is not None
+    if has_grad_alpha:
+        grad_alpha = grad_alpha.contiguous()
+        delta.index_add_(0, dst.long(), alpha * grad_alpha.float())
+    if not use_triton:
+        return _torch_backward(grad_out, grad_alpha if has_grad_alpha
+                               else None, score_src, score_dst, x_src,
+                               edge_gate, src, dst, seed, group_max,
+                               group_den, delta, negative_slope, dropout,
+                               broadcast)
+    jitted = _kernels()
+    has_gate = edge_gate is not None
+    need_logit = need_dst or (need_gate and has_gate)
+    grad_x = torch.empty_like(x_src)
+    grad_src = torch.empty_like(score_src)
+    grad_logit = x_src.new_empty(num_edges if need_logit else 0, heads,
+                                 dtype=torch.float32)
+    block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
+    gate_arg = edge_gate if has_gate else score_src
+    dummy = grad_logit if num_edges else group_max
+    common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
+                  BLOCK_H=block_h, switch=ATTENTION_SWITCH)
+    if num_src > 0:
+        launch(jitted['backward_src'], (num_src, ),
+               score_src, score_dst, x_src, gate_arg, colptr, csc_edge, csc_dst,
+               group_max, group_den, delta, grad_out,
+               grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
+               grad_logit if need_logit else dummy, seed, negative_slope,
+               dropout, keep_scale(dropout), heads, channels,
+               *grad_out.stride(), HAS_DROPOUT=dropout > 0.0,
+               HAS_GRAD_ALPHA=has_grad_alpha, STORE_GRAD_LOGIT=need_logit,
+               BLOCK_C=block_c, **edge_tiling(num_edges, num_src, block_h * block_c),
+               **common)
+    # Per target and slope t in {0, 1}; the gate slot gets zero:
+    partial = x_src.new_zeros(num_dst, heads, 2, dtype=torch.float32)
+    grad_gate = (torch.empty_like(edge_gate) if has_gate
+                 else x_src.new_empty(0))
+    if need_logit and num_dst > 0:
+        launch(jitted['backward_dst'], (num_dst, ),
+               score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
+               grad_gate if has_gate else dummy, negative_slope, heads,
+               NEED_GATE_GRAD=need_gate and has_gate,
+               **edge_tiling(num_edges, num_dst, block_h, 2 * TILE_ELEMENTS),
+               **common)
+    if broadcast:
+        partial = partial.sum(0, keepdim=True)
+    grad_dst = torch.cat([partial, partial.new_zeros(partial.size(0), heads,
+                                                     1)], dim=-1)
+    return grad_src, grad_dst.to(score_dst.dtype), grad_x, grad_gate
+
+
+def _attention_backward_fake(grad_out, grad_alpha, score_src, score_dst,
+                             x_src, edge_gate, rowptr, src, dst, colptr,
+                             csc_edge, csc_dst, seed, out, group_max,
+                             group_den, alpha, negative_slope, dropout,
+                             broadcast, need_alpha, use_triton, needs):
+    return (torch.empty_like(score_src), torch.empty_like(score_dst),
+            torch.empty_like(x_src), torch.empty_like(edge_gate)
+            if edge_gate is not None else x_src.new_empty(0))
+
+
+_forward_op = torch.library.custom_op(
+    'ikgat::fused_attention', _attention_forward, mutates_args=(),
+    schema=_FORWARD_SCHEMA)
+_forward_op.register_fake(_attention_forward_fake)
+_backward_op = torch.library.custom_op(
+    'ikgat::fused_attention_backward', _attention_backward, mutates_args=(),
+    schema=_BACKWARD_SCHEMA)
+_backward_op.register_fake(_attention_backward_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    (score_src, score_dst, x_src, edge_gate, *index, seed, negative_slope,
+     dropout, broadcast, need_alpha, use_triton) = inputs
+    out, alpha, group_max, group_den = output
+    ctx.save_for_backward(score_src, score_dst, x_src, edge_gate, *index,
+                          seed, out, group_max, group_den, alpha)
+    ctx.options = (negative_slope, dropout, broadcast, need_alpha,
+                   use_triton)
+    ctx.mark_non_differentiable(group_max, group_den)
+    if not need_alpha:
+        ctx.mark_non_differentiable(alpha)
+
+
+def _backward(ctx, grad_out, grad_alpha, _grad_max, _grad_den):
+    (score_src, score_dst, x_src, edge_gate, *index, seed, out, group_max,
+     group_den, alpha) = ctx.saved_tensors
+    needs = list(ctx.needs_input_grad[:4])
+    if grad_out is None:
+        grad_out = torch.zeros_like(out)
+    grads = _backward_op(grad_out, grad_alpha, score_src, score_dst, x_src,
+                         edge_gate, *index, seed, out, group_max, group_den,
+                         alpha, *ctx.options, needs)
+    return tuple(grad if need else None for grad, need in zip(grads, needs)
+                 ) + (None, ) * 12
+
+
+_forward_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# ---------------------------------------------------------------------------
+# The PyTorch implementation of both operators (use_triton=False: CPU
+# tensors under torch.compile): the same formulas on (E, H) tensors in CSR
+# order.  Attention dropout draws its mask from a torch.Generator seeded
+# with the seed tensor's value, in the forward and again in the backward
+# pass (reading the value waits for the device off the CPU).
+
+
+def _torch_edges(src: Tensor, dst: Tensor, num_src: int, num_dst: int
+                 ) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""The CSR's sources and targets as int64 indices, and which entries
+    are edges: a CSR with self-loops added in the sort keeps the given
+    self-loops behind every node's range, keyed past the last node, where
+    the Triton kernels never read them."""
+    src, dst = src.long(), dst.long()
+    valid = (src < num_src) & (dst < num_dst)
+    return (src.clamp(max=max(num_src - 1, 0)),
+            dst.clamp(max=max(num_dst - 1, 0)), valid.unsqueeze(-1))
+
+
+def _torch_logits(score_src, score_dst, edge_gate, src, dst, valid,
+                  broadcast, negative_slope):
+    from ikgat.ops.edge_softmax import edge_logit
+    rows = torch.zeros_like(dst) if broadcast else dst
+    gate = None if edge_gate is None else edge_gate.float()
+    logit, positive = edge_logit(score_src.float()[src],
+                                 score_dst.float()[rows], gate,
+                                 negative_slope)
+    return logit.masked_fill(~valid, float('-inf')), positive
+
+
+def _torch_forward(score_src, score_dst, x_src, edge_gate, src, dst, seed,
+                   num_dst, negative_slope, dropout, broadcast, need_alpha,
+                   dtype):
+    src, dst, valid = _torch_edges(src, dst, x_src.size(0), num_dst)
+    heads = x_src.size(1)
+    logit, _ = _torch_logits(score_src, score_dst, edge_gate, src, dst,
+                             valid, broadcast, negative_slope)
+    group_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
+        0, dst, logit, 'amax')
+    p = (logit - group_max[dst]).exp().masked_fill(~valid, 0.0)
+    group_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
+    weight = p / group_den[dst] * torch_keep(seed, logit.shape, dropout,
+                                             logit)
+    out = x_src.new_zeros(num_dst, heads, x_src.size(2), dtype=torch.float32)
+    out.index_add_(0, dst, weight.unsqueeze(-1) * x_src.float()[src])
+    alpha = weight if need_alpha else logit.new_empty(0, heads)
+    return out.to(dtype), alpha, group_max, group_den
+
+
+def _torch_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
+                    edge_gate, src, dst, seed, group_max, group_den, delta,
+                    negative_slope, dropout, broadcast):
+    src, dst, valid = _torch_edges(src, dst, x_src.size(0),
+                                   group_max.size(0))
+    logit, positive = _torch_logits(score_src, score_dst, edge_gate, src,
+                                    dst, valid, broadcast, negative_slope)
+    alpha = ((logit - group_max[dst]).exp() / group_den[dst]).masked_fill(
+        ~valid, 0.0)
+    keep = torch_keep(seed, logit.shape, dropout, logit)
+    g_out = grad_out.float()[dst]  # [E, H, C]
+    d_alpha = (g_out * x_src.float()[src]).sum(-1)
+    if grad_alpha is not None:
+        d_alpha = d_alpha + grad_alpha.float()
+    d_logit = alpha * (keep * d_alpha - delta[dst])
+    grad_x = torch.zeros_like(x_src, dtype=torch.float32).index_add_(
+        0, src, (keep * alpha).unsqueeze(-1) * g_out)
+    zero = torch.zeros_like(d_logit)
+    per_slope = torch.stack([torch.where(positive, d_logit, zero),
+                             torch.where(positive, zero, d_logit), zero], -1)
+    grad_src = torch.zeros_like(score_src, dtype=torch.float32).index_add_(
+        0, src, per_slope)
+    grad_dst = torch.zeros(score_dst.shape, dtype=torch.float32,
+                           device=score_dst.device).index_add_(
+        0, torch.zeros_like(dst) if broadcast else dst, per_slope)
+    grad_gate = (x_src.new_empty(0) if edge_gate is None else torch.where(
+        positive, d_logit, negative_slope * d_logit).to(edge_gate.dtype))
+    return (grad_src.to(score_src.dtype), grad_dst.to(score_dst.dtype),
+            grad_x.to(x_src.dtype), grad_gate)
+
+
+def fused_attention(
+    score_src: Tensor,
+    score_dst: Tensor,
+    x_src: Tensor,
+    edge_index_or_csr: Union[Tensor, AttentionCSR],
+    num_dst: int,
+    edge_gate: Optional[Tensor] = None,
+    negative_slope: float = 0.2,
+    return_attention_weights: bool = False,
+    dropout: float = 0.0,
+    use_triton: Optional[bool] = None,
+) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    r"""Kernel attention in one fused pass per neighbourhood: returns
+    :math:`\mathrm{out}` of shape :math:`(N_t, H, C)`, and with
+    :obj:`return_attention_weights=True` also :math:`\alpha` of shape
+    :math:`(E, H)` in the order of the edges given (see the module
+    docstring).
+
+    Equals ``attention_aggregate(F.dropout(kernel_edge_softmax(score_src,
+    score_dst, edge_index, num_dst, edge_gate, negative_slope), dropout),
+    x_src, edge_index, num_dst)`` up to the order of floating-point
+    additions and the random stream of the dropout mask, gradients
+    included.
+
+    Args:
+        score_src (torch.Tensor): Source scores :math:`(N_s, H, 3)`: the
+            logit parts for :math:`c = 1` and :math:`c =`
+            :obj:`negative_slope`, and the gate.
+        score_dst (torch.Tensor): Target scores :math:`(N_t, H, 3)`, or
+            :math:`(1, H, 3)` shared by every target.
+        x_src (torch.Tensor): Source features :math:`(N_s, H, C)`.
+        edge_index_or_csr (torch.Tensor or AttentionCSR): Edge indices
+            :math:`(2, E)` (sorted here on every call), or their
+            :func:`prepare_csr` (sorted once, reused across calls and
+            layers).
+        num_dst (int): The number of target nodes :math:`N_t`.
+        edge_gate (torch.Tensor, optional): The edge term :math:`\epsilon`
+            of shape :math:`(E, H)`, in the order of the edges given.
+            (default: :obj:`None`)
+        negative_slope (float, optional): The slope :math:`c_1`.
+            (default: :obj:`0.2`)
+        return_attention_weights (bool, optional): Also return
+            :math:`\alpha` (float32, after dropout, as GATConv returns
+            it), differentiable. (default: :obj:`False`)
+        dropout (float, optional): Attention dropout probability :math:`p`
+            (pass :obj:`0` in evaluation): each weight is kept with
+            probability :math:`1 - p` and scaled by :math:`1/(1 - p)`, as
+            :func:`torch.nn.functional.dropout` does. (default: :obj:`0`)
+        use_triton (bool, optional): Run the Triton kernels (:obj:`True`)
+            or the registered operator's PyTorch implementation
+            (:obj:`False`, :math:`E \times H \times C` temporaries: for CPU
+            tensors under :func:`torch.compile`); by default the kernels on
+            CUDA (and ``meta``) tensors, and on CPU tensors when
+            ``TRITON_INTERPRET=1``. (default: :obj:`None`)
+    """
+    if score_src.dim() != 3 or score_src.size(-1) != 3 or (
+            score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
+        raise ValueError(f"fused_attention: 'score_src' must be (N_src, H, 3) "
+                         f"and 'score_dst' (N_dst, H, 3) or (1, H, 3) (got "
+                         f"{tuple(score_src.shape)} and "
+                         f"{tuple(score_dst.shape)})")
+    if x_src.dim() != 3 or x_src.shape[:2] != score_src.shape[:2]:
+        raise ValueError(f"fused_attention: 'x_src' must be (N_src, H, C) "
+                         f"with N_src, H of 'score_src' "
+                         f"{tuple(score_src.shape[:2])} (got "
+                         f"{tuple(x_src.shape)})")
+    num_dst = int(num_dst)
+    if score_dst.size(0) not in (1, num_dst):
+        raise ValueError(f"fused_attention: 'score_dst' has "
+                         f"{score_dst.size(0)} rows; expected num_dst = "
+                         f"{num_dst} or 1")
+    if isinstance(edge_index_or_csr, AttentionCSR):
+        csr = edge_index_or_csr
+        if csr.num_src != x_src.size(0) or csr.num_dst != num_dst:
+            raise ValueError(f"fused_attention: the prepared CSR is for "
+                             f"{csr.num_src} sources and {csr.num_dst} "
+                             f"targets, the inputs have {x_src.size(0)} and "
+                             f"{num_dst}; call prepare_csr again")
+    else:
+        csr = prepare_csr(edge_index_or_csr, x_src.size(0), num_dst)
+    if csr.self_loops is not None and (edge_gate is not None
+                                       or return_attention_weights):
+        raise ValueError("fused_attention: a CSR prepared with self_loops "
+                         "takes no 'edge_gate' and returns no attention "
+                         "weights (its positions are not the edges "
+                         "given); prepare it from the self-looped edges")
+    num_edges, heads = csr.src.numel(), score_src.size(1)
+    if edge_gate is not None and edge_gate.shape != (num_edges, heads):
+        raise ValueError(f"fused_attention: 'edge_gate' must be (E, H) = "
+                         f"({num_edges}, {heads}) (got "
+                         f"{tuple(edge_gate.shape)})")
+    if not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"fused_attention: 'dropout' must lie in [0, 1] "
+                         f"(got {dropout!r})")
+    device = x_src.device
+    if use_triton is None:
+        use_triton = device.type in ('cuda', 'meta') or (
+            os.environ.get('TRITON_INTERPRET') == '1')
+    if use_triton:
+        if not torch.compiler.is_compiling():
+            # A missing Triton is reported first (while compiling, the
+            # operator reports it when it runs: importing Triton inside the
+            # traced code would break the graph).
+            _kernels()
+        if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
+            raise RuntimeError("fused_attention runs Triton kernels: pass "
+                               "CUDA tensors, or set TRITON_INTERPRET=1 "
+                               "before importing triton to interpret them on "
+                               "CPU (slow; for tests), or use_triton=False")
+    if edge_gate is not None:
+        # CSR order; autograd scatters its gradient back to the edge order.
+        edge_gate = edge_gate.index_select(0, csr.perm).contiguous()
+    broadcast = score_dst.size(0) == 1 and num_dst != 1
+    # The dropout mask's seed, drawn on the device from torch's generator
+    # (no host synchronisation; torch.manual_seed makes runs repeatable);
+    # without dropout it is never read, and any device tensor will do:
+    seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
+            else csr.rowptr)
+    out, alpha, _, _ = _forward_op(
+        score_src.contiguous(), score_dst.contiguous(), x_src.contiguous(),
+        edge_gate, csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge,
+        csr.csc_dst, seed, float(negative_slope), float(dropout), broadcast,
+        bool(return_attention_weights), bool(use_triton))
+    if return_attention_weights:
+        return out, alpha.index_select(0, csr.inverse_perm)
+    return out

@@ -1,0 +1,842 @@
+r"""Dot-product kernel attention in one fused pass per neighbourhood, for
+:class:`~ikgat.IKTransformerConv`.
+
+:func:`fused_transformer_attention` computes, from node tables
+:math:`U` :math:`(N_t, H, D)` (targets), :math:`V` :math:`(N_s, H, D)`
+(sources), source terms :math:`s` :math:`(N_s, H)` and values :math:`X`
+:math:`(N_s, H, C)`,
+
+.. math::
+    t_{e,h} = c\, U_{i,h}^\top V_{j,h}, \qquad
+    \ell_{e,h} = \lambda(t_{e,h}) + s_{j,h}, \qquad
+    \mathrm{out}_{i,h} = \sum_{e = (j \to i)} \tilde\alpha_{e,h} X_{j,h},
+    \qquad \alpha_{e,h} = \frac{\exp(\ell_{e,h} - m_{i,h})}
+    {\sum_{e' \to i} \exp(\ell_{e',h} - m_{i,h}) + 10^{-16}},
+
+for every edge :math:`e = (j \to i)` and head :math:`h`, with the *link*
+:math:`\lambda` one of
+
+* ``'identity'``: :math:`\lambda(t) = t`, the dot-product logit itself
+  (the RBF kernel's :math:`\tilde q^\top\tilde k / l^2` with :math:`U =
+  \tilde q`, :math:`V = \tilde k`, :math:`c = 1/l^2`; the exponential
+  kernel's :math:`c\,\tilde q^\top\tilde k`);
+* ``'log_square'``: :math:`\lambda(t) = \log(t^2 + \epsilon)`, the
+  random-feature kernels' log-similarity with :math:`U = \phi(\tilde q)`,
+  :math:`V = \phi(\tilde k)` (:math:`D = 2R`) and :math:`c = 1/(m^2 R)`,
+  so that :math:`t = f(\tilde q_i, \tilde k_j)`.
+
+The kernels give the tables, link and :math:`c`
+(:meth:`ikgat.kernels.Kernel.pair_feature_map`), so that
+:math:`\lambda(t) = ` :meth:`~ikgat.kernels.Kernel.reduced_pair_log_similarity`.
+The tables are :math:`O(N H D)`; autograd carries their gradients back to
+the queries, keys and spectral points.  The random-feature kernels give
+the queries, keys and stacked spectral points instead
+(:attr:`~ikgat.kernels.base.PairFeatureMap.points`): the kernels of
+:mod:`ikgat.ops.transformer_fourier` then compute :math:`\phi` in
+registers, and the operator returns the points' gradient too.  On CUDA the
+layers make the tables themselves (:mod:`ikgat.ops.node_tables`), which is
+faster there.  Attention dropout,
+:math:`\tilde\alpha_e = \mu_e \alpha_e / (1 - p)`, is the one of
+:mod:`ikgat.ops.gat_attention` (both from :mod:`ikgat.ops.attention_steps`):
+a Philox draw keyed by a seed and the CSR position :math:`e H + h`, drawn
+again in each backward kernel and never stored; the softmax sums are those
+of :math:`\alpha`.
+
+**Programs.**  Each kernel runs one program per node and block of
+:math:`B_H` heads (all heads while :math:`B_H \max(D, C)` fits
+:data:`TABLE_ROW_ELEMENTS`: one program per node in the common case, see
+:func:`table_tiling`); per edge of a tile it loads the edge's indices once and
+gathers one contiguous row of :math:`B_H` heads of each table, so that the
+tiles are :math:`B_E \times B_H \times B_D` (and :math:`\times B_C`).
+One program per node and head, as first written, made :math:`N H` programs
+of a few edges each, bound by the latency of their dependent loads.
+
+**Forward** (per target :math:`i`): tiles of :math:`B_E` in-edges gather
+:math:`V_j` and :math:`X_j`; an online softmax
+(FlashAttention's recurrence, shared with :mod:`ikgat.ops.gat_attention`
+in :mod:`ikgat.ops.attention_steps`)
+accumulates :math:`\sum \exp(\ell - m) \mu X_j`; the row maximum :math:`m`
+and :math:`Z = l + 10^{-16}` are saved, :math:`2 N_t H` floats (with
+spectral points also each edge's :math:`t`, :math:`E H` floats, which both
+backward kernels read: :mod:`ikgat.ops.transformer_fourier`).
+
+**Backward.**  With :math:`G = \partial L/\partial\mathrm{out}`,
+:math:`\partial L/\partial\tilde\alpha_e = G_i^\top X_j` and, as in
+FlashAttention, :math:`D_{i,h} = G_{i,h}^\top\mathrm{out}_{i,h}` (one
+:math:`N_t \times H` reduction in torch):
+
+.. math::
+    \frac{\partial L}{\partial \ell_e} = \alpha_e\Big(\frac{\mu_e}{1-p}
+    G_i^\top X_j - D_i\Big), \qquad
+    \frac{\partial L}{\partial t_e} = \lambda'(t_e)
+    \frac{\partial L}{\partial \ell_e}, \quad \lambda'(t) = 1 \text{ or }
+    \frac{2t}{t^2 + \epsilon},
+
+1. per target and block of heads, over its in-edges (CSR):
+   :math:`\partial L/\partial U_i = c \sum_e \partial L/\partial t_e\,
+   V_j`;
+2. per source and block of heads, over its out-edges (the CSC order of
+   :func:`~ikgat.ops.gat_attention.prepare_csr`):
+   :math:`\partial L/\partial V_j = c \sum_e \partial L/\partial t_e\,
+   U_i`, :math:`\partial L/\partial s_j = \sum_e \partial L/\partial
+   \ell_e` and :math:`\partial L/\partial X_j = \sum_e \tilde\alpha_e G_i`.
+
+Each pass recomputes :math:`t` (with spectral points reads it) and
+:math:`\alpha` from the tables and the saved row statistics; every gradient
+is written once, without atomics (deterministic).  The backward pass is not
+itself differentiable.
+
+**Registered operators**, as in :mod:`ikgat.ops.gat_attention`:
+``ikgat::fused_transformer_attention`` and its ``_backward``
+(``torch.library.custom_op``, fake implementations, registered autograd),
+each with the Triton kernels and a PyTorch implementation on :math:`(E, H)`
+tensors (:math:`E \times H \times D` temporaries; its dropout mask comes
+from a :class:`torch.Generator` seeded with the seed's value), for CPU
+tensors under :func:`torch.compile` and for tests.  On CPU the kernels run
+in Triton's interpreter (``TRITON_INTERPRET=1``); on the ``meta`` device
+the fake implementations run and nothing is launched.
+
+Compiled for sm_80 and sm_90 without spill and within 128 registers
+(``benchmarks.gpu_compile``, up to :math:`D = 256`, :math:`C = 64`); wider
+tables take smaller blocks of heads.
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+import os
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from ikgat.ops.attention_steps import (
+    TILE_ELEMENTS,
+    bind_steps,
+    edge_tiling,
+    keep_scale,
+    torch_keep,
+)
+from ikgat.ops.csr import AttentionCSR, prepare_csr
+from ikgat.ops.dtypes import accumulation_dtype
+from ikgat.ops.fourier_features import angle_product, fourier_features
+from ikgat.ops.runtime import ATTENTION_SWITCH, launch, next_power_of_2
+from ikgat.ops.transformer_fourier import _kernels as fourier_kernels
+
+IDENTITY, LOG_SQUARE = 'identity', 'log_square'
+#: The links :math:`\lambda` of the logit (see the module docstring):
+#: ``'identity'`` and ``'log_square'``.
+LINKS = (IDENTITY, LOG_SQUARE)
+
+# Filled by _kernels() on first use; the kernel bodies read them as module
+# globals when Triton compiles (or interprets) them.
+triton = None
+tl = None
+_node_program = None
+_link = None
+_gather_rows = None
+_node_row = None
+_statistics = None
+_aggregate = None
+_finish = None
+_softmax_weight = None
+_logit_gradient = None
+_KERNELS = None
+
+
+# ---------------------------------------------------------------------------
+# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: tables
+# (N, H, D), source terms (N_s, H), values (N_s, H, C).
+
+
+def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
+                  scale, eps, dropout, keep_scale, H, D, C,
+                  LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+    # One program per target i and block of heads: each in-edge gathers
+    # one contiguous row of B_H x D table floats and B_H x C values.
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    u_i = _node_row(u, i, offs_h, offs_d, H, D, mask_hd)  # [B_H, B_D]
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        v_j = _gather_rows(v, row, offs_d, D, mask_e, mask_hd)
+        t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)  # [B_E, B_H]
+        logit, _ = _link(t, eps, LOG_SQUARE)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        # Online softmax per head (ikgat.ops.attention_steps):
+        running_max, running_sum, acc = _aggregate(
+            running_max, running_sum, acc, logit, values, row, offs_c, C,
+            mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
+            HAS_DROPOUT)
+    _finish(out, row_max, row_den, acc, running_max, running_sum, i, offs_h,
+            offs_c, H, C, mask_h, mask_hc)
+
+
+def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
+                       grad_out, grad_u, seed, scale, eps, dropout,
+                       keep_scale, H, D, C, LOG_SQUARE: tl.constexpr,
+                       HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                       BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+                       BLOCK_C: tl.constexpr):
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    u_i = _node_row(u, i, offs_h, offs_d, H, D, mask_hd)
+    g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
+    m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
+    acc_u = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+        row = j[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        v_j = _gather_rows(v, row, offs_d, D, mask_e, mask_hd)
+        t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)
+        logit, slope = _link(t, eps, LOG_SQUARE)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
+        x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+        # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
+        d_logit, _ = _logit_gradient(
+            alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
+            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        d_t = d_logit * slope * scale
+        acc_u += tl.sum(d_t[:, :, None] * v_j, axis=0)
+    tl.store(grad_u + (i * H + offs_h[:, None]) * D + offs_d[None, :], acc_u,
+             mask=mask_hd)
+
+
+def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
+                       row_den, delta, grad_out, grad_v, grad_s, grad_values,
+                       seed, scale, eps, dropout, keep_scale, H, D, C,
+                       LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        colptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    v_j = _node_row(v, j, offs_h, offs_d, H, D, mask_hd)
+    x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
+    s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
+    acc_v = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for first in range(start, stop, BLOCK_E):
+        k = first + offs_e
+        mask_e = k < stop
+        # The CSR position and the target of each out-edge:
+        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
+        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
+        row = i[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        u_i = _gather_rows(u, row, offs_d, D, mask_e, mask_hd)
+        t = scale * tl.sum(u_i * v_j[None, :, :], axis=2)
+        logit, slope = _link(t, eps, LOG_SQUARE)
+        m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
+        alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
+        g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
+        d_logit, kept = _logit_gradient(
+            alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
+            H, dropout, keep_scale, HAS_DROPOUT)
+        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
+        acc_s += tl.sum(d_logit, axis=0)
+        acc_v += tl.sum((d_logit * slope * scale)[:, :, None] * u_i, axis=0)
+    tl.store(grad_v + (j * H + offs_h[:, None]) * D + offs_d[None, :], acc_v,
+             mask=mask_hd)
+    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+             acc_x, mask=mask_hc)
+    tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
+
+
+def _kernels():
+    r"""The jitted kernels by name (Triton is imported and the kernels are
+    jitted on the first call)."""
+    global triton, tl, _KERNELS
+    if _KERNELS is None:
+        try:
+            import triton as triton_module
+            import triton.language as tl_module
+        except ImportError as error:
+            raise ImportError(
+                "fused_transformer_attention needs Triton; install it with "
+                "'pip install triton' (or ikgat[test])") from error
+        triton, tl = triton_module, tl_module
+        # The steps shared with the other fused kernels
+        # (ikgat.ops.attention_steps):
+        bind_steps(globals())
+        _KERNELS = dict(
+            forward=triton.jit(_forward_body),
+            backward_dst=triton.jit(_backward_dst_body),
+            backward_src=triton.jit(_backward_src_body),
+        )
+    return _KERNELS
+
+
+# ---------------------------------------------------------------------------
+# The registered operators (see the module docstring); 'use_triton' picks
+# the Triton kernels, else the PyTorch implementation below.
+
+_INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
+               'Tensor csc_edge, Tensor csc_dst')
+_OPTIONS = 'float scale, float eps, float dropout, bool log_square'
+_FORWARD_SCHEMA = (
+    f'(Tensor u, Tensor v, Tensor? points, Tensor s, Tensor values, '
+    f'{_INDEX_ARGS}, '
+    f'Tensor seed, {_OPTIONS}, bool use_triton) '
+    f'-> (Tensor, Tensor, Tensor, Tensor)')
+_BACKWARD_SCHEMA = (
+    f'(Tensor grad_out, Tensor u, Tensor v, Tensor? points, Tensor s, '
+    f'Tensor values, {_INDEX_ARGS}, Tensor seed, Tensor out, '
+    f'Tensor row_max, Tensor row_den, Tensor t, {_OPTIONS}, '
+    f'bool use_triton, bool[] needs) '
+    f'-> (Tensor, Tensor, Tensor, Tensor, Tensor)')
+
+
+#: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
+#: and of one edge tile of the three kernels: half the GAT kernels'
+#: :data:`~ikgat.ops.gat_attention.TILE_ELEMENTS`.  Their 3-D tiles
+#: (edges x heads x features) keep more registers live per element than
+#: the GAT kernels' 2-D ones: at 2,048-element tiles the backward kernels
+#: reached 128 registers (16 resident warps per SM) and spilled with
+#: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
+ROW_ELEMENTS = TILE_ELEMENTS // 2
+#: The row of the kernels of :mod:`ikgat.ops.transformer_fourier` with
+#: wide value rows (:math:`B_H \times B_R`, one half of :math:`\phi`;
+#: their edge tiles stay :data:`ROW_ELEMENTS`, at 4 warps), and the
+#: per-source kernel's chunk of points: three live tiles per edge (angles,
+#: cosines, sines) besides the softmax's.  With rows of
+#: :data:`ROW_ELEMENTS` the per-source backward, when it still made its
+#: own node's features, spilled 56 bytes with dropout at 8 heads x R = 64,
+#: and 24 bytes with half of it (``benchmarks.gpu_compile``, Triton 3.9,
+#: sm_90); a quarter built without spill at 128 registers, in four-warp
+#: programs of 4 edges.
+FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
+#: The smallest edge block of the wide-row tiles: at blocks of 2 edges
+#: (graphs of mean in-degree 2 or less) the per-source backward with learned
+#: points and dropout spilled 28 bytes at 8 heads x R = 64 (Triton 3.9,
+#: sm_90, 128 registers), and at 4 it built without
+#: (``benchmarks.gpu_compile``, degrees 2 and 4).
+FOURIER_MIN_EDGES = 4
+#: The head rows (:math:`B_H \times R`) and smallest edge block of the
+#: three kernels of :mod:`ikgat.ops.transformer_fourier`.  The forward
+#: stores each edge's t and both backward kernels read it, so that no
+#: backward kernel makes its own node's features before the sum; each makes
+#: the other end's :math:`\phi` once per edge, in ``CHUNKS`` chunks of
+#: :data:`FOURIER_ROW_ELEMENTS` / :math:`B_H` points, tiles of
+#: :data:`ROW_ELEMENTS` / 2 (all 8 heads at R = 64: chunks of 16 points, 2
+#: edges).  With the per-target kernels' whole-R rows, 8 heads in one-edge
+#: tiles spilled 24-48 bytes (Triton 3.6, sm_80); the per-source kernel at 4
+#: edges spilled 56-84 bytes on sm_80 (``benchmarks.gpu_compile``).
+CHUNKED_TILES = (ROW_ELEMENTS, 2)
+#: The widest value rows (:math:`B_H \times B_C` floats) of the chunked
+#: tiles: 8 heads x 8 channels (R = 64) build at 128 registers without
+#: spill; in the forward kernel 4 heads x 64 channels (R = 128) spilled
+#: 20-28 bytes (Triton 3.9, sm_90), so wider value rows take rows within
+#: :data:`FOURIER_ROW_ELEMENTS`.
+CHUNKED_VALUE_ROW = 64
+
+
+def head_block(heads: int, width: int, channels: int,
+               row_elements: int = ROW_ELEMENTS) -> int:
+    r""":math:`B_H`: all heads in one program while a gathered row of
+    :math:`B_H \times \max(B_D, B_C)` floats fits :obj:`row_elements`,
+    else the largest power of two that does (the grid's second axis walks
+    the head blocks)."""
+    row = max(next_power_of_2(width), next_power_of_2(channels))
+    return max(1, min(next_power_of_2(heads), row_elements // row))
+
+
+def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+           channels: int, row_elements: int = ROW_ELEMENTS,
+           tile_elements: int = ROW_ELEMENTS, min_edges: int = 2) -> dict:
+    r"""The block constants and warps of the three kernels: :math:`B_H`
+    (:func:`head_block` for rows of :obj:`row_elements`), :math:`B_D`,
+    :math:`B_C` and the edge block of
+    :func:`~ikgat.ops.gat_attention.edge_tiling` for rows of :math:`B_H
+    \times \max(B_D, B_C)` elements, tiles of :obj:`tile_elements` (at
+    least :obj:`min_edges` edges while they fit, and two: 8 warps
+    above)."""
+    block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
+    block_h = head_block(heads, width, channels, row_elements)
+    return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
+                **edge_tiling(num_edges, num_nodes,
+                              block_h * max(block_d, block_c),
+                              tile_elements, min_edges))
+
+
+def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
+                   num_points: int, channels: int) -> dict:
+    r""":func:`tiling` of the three kernels of
+    :mod:`ikgat.ops.transformer_fourier`: while the value rows (:math:`B_H
+    \times B_C`) are at most :data:`CHUNKED_VALUE_ROW`, the head rows of
+    :data:`CHUNKED_TILES`, :math:`R` in ``CHUNKS`` blocks of ``BLOCK_R``
+    points; wider value rows take rows within :data:`FOURIER_ROW_ELEMENTS`
+    in edge blocks of at least :data:`FOURIER_MIN_EDGES` (one chunk)."""
+    row_elements, min_edges = CHUNKED_TILES
+    block_h = head_block(heads, num_points, channels, row_elements)
+    block_r, block_c = next_power_of_2(num_points), next_power_of_2(channels)
+    if block_h * block_c > CHUNKED_VALUE_ROW:
+        constants = tiling(num_edges, num_nodes, heads, num_points,
+                           channels, FOURIER_ROW_ELEMENTS,
+                           min_edges=FOURIER_MIN_EDGES)
+        chunk = constants.pop('BLOCK_D')
+    else:
+        chunk = max(1, min(block_r, FOURIER_ROW_ELEMENTS // block_h))
+        constants = dict(BLOCK_H=block_h, BLOCK_C=block_c, **edge_tiling(
+            num_edges, num_nodes, block_h * max(chunk, block_c),
+            ROW_ELEMENTS // 2, min_edges))
+    return dict(constants, BLOCK_R=chunk, CHUNKS=block_r // chunk)
+
+
+#: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
+#: which the per-source kernel of :mod:`ikgat.ops.transformer_fourier` loads
+#: the next tile's targets ahead: at 8 heads x 8 (R = 64) and 1 x 64 (R =
+#: 128) it builds without spill (``benchmarks.gpu_compile``); wider rows
+#: are outside that check's grid and load them in the tile.
+PREFETCH_ROW = 64
+
+
+def prefetches_targets(constants: dict) -> bool:
+    r"""Whether the per-source kernel with random features loads the next
+    tile's targets ahead (``PREFETCH``): its rows of :math:`B_H \times
+    \max(B_C, B_D)` floats are at most :data:`PREFETCH_ROW`."""
+    return constants['BLOCK_H'] * max(constants['BLOCK_C'],
+                                      constants['BLOCK_D']) <= PREFETCH_ROW
+
+
+def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
+    r"""One program per node and block of :math:`B_H` heads."""
+    return (num_nodes, -(-heads // constants['BLOCK_H']))
+
+
+#: The widest gathered row (:math:`B_H \times \max(B_D, B_C)` floats) of
+#: the tables' kernels, and the largest tile of two such rows that stays at
+#: 4 warps: all 8 heads of :math:`2R = 128` random features in one program.
+#: On an H100 at arxiv size (forward and backward of the three kernels,
+#: ``benchmarks/results/cuda-2026-11-27-h100/tables.md``) 8 heads x 2 edges
+#: at 4 warps took 13.5 ms, against 20.3 ms for the rows of
+#: :data:`ROW_ELEMENTS` (4 heads x 2 edges, 8 warps) and 20.1 ms for 8
+#: heads x 2 edges at 8 warps.  Each kernel timed by the profiler (run 4
+#: there): the forward took 1.99 ms in one-edge tiles at 2 warps against
+#: 2.74 ms at 2 edges and 4 warps, which :func:`table_tiling` takes for
+#: rows wider than :data:`ROW_ELEMENTS`; the backward kernels at 2 warps
+#: took 3.65 and 4.46 ms against 3.93 and 4.74 ms, but they spill (48-372
+#: bytes at 128 registers, ``benchmarks.gpu_compile``), so they stay at 4.
+TABLE_ROW_ELEMENTS = 2 * ROW_ELEMENTS
+
+
+def table_tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+                 channels: int, forward: bool = False) -> dict:
+    r""":func:`tiling` of the tables' kernels: heads in rows of up to
+    :data:`TABLE_ROW_ELEMENTS`, edge tiles of :data:`ROW_ELEMENTS` (at
+    least two edges), at 4 warps up to two rows of
+    :data:`TABLE_ROW_ELEMENTS`; with :obj:`forward` (the forward kernel),
+    rows wider than :data:`ROW_ELEMENTS` in one-edge tiles at 2 warps."""
+    constants = tiling(num_edges, num_nodes, heads, width, channels,
+                       TABLE_ROW_ELEMENTS)
+    row = constants['BLOCK_H'] * max(constants['BLOCK_D'],
+                                     constants['BLOCK_C'])
+    if constants['BLOCK_E'] * row <= 2 * TABLE_ROW_ELEMENTS:
+        constants['num_warps'] = 4
+        if forward and row > ROW_ELEMENTS:
+            constants.update(BLOCK_E=1, num_warps=2)
+    return constants
+
+
+def _tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+            channels: int, points: Optional[Tensor],
+            forward: bool = False) -> dict:
+    r""":func:`table_tiling` of the tables' kernels (the forward one's with
+    :obj:`forward`), or with spectral points :func:`fourier_tiling`."""
+    if points is None:
+        return table_tiling(num_edges, num_nodes, heads, width, channels,
+                            forward)
+    return fourier_tiling(num_edges, num_nodes, heads, points.size(2),
+                          channels)
+
+
+def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
+             csc_dst, seed, scale, eps, dropout, log_square, use_triton):
+    num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
+        values.size(2)
+    if not use_triton:
+        if points is not None:
+            u, v = fourier_features(u, points), fourier_features(v, points)
+        out, row_max, row_den, t = _torch_forward(
+            u, v, s, values, src, dst, seed, num_dst, scale, eps, dropout,
+            log_square)
+        return out, row_max, row_den, t if points is not None else \
+            t.new_empty(0, heads)
+    out = values.new_empty(num_dst, heads, channels)
+    row_max = values.new_empty(num_dst, heads,
+                               dtype=accumulation_dtype(values.dtype))
+    row_den = torch.empty_like(row_max)
+    # The edges' t (CSR order), which both backward kernels read:
+    t = row_max.new_empty(src.numel() if points is not None else 0, heads)
+    if num_dst == 0 or heads == 0:
+        return out, row_max, row_den, t
+    constants = _tiling(src.numel(), num_dst, heads, u.size(2), channels,
+                        points, forward=True)
+    common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH,
+                  **constants)
+    options = (seed, scale, eps, dropout, keep_scale(dropout), heads)
+    if points is None:
+        launch(_kernels()['forward'], grid(num_dst, heads, constants),
+               u, v, s, values, rowptr, src, out, row_max, row_den,
+               *options, u.size(2), channels, LOG_SQUARE=log_square,
+               **common)
+    else:
+        launch(fourier_kernels()['forward'],
+               grid(num_dst, heads, constants), u, v, points, s, values,
+               rowptr, src, out, row_max, row_den, t, *options, u.size(2),
+               points.size(2), channels, points.size(0), **common)
+    return out, row_max, row_den, t
+
+
+def _forward_fake(u, v, points, s, values, rowptr, src, dst, colptr,
+                  csc_edge, csc_dst, seed, scale, eps, dropout, log_square,
+                  use_triton):
+    num_dst, heads = rowptr.size(0) - 1, values.size(1)
+    row_max = values.new_empty(num_dst, heads,
+                               dtype=accumulation_dtype(values.dtype))
+    return (values.new_empty(num_dst, heads, values.size(2)), row_max,
+            torch.empty_like(row_max),
+            row_max.new_empty(src.size(0) if points is not None else 0,
+                              heads))
+
+
+def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
+              csc_edge, csc_dst, seed, out, row_max, row_den, t, scale, eps,
+              dropout, log_square, use_triton, needs):
+    need_u, need_v, need_points, need_s, need_values = needs
+    # D_i = <G_i, out_i> (FlashAttention's D):
+    dtype = accumulation_dtype(values.dtype)
+    delta = (grad_out.to(dtype) * out.to(dtype)).sum(-1)
+    if not use_triton:
+        return _torch_backward(grad_out, u, v, points, s, values, src, dst,
+                               seed, row_max, row_den, delta, scale, eps,
+                               dropout, log_square, need_points)
+    grad_out = grad_out.contiguous()
+    num_dst, heads, channels = rowptr.numel() - 1, values.size(1), \
+        values.size(2)
+    num_src, num_edges, width = values.size(0), src.numel(), u.size(2)
+    grad_u, grad_v = torch.empty_like(u), torch.empty_like(v)
+    grad_s, grad_values = torch.empty_like(s), torch.empty_like(values)
+    common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH)
+    options = (seed, scale, eps, dropout, keep_scale(dropout), heads, width)
+    if points is None:
+        jitted = _kernels()
+        common.update(LOG_SQUARE=log_square)
+        options += (channels, )
+    else:
+        jitted = fourier_kernels()
+        store = need_points
+        common.update(STORE_ANGLES=store, BLOCK_D=next_power_of_2(width))
+        options += (points.size(2), channels, points.size(0))
+        # dL/da of both sides' angles, (N, H, m, R), for the points':
+        angle_shape = (heads, points.size(0), points.size(2)) if store \
+            else (0, 0, 0)
+        angle_dtype = accumulation_dtype(u.dtype)
+        grad_angles_u = u.new_empty(num_dst if store else 0, *angle_shape,
+                                    dtype=angle_dtype)
+        grad_angles_v = v.new_empty(num_src if store else 0, *angle_shape,
+                                    dtype=angle_dtype)
+    if (need_u or need_points) and num_dst > 0 and heads > 0:
+        constants = _tiling(num_edges, num_dst, heads, width, channels,
+                            points)
+        extra = () if points is None else (grad_angles_u, t)
+        launch(jitted['backward_dst'], grid(num_dst, heads, constants),
+               u, v, *([] if points is None else [points]), s, values,
+               rowptr, src, row_max, row_den, delta, grad_out, grad_u,
+               *extra, *options, **constants, **common)
+    if (need_v or need_points or need_s or need_values) and num_src > 0 \
+            and heads > 0:
+        constants = _tiling(num_edges, num_src, heads, width, channels,
+                            points)
+        extra = ()
+        if points is not None:
+            extra = (grad_angles_v, t)
+            constants['PREFETCH'] = prefetches_targets(
+                dict(constants, BLOCK_D=common['BLOCK_D']))
+        launch(jitted['backward_src'], grid(num_src, heads, constants),
+               u, v, *([] if points is None else [points]), s, values,
+               colptr, csc_edge, csc_dst, row_max, row_den, delta, grad_out,
+               grad_v, grad_s, grad_values, *extra, *options, **constants,
+               **common)
+    grad_points = _points_gradient(points, u, v, grad_angles_u,
+                                   grad_angles_v) if (
+        points is not None and need_points) else u.new_empty(0)
+    return grad_u, grad_v, grad_points, grad_s, grad_values
+
+
+def _points_gradient(points: Tensor, u: Tensor, v: Tensor,
+                     grad_angles_u: Tensor, grad_angles_v: Tensor) -> Tensor:
+    r""":math:`\partial L/\partial W_s = \sum_n (\partial L/\partial
+    a_{n,s})\, x_n^\top` over the queries and the keys, from the angles'
+    gradients :math:`(N, H, m, R)`: one product per side
+    (:func:`angle_product`, as one matrix product off the CPU: CUDA, and
+    ``meta`` standing for it)."""
+    dtype = accumulation_dtype(points.dtype)
+    one_product = points.device.type != 'cpu'
+    grad = angle_product(grad_angles_u.to(dtype), u.to(dtype), one_product)
+    grad = grad + angle_product(grad_angles_v.to(dtype), v.to(dtype),
+                                one_product)
+    # Contiguous, as the fake implementation declares:
+    return grad.to(points.dtype).contiguous()
+
+
+def _backward_fake(grad_out, u, v, points, s, values, rowptr, src, dst,
+                   colptr, csc_edge, csc_dst, seed, out, row_max, row_den, t,
+                   scale, eps, dropout, log_square, use_triton, needs):
+    return (torch.empty_like(u), torch.empty_like(v),
+            u.new_empty(0) if points is None or not needs[2] else
+            torch.empty_like(points), torch.empty_like(s),
+            torch.empty_like(values))
+
+
+_forward_op = torch.library.custom_op(
+    'ikgat::fused_transformer_attention', _forward, mutates_args=(),
+    schema=_FORWARD_SCHEMA)
+_forward_op.register_fake(_forward_fake)
+_backward_op = torch.library.custom_op(
+    'ikgat::fused_transformer_attention_backward', _backward,
+    mutates_args=(), schema=_BACKWARD_SCHEMA)
+_backward_op.register_fake(_backward_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    (u, v, points, s, values, *index, seed, scale, eps, dropout, log_square,
+     use_triton) = inputs
+    out, row_max, row_den, t = output
+    ctx.save_for_backward(u, v, points, s, values, *index, seed, out,
+                          row_max, row_den, t)
+    ctx.options = (scale, eps, dropout, log_square, use_triton)
+    ctx.mark_non_differentiable(row_max, row_den, t)
+
+
+def _autograd_backward(ctx, grad_out, _grad_max, _grad_den, _grad_t):
+    (u, v, points, s, values, *index, seed, out, row_max, row_den,
+     t) = ctx.saved_tensors
+    needs = list(ctx.needs_input_grad[:5])
+    if grad_out is None:
+        grad_out = torch.zeros_like(out)
+    grads = _backward_op(grad_out, u, v, points, s, values, *index, seed,
+                         out, row_max, row_den, t, *ctx.options, needs)
+    return tuple(grad if need else None for grad, need in zip(grads, needs)
+                 ) + (None, ) * 12
+
+
+_forward_op.register_autograd(_autograd_backward,
+                              setup_context=_setup_context)
+
+
+# ---------------------------------------------------------------------------
+# The PyTorch implementation of both operators: the same formulas on (E, H)
+# tensors in CSR order (with points, on the tables phi(u), phi(v)).
+
+
+def _torch_logits(u, v, s, src, dst, scale, eps, log_square, dtype):
+    # The logits, their slopes in t and t itself, [E, H] each.
+    t = scale * (u.to(dtype)[dst] * v.to(dtype)[src]).sum(-1)
+    if log_square:
+        square = t * t + eps
+        return square.log() + s.to(dtype)[src], 2 * t / square, t
+    return t + s.to(dtype)[src], torch.ones_like(t), t
+
+
+def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
+                   dropout, log_square):
+    src, dst = src.long(), dst.long()
+    heads, dtype = values.size(1), accumulation_dtype(values.dtype)
+    logit, _, t = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
+                                dtype)
+    row_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
+        0, dst, logit, 'amax')
+    p = (logit - row_max[dst]).exp()
+    row_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
+    weight = p / row_den[dst] * torch_keep(seed, logit.shape, dropout,
+                                           logit).to(dtype)
+    out = logit.new_zeros(num_dst, heads, values.size(2))
+    out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(dtype)[src])
+    return out.to(values.dtype), row_max, row_den, t
+
+
+def _torch_angle_gradients(x: Tensor, points: Tensor,
+                           grad_table: Tensor) -> Tuple[Tensor, Tensor]:
+    r"""From :math:`\partial L/\partial\phi(x)` :math:`(N, H, 2R)`: the
+    angles' :math:`\partial L/\partial a_s = \cos a_s \odot g_{\sin} -
+    \sin a_s \odot g_{\cos}` :math:`(N, H, m, R)` and :math:`\partial
+    L/\partial x = \sum_s W_s^\top \partial L/\partial a_s` (the
+    formulas of :mod:`ikgat.ops.transformer_fourier`)."""
+    angle = torch.einsum('nhd,shrd->nhsr', x, points)
+    grad_cos, grad_sin = grad_table.unsqueeze(2).chunk(2, dim=-1)
+    grad_angle = angle.cos() * grad_sin - angle.sin() * grad_cos
+    # Contiguous, as the fake implementation declares:
+    return (torch.einsum('nhsr,shrd->nhd', grad_angle, points).contiguous(),
+            grad_angle)
+
+
+def _torch_backward(grad_out, u, v, points, s, values, src, dst, seed,
+                    row_max, row_den, delta, scale, eps, dropout,
+                    log_square, need_points):
+    src, dst = src.long(), dst.long()
+    dtype = accumulation_dtype(values.dtype)
+    tables = (u, v) if points is None else (fourier_features(u, points),
+                                            fourier_features(v, points))
+    logit, slope, _ = _torch_logits(*tables, s, src, dst, scale, eps,
+                                    log_square, dtype)
+    alpha = (logit - row_max.to(dtype)[dst]).exp() / row_den.to(dtype)[dst]
+    keep = torch_keep(seed, logit.shape, dropout, logit).to(dtype)
+    g = grad_out.to(dtype)[dst]  # [E, H, C]
+    d_logit = alpha * (keep * (g * values.to(dtype)[src]).sum(-1)
+                       - delta.to(dtype)[dst])
+    d_t = (d_logit * slope * scale).unsqueeze(-1)
+
+    def scatter(index, rows, like):
+        return torch.zeros(like.shape, dtype=dtype, device=like.device
+                           ).index_add_(0, index, rows).to(like.dtype)
+
+    grad_u = scatter(dst, d_t * tables[1].to(dtype)[src], tables[0])
+    grad_v = scatter(src, d_t * tables[0].to(dtype)[dst], tables[1])
+    grad_points = u.new_empty(0)
+    if points is not None:
+        grad_u, grad_angles_u = _torch_angle_gradients(u, points, grad_u)
+        grad_v, grad_angles_v = _torch_angle_gradients(v, points, grad_v)
+        if need_points:
+            grad_points = _points_gradient(points, u, v, grad_angles_u,
+                                           grad_angles_v)
+    return (grad_u, grad_v, grad_points, scatter(src, d_logit, s),
+            scatter(src, (keep * alpha).unsqueeze(-1) * g, values))
+
+
+def fused_transformer_attention(
+    u: Tensor,
+    v: Tensor,
+    s: Tensor,
+    values: Tensor,
+    edge_index_or_csr: Union[Tensor, AttentionCSR],
+    num_dst: int,
+    link: str = IDENTITY,
+    scale: float = 1.0,
+    eps: float = 0.0,
+    dropout: float = 0.0,
+    use_triton: Optional[bool] = None,
+    points: Optional[Tensor] = None,
+) -> Tensor:
+    r"""Dot-product kernel attention in one fused pass per neighbourhood:
+    returns :math:`\mathrm{out}` of shape :math:`(N_t, H, C)` (see the
+    module docstring for the formula).
+
+    Args:
+        u (torch.Tensor): Target table :math:`U`, :math:`(N_t, H, D)`.
+        v (torch.Tensor): Source table :math:`V`, :math:`(N_s, H, D)`.
+        s (torch.Tensor): Source terms :math:`s`, :math:`(N_s, H)`.
+        values (torch.Tensor): Values :math:`X`, :math:`(N_s, H, C)`.
+        edge_index_or_csr (torch.Tensor or AttentionCSR): Edge indices
+            :math:`(2, E)`, or their
+            :func:`~ikgat.ops.gat_attention.prepare_csr`.
+        num_dst (int): The number of targets :math:`N_t`.
+        link (str, optional): :math:`\lambda`, one of :data:`LINKS`.
+            (default: :obj:`'identity'`)
+        scale (float, optional): :math:`c`. (default: :obj:`1.0`)
+        eps (float, optional): :math:`\epsilon` of ``'log_square'``,
+            positive there (unread by ``'identity'``).
+            (default: :obj:`0.0`)
+        dropout (float, optional): Attention dropout probability :math:`p`
+            (pass :obj:`0` in evaluation). (default: :obj:`0`)
+        use_triton (bool, optional): The Triton kernels (:obj:`True`) or the
+            PyTorch implementation (:obj:`False`); by default the kernels on
+            CUDA and ``meta`` tensors, and on CPU when
+            ``TRITON_INTERPRET=1``. (default: :obj:`None`)
+        points (torch.Tensor, optional): Stacked sets of spectral points
+            :math:`(m, H, R, D)`: :obj:`u` and :obj:`v` are then the
+            queries and keys themselves and the tables their random
+            features :math:`\phi(u)`, :math:`\phi(v)`, computed inside
+            the kernels (:mod:`ikgat.ops.transformer_fourier`); the link
+            must be ``'log_square'``. (default: :obj:`None`)
+    """
+    if link not in LINKS:
+        raise ValueError(f"fused_transformer_attention: unknown 'link' "
+                         f"{link!r}; choose one of {list(LINKS)}")
+    num_dst = int(num_dst)
+    heads = values.size(1) if values.dim() == 3 else -1
+    if (u.dim() != 3 or v.dim() != 3 or values.dim() != 3
+            or u.shape[1:] != v.shape[1:] or u.size(0) != num_dst
+            or v.shape[:2] != values.shape[:2] or s.shape != v.shape[:2]):
+        raise ValueError(f"fused_transformer_attention: expected u (N_dst="
+                         f"{num_dst}, H, D), v (N_src, H, D), s (N_src, H) "
+                         f"and values (N_src, H, C) (got u "
+                         f"{tuple(u.shape)}, v {tuple(v.shape)}, s "
+                         f"{tuple(s.shape)}, values {tuple(values.shape)}, "
+                         f"H = {heads})")
+    if points is not None and (
+            points.dim() != 4 or points.size(1) != u.size(1)
+            or points.size(3) != u.size(2) or link != LOG_SQUARE):
+        raise ValueError(f"fused_transformer_attention: 'points' must be "
+                         f"(m, H, R, D) for u {tuple(u.shape)}, with link "
+                         f"{LOG_SQUARE!r} (got {tuple(points.shape)}, link "
+                         f"{link!r})")
+    if points is not None and (points.dtype != u.dtype
+                               or points.device != u.device):
+        raise ValueError(f"fused_transformer_attention: 'points' must have "
+                         f"u's dtype and device ({u.dtype}, {u.device}; got "
+                         f"{points.dtype}, {points.device})")
+    if link == LOG_SQUARE and not eps > 0:
+        raise ValueError(f"fused_transformer_attention: 'eps' must be "
+                         f"positive with link {LOG_SQUARE!r} (log(t^2 + "
+                         f"eps) at t = 0; got {eps!r})")
+    if not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"fused_transformer_attention: 'dropout' must lie "
+                         f"in [0, 1] (got {dropout!r})")
+    if isinstance(edge_index_or_csr, AttentionCSR):
+        csr = edge_index_or_csr
+        if (csr.num_src, csr.num_dst) != (v.size(0), num_dst) or (
+                csr.self_loops is not None):
+            raise ValueError(f"fused_transformer_attention: the CSR is for "
+                             f"{csr.num_src} sources and {csr.num_dst} "
+                             f"targets (self_loops={csr.self_loops}), the "
+                             f"inputs have {v.size(0)} and {num_dst}; call "
+                             f"prepare_csr(edge_index, N_src, N_dst)")
+    else:
+        csr = prepare_csr(edge_index_or_csr, v.size(0), num_dst)
+    device = values.device
+    if use_triton is None:
+        use_triton = device.type in ('cuda', 'meta') or (
+            os.environ.get('TRITON_INTERPRET') == '1')
+    if use_triton:
+        if not torch.compiler.is_compiling():
+            _kernels()  # a missing Triton is reported here
+        if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
+            raise RuntimeError("fused_transformer_attention runs Triton "
+                               "kernels: pass CUDA tensors, or set "
+                               "TRITON_INTERPRET=1 before importing triton "
+                               "(slow; for tests), or use_triton=False")
+    # The dropout mask's seed, drawn on the device (no host read;
+    # torch.manual_seed repeats a run); unread without dropout:
+    seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
+            else csr.rowptr)
+    if points is not None:
+        points = points.contiguous()
+    out, _, _, _ = _forward_op(
+        u.contiguous(), v.contiguous(), points, s.contiguous(),
+        values.contiguous(),
+        csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge, csr.csc_dst,
+        seed, float(scale), float(eps), float(dropout), link == LOG_SQUARE,
+        bool(use_triton))
+    return out

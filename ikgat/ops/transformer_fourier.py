@@ -1,0 +1,460 @@
+r"""The random-feature tables of dot-product kernel attention computed inside
+its fused kernels, for :mod:`ikgat.ops.transformer_attention` with spectral
+points.
+
+With :math:`m` stacked sets of :math:`R` spectral points :math:`W_s`
+:math:`(m, H, R, D)`, a query or key :math:`x` :math:`(H, D)` has, per
+head, the features
+
+.. math::
+    \phi(x) = \Big[\sum_{s=1}^m \cos W_s x;\ \sum_{s=1}^m \sin W_s x\Big]
+    \in \mathbb{R}^{2R},
+
+and an edge :math:`j \to i` the link :math:`t = c\,\phi(q_i)^\top
+\phi(k_j)` of the ``'log_square'`` logit (module docstring of
+:mod:`ikgat.ops.transformer_attention`).  Gathering the tables would move
+:math:`2R` floats per edge and head; here each kernel computes the
+features of the edge's other end from its :math:`D` floats, and those of
+its own node once per program:
+
+* the **forward** kernel, per target :math:`i`: :math:`\phi(q_i)` once,
+  then per in-edge :math:`t_{ij}` and the online softmax of the gathered
+  kernels; it stores each edge's :math:`t_{ij}` (:math:`E \times H`
+  floats, CSR order);
+* the **per-target backward**: :math:`\partial L/\partial\phi(q_i) = c
+  \sum_j \partial L/\partial t_{ij}\,\phi(k_j)`;
+* the **per-source backward**: :math:`\partial L/\partial\phi(k_j) = c
+  \sum_i \partial L/\partial t_{ij}\,\phi(q_i)`, and the gradients of the
+  source terms and values.
+
+Both backward kernels read :math:`t_{ij}` instead of making it, so that
+they need no features of their own node before the sum.  Every kernel
+makes each edge's other end's :math:`\phi` once, in ``CHUNKS`` blocks of
+:math:`B_R` points, and adds each block into a dot (forward) or into
+accumulators laid out :math:`B_H \times` ``CHUNKS`` :math:`\times B_R`
+(backward; the forward holds its own node's :math:`\phi` so), through a
+one-hot select: the live tiles are those of one chunk, which lets one
+program hold all heads.
+
+Each backward kernel ends at its own node's angles :math:`a_s = W_s x`:
+
+.. math::
+    \frac{\partial L}{\partial a_s} = \cos a_s \odot g_{\sin}
+    - \sin a_s \odot g_{\cos}, \qquad
+    \frac{\partial L}{\partial x} = \sum_s W_s^\top
+    \frac{\partial L}{\partial a_s},
+
+with :math:`g_{\cos}, g_{\sin}` the two halves of
+:math:`\partial L/\partial\phi(x)`; it writes :math:`\partial L/\partial
+x` and, when the points need a gradient, :math:`\partial L/\partial a`
+:math:`(N, H, m, R)`, from which
+:math:`\partial L/\partial W_s = \sum_n (\partial L/\partial a_{n,s})\,
+x_n^\top` is one node-level product per side (in torch).  Per edge and
+head a kernel computes :math:`2mR` sines and cosines (each pair from one
+range reduction and two polynomials,
+:func:`~ikgat.ops.node_terms_triton.sincos`) and :math:`2mRD` FLOPs of
+angles, and gathers :math:`D` floats instead of :math:`2R`.
+
+Each kernel loads the next edge tile's other ends before the current
+tile's work, so that the load's latency overlaps it (the per-source
+kernel where its rows are narrow: ``PREFETCH``,
+:func:`~ikgat.ops.transformer_attention.prefetches_targets`).
+The tiles are :math:`B_E \times B_H \times B_R` (edges, heads, points);
+the angles are accumulated over :math:`d` from single columns, so that no
+tile carries the :math:`D` axis.  The loops over :math:`d` (``D`` is a
+compile-time constant) are unrolled :data:`D_STEP` columns at a time, and
+those over the chunks whole (``tl.static_range``), so that a step's loads
+issue together: on an H100 the arxiv-size layer step (D = 8, whole loops
+then) went from 71.6 to 59.6 ms
+(``benchmarks/results/cuda-2026-11-26-h100``).  Each kernel still takes
+about 7.8 ms per set of 64 points there, about 4.6 TFLOP/s at the FLOPs of
+the cost model: most likely instruction issue (addresses, masks, the
+chunks' one-hot selects, layout conversions), inferred from the kernels'
+times, not from an instruction-level profile.  The bodies read ``tl`` and
+the helpers as module globals, jitted by ``_kernels()``; the launches,
+tiling and registered operators are :mod:`ikgat.ops.transformer_attention`'s.
+"""
+from __future__ import annotations  # keeps 'tl.constexpr' a string
+
+from ikgat.ops.attention_steps import bind_steps
+from ikgat.ops.node_terms_triton import sincos
+
+#: Columns of the vectors per unrolled step of the loops over :math:`d`
+#: (``tl.static_range``), so that a step's loads issue together.  Whole
+#: loops unrolled (D = 64, one head: 64 loads of 128 points hoisted) spilled
+#: 1.4-1.9 kB per thread (``benchmarks.gpu_compile``, Triton 3.6 and 3.9).
+D_STEP = 8
+
+# Filled by _kernels() on first use.
+triton = None
+tl = None
+_node_program = None
+_link = None
+_gather_rows = None
+_node_row = None
+_statistics = None
+_aggregate = None
+_finish = None
+_softmax_weight = None
+_logit_gradient = None
+_sincos = None
+_D_STEP = None
+_features = None
+_angle_gradients = None
+_add_chunk = None
+_chunk = None
+_own_features = None
+_dot = None
+_accumulate = None
+_store_gradient = None
+_KERNELS = None
+
+
+def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
+                   num_sets, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+                   BLOCK_R: tl.constexpr):
+    # phi of the rows x[nodes, offs_h] of x (N, H, D): the sums over the
+    # sets of cos and sin of the angles W_s x, [B_N, B_H, B_R] each, zero
+    # outside the masks.
+    rows = nodes[:, None] * H + offs_h[None, :]  # [B_N, B_H]
+    mask_h = offs_h < H
+    mask_hr = mask_h[:, None] & (offs_r < R)[None, :]
+    mask_nh = mask_n[:, None] & mask_h[None, :]
+    cos_sum = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
+    sin_sum = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
+    for s in range(num_sets):
+        angle = tl.zeros([BLOCK_N, BLOCK_H, BLOCK_R], dtype=tl.float32)
+        point = points + ((s * H + offs_h[:, None]) * R
+                          + offs_r[None, :]) * D  # [B_H, B_R]
+        for first in range(0, D, _D_STEP):  # D_STEP columns at a time
+            for step in tl.static_range(_D_STEP):
+                d = first + step
+                in_d = (tl.zeros([1, 1], dtype=tl.int32) + d) < D
+                x_d = tl.load(x + rows * D + d, mask=mask_nh & in_d,
+                              other=0.)
+                w_d = tl.load(point + d, mask=mask_hr & in_d, other=0.)
+                angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
+                    tl.float32)[None, :, :]
+        sin, cos = _sincos(angle)
+        cos_sum += cos
+        sin_sum += sin
+    mask = mask_nh[:, :, None] & mask_hr[None, :, :]
+    return tl.where(mask, cos_sum, 0.), tl.where(mask, sin_sum, 0.)
+
+
+def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
+                          grad_sin, grad_angles, H, D, R, num_sets,
+                          STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
+                          BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    # From dL/dphi(x_node) = [grad_cos; grad_sin] at the points offs_r
+    # ([B_H, B_R] each): the angles' dL/da_s = cos a_s grad_sin - sin a_s
+    # grad_cos (stored in grad_angles (N, H, m, R) with STORE_ANGLES), and
+    # their part of dL/dx = sum_s W_s^T dL/da_s, returned [B_H, B_D].
+    mask_h = offs_h < H
+    mask_hr = mask_h[:, None] & (offs_r < R)[None, :]
+    row = node * H + offs_h  # [B_H]
+    acc = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for s in range(num_sets):
+        point = points + ((s * H + offs_h[:, None]) * R
+                          + offs_r[None, :]) * D  # [B_H, B_R]
+        angle = tl.zeros([BLOCK_H, BLOCK_R], dtype=tl.float32)
+        for first in range(0, D, _D_STEP):
+            for step in tl.static_range(_D_STEP):
+                d = first + step
+                in_d = (tl.zeros([1], dtype=tl.int32) + d) < D
+                x_d = tl.load(x + row * D + d, mask=mask_h & in_d, other=0.)
+                w_d = tl.load(point + d, mask=mask_hr & in_d[:, None],
+                              other=0.)
+                angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
+        sin, cos = _sincos(angle)
+        grad_angle = tl.where(mask_hr, cos * grad_sin - sin * grad_cos, 0.)
+        if STORE_ANGLES:
+            tl.store(grad_angles + (row[:, None] * num_sets + s) * R
+                     + offs_r[None, :], grad_angle, mask=mask_hr)
+        for first in range(0, D, _D_STEP):  # columns d of W_s^T dL/da_s
+            for step in tl.static_range(_D_STEP):
+                d = first + step
+                in_d = (tl.zeros([1, 1], dtype=tl.int32) + d) < D
+                w_d = tl.load(point + d, mask=mask_hr & in_d,
+                              other=0.).to(tl.float32)
+                column = tl.sum(grad_angle * w_d, axis=1)  # [B_H]
+                acc += tl.where(offs_d[None, :] == d, column[:, None], 0.)
+    return acc
+
+
+def _add_chunk_body(acc, part, offs_chunk, chunk):
+    # acc [B_H, CHUNKS, B_R] with part [B_H, B_R] added at chunk (a one-hot
+    # select: the chunk axis of a tile cannot be indexed).
+    return acc + tl.where((offs_chunk == chunk)[None, :, None],
+                          part[:, None, :], 0.)
+
+
+def _chunk_body(acc, offs_chunk, chunk):
+    # The chunk of acc [B_H, CHUNKS, B_R], [B_H, B_R].
+    return tl.sum(tl.where((offs_chunk == chunk)[None, :, None], acc, 0.),
+                  axis=1)
+
+
+def _own_features_body(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
+                       num_sets, BLOCK_H: tl.constexpr,
+                       BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
+    # phi of the program's own node, [B_H, CHUNKS, B_R] each.
+    nodes = node + tl.zeros([1], dtype=tl.int64)
+    own_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    own_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    for chunk in tl.static_range(CHUNKS):
+        cos, sin = _features(x, points, nodes, offs_h,
+                             chunk * BLOCK_R + offs_r, nodes >= 0, H, D, R,
+                             num_sets, 1, BLOCK_H, BLOCK_R)
+        own_cos = _add_chunk(own_cos, tl.sum(cos, axis=0), offs_chunk, chunk)
+        own_sin = _add_chunk(own_sin, tl.sum(sin, axis=0), offs_chunk, chunk)
+    return own_cos, own_sin
+
+
+def _dot_body(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
+              mask_e, H, D, R, num_sets, BLOCK_E: tl.constexpr,
+              BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+              CHUNKS: tl.constexpr):
+    # phi(own)^T phi(x_e) per edge e of the tile and head, [B_E, B_H], from
+    # the own node's features [B_H, CHUNKS, B_R], the other ends' made one
+    # chunk of points at a time.
+    dot = tl.zeros([BLOCK_E, BLOCK_H], dtype=tl.float32)
+    for chunk in tl.static_range(CHUNKS):
+        cos, sin = _features(x, points, nodes, offs_h,
+                             chunk * BLOCK_R + offs_r, mask_e, H, D, R,
+                             num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        dot += tl.sum(cos * _chunk(own_cos, offs_chunk, chunk)[None, :, :]
+                      + sin * _chunk(own_sin, offs_chunk, chunk)[None, :, :],
+                      axis=2)
+    return dot
+
+
+def _accumulate_body(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
+                     offs_chunk, mask_e, H, D, R, num_sets,
+                     BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                     BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
+    # dL/dphi(own) += sum_e dL/dt_e phi(x_e) (the scale in d_t [B_E, B_H]),
+    # into [B_H, CHUNKS, B_R], the other ends' features made one chunk of
+    # points at a time.
+    for chunk in tl.static_range(CHUNKS):
+        cos, sin = _features(x, points, nodes, offs_h,
+                             chunk * BLOCK_R + offs_r, mask_e, H, D, R,
+                             num_sets, BLOCK_E, BLOCK_H, BLOCK_R)
+        acc_cos = _add_chunk(acc_cos, tl.sum(d_t[:, :, None] * cos, axis=0),
+                             offs_chunk, chunk)
+        acc_sin = _add_chunk(acc_sin, tl.sum(d_t[:, :, None] * sin, axis=0),
+                             offs_chunk, chunk)
+    return acc_cos, acc_sin
+
+
+def _store_gradient_body(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
+                         acc_cos, acc_sin, grad_angles, H, D, R, num_sets,
+                         STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
+                         BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
+                         CHUNKS: tl.constexpr):
+    # dL/dx of the own node from dL/dphi(x) [B_H, CHUNKS, B_R] each, chunk
+    # by chunk, stored into grad_x (N, H, D) (and dL/da with STORE_ANGLES).
+    offs_d = tl.arange(0, BLOCK_D)
+    rows = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
+    for chunk in tl.static_range(CHUNKS):
+        rows += _angle_gradients(
+            x, points, node, offs_h, chunk * BLOCK_R + offs_r, offs_d,
+            _chunk(acc_cos, offs_chunk, chunk),
+            _chunk(acc_sin, offs_chunk, chunk), grad_angles, H, D, R,
+            num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
+    tl.store(grad_x + (node * H + offs_h[:, None]) * D + offs_d[None, :],
+             rows, mask=(offs_h < H)[:, None] & (offs_d < D)[None, :])
+
+
+def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
+                  row_den, t_out, seed, scale, eps, dropout, keep_scale, H,
+                  D: tl.constexpr, R, C, num_sets, HAS_DROPOUT: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                  CHUNKS: tl.constexpr):
+    # One program per target i and block of heads: phi(q_i) once, in
+    # [B_H, CHUNKS, B_R]; phi(k_j) per in-edge, a chunk at a time.
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_chunk = tl.arange(0, CHUNKS)
+    q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, offs_chunk, H,
+                                 D, R, num_sets, BLOCK_H, BLOCK_R, CHUNKS)
+    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
+    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    # The sources of the first tile; each tile loads the next one's before
+    # its own work (so that its latency overlaps the work):
+    j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
+                     other=0)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = j_next.to(tl.int64)
+        j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
+        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        t = scale * _dot(q_cos, q_sin, k, points, j, offs_h, offs_r,
+                         offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E,
+                         BLOCK_H, BLOCK_R, CHUNKS)
+        # The edges' t for the backward kernels (CSR order):
+        tl.store(t_out + e[:, None] * H + offs_h[None, :], t, mask=mask_eh)
+        logit, _ = _link(t, eps, True)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        running_max, running_sum, acc = _aggregate(
+            running_max, running_sum, acc, logit, values, row, offs_c, C,
+            mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
+            HAS_DROPOUT)
+    _finish(out, row_max, row_den, acc, running_max, running_sum, i, offs_h,
+            offs_c, H, C, mask_h, mask_hc)
+
+
+def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
+                       row_den, delta, grad_out, grad_q, grad_angles, t_saved,
+                       seed, scale, eps, dropout, keep_scale, H,
+                       D: tl.constexpr, R, C, num_sets, STORE_ANGLES: tl.constexpr,
+                       HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                       BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+                       BLOCK_C: tl.constexpr, BLOCK_D: tl.constexpr,
+                       CHUNKS: tl.constexpr):
+    # One program per target i and block of heads; the edges' t comes from
+    # the forward pass (contiguous in CSR order), and each in-edge's
+    # phi(k_j) is made once, a chunk at a time.
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        rowptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_chunk = tl.arange(0, CHUNKS)
+    g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
+    m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
+    acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    # The sources of the first tile; each tile loads the next one's before
+    # its own work (so that its latency overlaps the work):
+    j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
+                     other=0)
+    for first in range(start, stop, BLOCK_E):
+        e = first + offs_e
+        mask_e = e < stop
+        j = j_next.to(tl.int64)
+        j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
+        row = j[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
+                    other=0.).to(tl.float32)
+        logit, slope = _link(t, eps, True)
+        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
+        alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
+        x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+        # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
+        d_logit, _ = _logit_gradient(
+            alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
+            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        acc_cos, acc_sin = _accumulate(
+            acc_cos, acc_sin, d_logit * slope * scale, k, points, j, offs_h,
+            offs_r, offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E, BLOCK_H,
+            BLOCK_R, CHUNKS)
+    _store_gradient(grad_q, q, points, i, offs_h, offs_r, offs_chunk, acc_cos,
+                    acc_sin, grad_angles, H, D, R, num_sets, STORE_ANGLES,
+                    BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
+
+
+def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
+                       row_max, row_den, delta, grad_out, grad_k, grad_s,
+                       grad_values, grad_angles, t_saved, seed, scale, eps,
+                       dropout, keep_scale, H, D: tl.constexpr, R, C, num_sets,
+                       STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                       BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr,
+                       PREFETCH: tl.constexpr):
+    # One program per source j and block of heads; the edges' t comes from
+    # the forward pass, and each out-edge's phi(q_i) is made once, a chunk
+    # at a time.
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+        colptr, H, C, BLOCK_H, BLOCK_C)
+    offs_e = tl.arange(0, BLOCK_E)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_chunk = tl.arange(0, CHUNKS)
+    x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
+    s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
+    acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
+    # The targets of the first tile's out-edges: with PREFETCH each tile
+    # loads the next one's before its own work (their CSR positions, read
+    # by t and the dropout mask, are loaded in it):
+    i_next = tl.load(csc_dst + start + offs_e, mask=start + offs_e < stop,
+                     other=0)
+    for first in range(start, stop, BLOCK_E):
+        kk = first + offs_e
+        mask_e = kk < stop
+        if PREFETCH:
+            i = i_next.to(tl.int64)
+            i_next = tl.load(csc_dst + kk + BLOCK_E,
+                             mask=kk + BLOCK_E < stop, other=0)
+        else:
+            i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
+        e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
+        row = i[:, None] * H + offs_h[None, :]
+        mask_eh = mask_e[:, None] & mask_h[None, :]
+        t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
+                    other=0.).to(tl.float32)
+        logit, slope = _link(t, eps, True)
+        m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
+        alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
+        g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
+        d_logit, kept = _logit_gradient(
+            alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
+            H, dropout, keep_scale, HAS_DROPOUT)
+        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
+        acc_s += tl.sum(d_logit, axis=0)
+        acc_cos, acc_sin = _accumulate(
+            acc_cos, acc_sin, d_logit * slope * scale, q, points, i, offs_h,
+            offs_r, offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E, BLOCK_H,
+            BLOCK_R, CHUNKS)
+    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
+             acc_x, mask=mask_hc)
+    tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
+    _store_gradient(grad_k, k, points, j, offs_h, offs_r, offs_chunk, acc_cos,
+                    acc_sin, grad_angles, H, D, R, num_sets, STORE_ANGLES,
+                    BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
+
+
+def _kernels():
+    r"""The jitted kernels by name, ``'forward'``, ``'backward_dst'`` and
+    ``'backward_src'`` (Triton is imported and the kernels are jitted on
+    the first call; :mod:`ikgat.ops.transformer_attention` reports a missing
+    Triton before)."""
+    global triton, tl, _sincos, _D_STEP, _features, _angle_gradients
+    global _add_chunk
+    global _chunk
+    global _own_features, _dot, _accumulate, _store_gradient, _KERNELS
+    if _KERNELS is None:
+        import triton as triton_module
+        import triton.language as tl_module
+        triton, tl = triton_module, tl_module
+        # The steps shared with the other fused kernels
+        # (ikgat.ops.attention_steps):
+        bind_steps(globals())
+        # Sine and cosine from one range reduction, as the node terms'
+        # (ikgat.ops.node_terms_triton), without libdevice's slow path:
+        _sincos = sincos()
+        _D_STEP = tl.constexpr(D_STEP)
+        _features = triton.jit(_features_body)
+        _angle_gradients = triton.jit(_angle_gradients_body)
+        _add_chunk = triton.jit(_add_chunk_body)
+        _chunk = triton.jit(_chunk_body)
+        _own_features = triton.jit(_own_features_body)
+        _dot = triton.jit(_dot_body)
+        _accumulate = triton.jit(_accumulate_body)
+        _store_gradient = triton.jit(_store_gradient_body)
+        _KERNELS = dict(
+            forward=triton.jit(_forward_body),
+            backward_dst=triton.jit(_backward_dst_body),
+            backward_src=triton.jit(_backward_src_body),
+        )
+    return _KERNELS

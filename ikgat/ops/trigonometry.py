@@ -1,0 +1,70 @@
+r"""Cosines and sines of the random-feature angles, for the CPU paths of
+:mod:`ikgat.ops.node_terms` (node against anchor) and
+:mod:`ikgat.ops.edge_fourier` (query against key).
+
+:func:`cos_sin` returns :math:`\cos a` and :math:`\sin a` of a tensor of
+angles.  On CPU, while torch runs on at most :data:`NUMPY_THREADS`
+threads, it takes them from NumPy's ufuncs, whose float32 and float64
+``cos``/``sin`` are SIMD loops (AVX-512 where the CPU has it) about 2.6
+times faster per thread than ATen's on the machine of
+``benchmarks/results/transformer_speed.md`` (an AMD EPYC; 0.53 against
+1.33 ns per float32 element), equally accurate (within :math:`2 \cdot
+10^{-7}` of float64 over :math:`|a| \le 250`;
+``tests/ops/test_trigonometry.py``).
+The per-element times, on one thread::
+
+    OMP_NUM_THREADS=1 python -m timeit -s "import numpy as np, torch; \
+        a = torch.randn(262144) * 10; x = a.numpy(); y = x.copy()" \
+        "np.cos(x, out=y)"    # and "torch.cos(a)"
+
+Which is faster depends on the CPU: on an Intel Xeon of this project's
+machines (AVX-512, without NumPy's ``AVX512_ICL`` targets; NumPy
+2.4.6, torch 2.13.0) the order reversed, 0.99 against 0.67 ns per float32
+element (:math:`2^{18}` angles, median of 30, one thread), and a
+PubMed-size fwd+bwd step of ``IKTransformerConv`` ``direct`` took 958 ms
+through NumPy against 913 ms through ATen (:data:`NUMPY_THREADS` set to
+0; median of 7, alternating).  The choice is kept fixed rather than timed
+at run time, so that a seeded run computes the same numbers on the same
+machine.
+
+NumPy's loops run on one thread, so that with more torch threads ATen's
+parallel ones are used.  The arrays share the tensors' memory: nothing is
+copied.
+"""
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+#: The most torch threads for which NumPy's single-threaded ufuncs are
+#: used (beyond it ATen's multi-threaded kernels are faster).
+NUMPY_THREADS = 2
+
+
+def _numpy_applies(angles: Tensor) -> bool:
+    return (angles.device.type == 'cpu'
+            and angles.dtype in (torch.float32, torch.float64)
+            and not angles.requires_grad
+            and torch.get_num_threads() <= NUMPY_THREADS)
+
+
+def cos_sin(angles: Tensor, cos: Optional[Tensor] = None,
+            sin: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    r"""Return :math:`(\cos a, \sin a)` of :obj:`angles`, written into
+    :obj:`cos` and :obj:`sin` when given (tensors of the angles' shape,
+    dtype and device; :obj:`sin` may be :obj:`angles` itself, overwritten
+    after the cosines are taken).  Not differentiable: for the custom
+    operators' forward and backward implementations."""
+    if cos is None:
+        cos = torch.empty_like(angles, memory_format=torch.contiguous_format)
+    if sin is None:
+        sin = torch.empty_like(angles, memory_format=torch.contiguous_format)
+    if _numpy_applies(angles) and cos.dtype == sin.dtype == angles.dtype:
+        values = angles.numpy()
+        np.cos(values, out=cos.numpy())
+        np.sin(values, out=sin.numpy())
+    else:
+        torch.cos(angles, out=cos)
+        torch.sin(angles, out=sin)
+    return cos, sin

@@ -1,0 +1,31 @@
+"""Old names keep working for one release, with a warning naming the new
+one: moved modules are aliases of the modules they moved to."""
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+import ikgat
+from ikgat.deprecation import MOVED_MODULES
+
+
+@pytest.mark.parametrize('old, new', sorted(MOVED_MODULES.items()))
+def test_a_moved_module_is_its_new_module_with_a_warning(old, new):
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f'{old} moved to {new}'):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    parent, _, child = old.rpartition('.')
+    assert getattr(sys.modules[parent], child) is module
+
+
+def test_the_old_files_are_gone():
+    root = Path(ikgat.__path__[0]).parent
+    for old in MOVED_MODULES:
+        assert not (root / (old.replace('.', '/') + '.py')).exists(), old
+
+
+def test_unknown_names_are_not_caught():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module('ikgat.nn.no_such_module')
