@@ -8,7 +8,7 @@ For each Triton kernel (the fused attention's ``_forward_body``,
 terms' ``_estimate_body``, ``_grad_x_body``, ``_grad_points_body``) at a
 graph size, it counts the bytes moved, the FLOPs and the transcendental
 operations of one launch, takes the launch's grid and block constants from
-the wrappers' own functions (:func:`~ikgat.ops.gat_attention.edge_tiling`,
+the wrappers' own functions (:func:`~ikgat.ops.attention_steps.edge_tiling`,
 :func:`~ikgat.ops.node_terms_triton.block_sizes`, :data:`MAX_PARTIALS`, ...),
 its registers from the compile check (``benchmarks/results/gpu_compile.json``
 of :mod:`benchmarks.gpu_compile`), and predicts its time on an H100.
@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ikgat.durable import check_writable
-from ikgat.ops.gat_attention import TILE_ELEMENTS, edge_tiling
+from ikgat.ops.attention_steps import TILE_ELEMENTS, edge_tiling
 from ikgat.ops.node_terms_triton import (
     MAX_PARTIALS,
     block_sizes,
@@ -287,7 +287,7 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     backward, every target and source a node of :obj:`graph`), with the
     block constants of :func:`~ikgat.ops.gat_attention._attention_forward`
     and ``_attention_backward`` (:obj:`tiling`: today's
-    :func:`~ikgat.ops.gat_attention.edge_tiling`, or
+    :func:`~ikgat.ops.attention_steps.edge_tiling`, or
     :func:`tiling_6257efe`)."""
     n, e = graph.nodes, graph.edges_with_loops
     lam = graph.edges / max(1, graph.nodes)
@@ -716,7 +716,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv with a random-feature
     kernel (:mod:`ikgat.ops.transformer_fourier`), one launch of each
     kernel per layer step, with the blocks of
-    :func:`~ikgat.ops.transformer_attention.fourier_tiling`: one program per
+    :func:`~ikgat.ops.transformer_fourier.fourier_tiling`: one program per
     node and block of :math:`B_H` heads; per edge tile the edge indices,
     then per edge the other end's :math:`D` floats of :math:`B_H` heads
     (instead of a :math:`2R` table row) and the rows of the tables kernels
@@ -731,7 +731,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     floats). The spectral points (:math:`m H R D` floats) come from L2.
     Each kernel loads the next tile's other ends (sources, or the
     per-source kernel's targets where
-    :func:`~ikgat.ops.transformer_attention.prefetches_targets`) before the
+    :func:`~ikgat.ops.transformer_fourier.prefetches_targets`) before the
     current tile's work, so that one dependent round trip per tile remains
     (the gather of the other end's row), not two.  The forward kernel
     stores each edge's :math:`t` (:math:`E H` floats) and both backward
@@ -740,7 +740,7 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     adding (backward) each block of its :math:`[B_H, \text{CHUNKS}, B_R]`
     own-node tiles of cos and sin through a one-hot select: a select and an
     add per element of each tile and chunk, per edge tile."""
-    from ikgat.ops.transformer_attention import (
+    from ikgat.ops.transformer_fourier import (
         fourier_tiling,
         prefetches_targets,
     )
@@ -912,7 +912,7 @@ H100_6257EFE = {
     'GATConv step': (10.2, 'anchors.txt 10.17, speed_cuda.txt 10.05'),
 }
 #: What the H100 runs of 2026-11-26 measured at arxiv size (ms, one layer
-#: forward + backward, float32; ``benchmarks/results/cuda-2026-11-26-h100``,
+#: forward + backward, float32; ``benchmarks/results/archive/cuda-2026-11-26-h100``,
 #: run 3 at commit b9c3fba, ``gpu_speed`` medians of 10 interleaved rounds).
 H100_2026_11_26 = {
     'rbf': (5.232, 'run3_gpu_speed_transformer.md'),
@@ -921,7 +921,7 @@ H100_2026_11_26 = {
     'TransformerConv': (11.184, 'run3_gpu_speed_transformer.md'),
 }
 #: What the H100 runs of 2026-11-27 measured at arxiv size with the
-#: per-node tables (ms; ``benchmarks/results/cuda-2026-11-27-h100``, run 5
+#: per-node tables (ms; ``benchmarks/results/archive/cuda-2026-11-27-h100``, run 5
 #: at a1e4e86, ``benchmarks.gpu_speed``): each step with TransformerConv's
 #: eager step of the same run.
 H100_2026_11_27 = {
@@ -1081,7 +1081,7 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
     rbf_old = ikgat_layer(ARXIV, 'rbf', rows=rows, ops_key='rbf@6257efe',
                           hw=hw, tiling=tiling_6257efe)
     gat = gatconv_step(ARXIV, hw=hw)
-    out += ['## Check against the H100 study (commit 6257efe, arxiv size)',
+    out += ['## Check against the first H100 study (arxiv size)',
             '', '| what | measured ms | predicted ms | predicted / measured '
             '| source |', '|---|---:|---:|---:|---|']
     checks = [(f'`{name}`', H100_6257EFE[name], attention[name].predicted)

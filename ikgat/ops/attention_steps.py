@@ -327,6 +327,47 @@ def edge_tiling(num_edges: int, num_nodes: int, row: int,
                 num_warps=4 if block_e * row <= budget else 8)
 
 
+#: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
+#: and of one edge tile of the three kernels: half the GAT kernels'
+#: :data:`TILE_ELEMENTS`.  Their 3-D tiles
+#: (edges x heads x features) keep more registers live per element than
+#: the GAT kernels' 2-D ones: at 2,048-element tiles the backward kernels
+#: reached 128 registers (16 resident warps per SM) and spilled with
+#: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
+ROW_ELEMENTS = TILE_ELEMENTS // 2
+def head_block(heads: int, width: int, channels: int,
+               row_elements: int = ROW_ELEMENTS) -> int:
+    r""":math:`B_H`: all heads in one program while a gathered row of
+    :math:`B_H \times \max(B_D, B_C)` floats fits :obj:`row_elements`,
+    else the largest power of two that does (the grid's second axis walks
+    the head blocks)."""
+    row = max(next_power_of_2(width), next_power_of_2(channels))
+    return max(1, min(next_power_of_2(heads), row_elements // row))
+
+
+def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
+           channels: int, row_elements: int = ROW_ELEMENTS,
+           tile_elements: int = ROW_ELEMENTS, min_edges: int = 2) -> dict:
+    r"""The block constants and warps of the three kernels: :math:`B_H`
+    (:func:`head_block` for rows of :obj:`row_elements`), :math:`B_D`,
+    :math:`B_C` and the edge block of
+    :func:`edge_tiling` for rows of :math:`B_H
+    \times \max(B_D, B_C)` elements, tiles of :obj:`tile_elements` (at
+    least :obj:`min_edges` edges while they fit, and two: 8 warps
+    above)."""
+    block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
+    block_h = head_block(heads, width, channels, row_elements)
+    return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
+                **edge_tiling(num_edges, num_nodes,
+                              block_h * max(block_d, block_c),
+                              tile_elements, min_edges))
+
+
+def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
+    r"""One program per node and block of :math:`B_H` heads."""
+    return (num_nodes, -(-heads // constants['BLOCK_H']))
+
+
 def keep_scale(dropout: float) -> float:
     r"""The factor :math:`1/(1 - p)` of the kept weights, for :math:`p` =
     :obj:`dropout`; :obj:`0` for :math:`p \ge 1` (every weight is

@@ -76,7 +76,7 @@ FlashAttention, :math:`D_{i,h} = G_{i,h}^\top\mathrm{out}_{i,h}` (one
    :math:`\partial L/\partial U_i = c \sum_e \partial L/\partial t_e\,
    V_j`;
 2. per source and block of heads, over its out-edges (the CSC order of
-   :func:`~ikgat.ops.gat_attention.prepare_csr`):
+   :func:`~ikgat.ops.csr.prepare_csr`):
    :math:`\partial L/\partial V_j = c \sum_e \partial L/\partial t_e\,
    U_i`, :math:`\partial L/\partial s_j = \sum_e \partial L/\partial
    \ell_e` and :math:`\partial L/\partial X_j = \sum_e \tilde\alpha_e G_i`.
@@ -109,10 +109,11 @@ import torch
 from torch import Tensor
 
 from ikgat.ops.attention_steps import (
-    TILE_ELEMENTS,
+    ROW_ELEMENTS,
     bind_steps,
-    edge_tiling,
+    grid,
     keep_scale,
+    tiling,
     torch_keep,
 )
 from ikgat.ops.csr import AttentionCSR, prepare_csr
@@ -120,6 +121,7 @@ from ikgat.ops.dtypes import accumulation_dtype
 from ikgat.ops.fourier_features import angle_product, fourier_features
 from ikgat.ops.runtime import ATTENTION_SWITCH, launch, next_power_of_2
 from ikgat.ops.transformer_fourier import _kernels as fourier_kernels
+from ikgat.ops.transformer_fourier import fourier_tiling, prefetches_targets
 
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
 #: The links :math:`\lambda` of the logit (see the module docstring):
@@ -306,123 +308,6 @@ _BACKWARD_SCHEMA = (
     f'Tensor row_max, Tensor row_den, Tensor t, {_OPTIONS}, '
     f'bool use_triton, bool[] needs) '
     f'-> (Tensor, Tensor, Tensor, Tensor, Tensor)')
-
-
-#: The elements of one gathered row (:math:`B_H \times \max(B_D, B_C)`)
-#: and of one edge tile of the three kernels: half the GAT kernels'
-#: :data:`~ikgat.ops.gat_attention.TILE_ELEMENTS`.  Their 3-D tiles
-#: (edges x heads x features) keep more registers live per element than
-#: the GAT kernels' 2-D ones: at 2,048-element tiles the backward kernels
-#: reached 128 registers (16 resident warps per SM) and spilled with
-#: dropout at 16 x 8 x 8 (``benchmarks.gpu_compile``).
-ROW_ELEMENTS = TILE_ELEMENTS // 2
-#: The row of the kernels of :mod:`ikgat.ops.transformer_fourier` with
-#: wide value rows (:math:`B_H \times B_R`, one half of :math:`\phi`;
-#: their edge tiles stay :data:`ROW_ELEMENTS`, at 4 warps), and the
-#: per-source kernel's chunk of points: three live tiles per edge (angles,
-#: cosines, sines) besides the softmax's.  With rows of
-#: :data:`ROW_ELEMENTS` the per-source backward, when it still made its
-#: own node's features, spilled 56 bytes with dropout at 8 heads x R = 64,
-#: and 24 bytes with half of it (``benchmarks.gpu_compile``, Triton 3.9,
-#: sm_90); a quarter built without spill at 128 registers, in four-warp
-#: programs of 4 edges.
-FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
-#: The smallest edge block of the wide-row tiles: at blocks of 2 edges
-#: (graphs of mean in-degree 2 or less) the per-source backward with learned
-#: points and dropout spilled 28 bytes at 8 heads x R = 64 (Triton 3.9,
-#: sm_90, 128 registers), and at 4 it built without
-#: (``benchmarks.gpu_compile``, degrees 2 and 4).
-FOURIER_MIN_EDGES = 4
-#: The head rows (:math:`B_H \times R`) and smallest edge block of the
-#: three kernels of :mod:`ikgat.ops.transformer_fourier`.  The forward
-#: stores each edge's t and both backward kernels read it, so that no
-#: backward kernel makes its own node's features before the sum; each makes
-#: the other end's :math:`\phi` once per edge, in ``CHUNKS`` chunks of
-#: :data:`FOURIER_ROW_ELEMENTS` / :math:`B_H` points, tiles of
-#: :data:`ROW_ELEMENTS` / 2 (all 8 heads at R = 64: chunks of 16 points, 2
-#: edges).  With the per-target kernels' whole-R rows, 8 heads in one-edge
-#: tiles spilled 24-48 bytes (Triton 3.6, sm_80); the per-source kernel at 4
-#: edges spilled 56-84 bytes on sm_80 (``benchmarks.gpu_compile``).
-CHUNKED_TILES = (ROW_ELEMENTS, 2)
-#: The widest value rows (:math:`B_H \times B_C` floats) of the chunked
-#: tiles: 8 heads x 8 channels (R = 64) build at 128 registers without
-#: spill; in the forward kernel 4 heads x 64 channels (R = 128) spilled
-#: 20-28 bytes (Triton 3.9, sm_90), so wider value rows take rows within
-#: :data:`FOURIER_ROW_ELEMENTS`.
-CHUNKED_VALUE_ROW = 64
-
-
-def head_block(heads: int, width: int, channels: int,
-               row_elements: int = ROW_ELEMENTS) -> int:
-    r""":math:`B_H`: all heads in one program while a gathered row of
-    :math:`B_H \times \max(B_D, B_C)` floats fits :obj:`row_elements`,
-    else the largest power of two that does (the grid's second axis walks
-    the head blocks)."""
-    row = max(next_power_of_2(width), next_power_of_2(channels))
-    return max(1, min(next_power_of_2(heads), row_elements // row))
-
-
-def tiling(num_edges: int, num_nodes: int, heads: int, width: int,
-           channels: int, row_elements: int = ROW_ELEMENTS,
-           tile_elements: int = ROW_ELEMENTS, min_edges: int = 2) -> dict:
-    r"""The block constants and warps of the three kernels: :math:`B_H`
-    (:func:`head_block` for rows of :obj:`row_elements`), :math:`B_D`,
-    :math:`B_C` and the edge block of
-    :func:`~ikgat.ops.gat_attention.edge_tiling` for rows of :math:`B_H
-    \times \max(B_D, B_C)` elements, tiles of :obj:`tile_elements` (at
-    least :obj:`min_edges` edges while they fit, and two: 8 warps
-    above)."""
-    block_d, block_c = next_power_of_2(width), next_power_of_2(channels)
-    block_h = head_block(heads, width, channels, row_elements)
-    return dict(BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_C=block_c,
-                **edge_tiling(num_edges, num_nodes,
-                              block_h * max(block_d, block_c),
-                              tile_elements, min_edges))
-
-
-def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
-                   num_points: int, channels: int) -> dict:
-    r""":func:`tiling` of the three kernels of
-    :mod:`ikgat.ops.transformer_fourier`: while the value rows (:math:`B_H
-    \times B_C`) are at most :data:`CHUNKED_VALUE_ROW`, the head rows of
-    :data:`CHUNKED_TILES`, :math:`R` in ``CHUNKS`` blocks of ``BLOCK_R``
-    points; wider value rows take rows within :data:`FOURIER_ROW_ELEMENTS`
-    in edge blocks of at least :data:`FOURIER_MIN_EDGES` (one chunk)."""
-    row_elements, min_edges = CHUNKED_TILES
-    block_h = head_block(heads, num_points, channels, row_elements)
-    block_r, block_c = next_power_of_2(num_points), next_power_of_2(channels)
-    if block_h * block_c > CHUNKED_VALUE_ROW:
-        constants = tiling(num_edges, num_nodes, heads, num_points,
-                           channels, FOURIER_ROW_ELEMENTS,
-                           min_edges=FOURIER_MIN_EDGES)
-        chunk = constants.pop('BLOCK_D')
-    else:
-        chunk = max(1, min(block_r, FOURIER_ROW_ELEMENTS // block_h))
-        constants = dict(BLOCK_H=block_h, BLOCK_C=block_c, **edge_tiling(
-            num_edges, num_nodes, block_h * max(chunk, block_c),
-            ROW_ELEMENTS // 2, min_edges))
-    return dict(constants, BLOCK_R=chunk, CHUNKS=block_r // chunk)
-
-
-#: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
-#: which the per-source kernel of :mod:`ikgat.ops.transformer_fourier` loads
-#: the next tile's targets ahead: at 8 heads x 8 (R = 64) and 1 x 64 (R =
-#: 128) it builds without spill (``benchmarks.gpu_compile``); wider rows
-#: are outside that check's grid and load them in the tile.
-PREFETCH_ROW = 64
-
-
-def prefetches_targets(constants: dict) -> bool:
-    r"""Whether the per-source kernel with random features loads the next
-    tile's targets ahead (``PREFETCH``): its rows of :math:`B_H \times
-    \max(B_C, B_D)` floats are at most :data:`PREFETCH_ROW`."""
-    return constants['BLOCK_H'] * max(constants['BLOCK_C'],
-                                      constants['BLOCK_D']) <= PREFETCH_ROW
-
-
-def grid(num_nodes: int, heads: int, constants: dict) -> tuple:
-    r"""One program per node and block of :math:`B_H` heads."""
-    return (num_nodes, -(-heads // constants['BLOCK_H']))
 
 
 #: The widest gathered row (:math:`B_H \times \max(B_D, B_C)` floats) of
@@ -750,7 +635,7 @@ def fused_transformer_attention(
         values (torch.Tensor): Values :math:`X`, :math:`(N_s, H, C)`.
         edge_index_or_csr (torch.Tensor or AttentionCSR): Edge indices
             :math:`(2, E)`, or their
-            :func:`~ikgat.ops.gat_attention.prepare_csr`.
+            :func:`~ikgat.ops.csr.prepare_csr`.
         num_dst (int): The number of targets :math:`N_t`.
         link (str, optional): :math:`\lambda`, one of :data:`LINKS`.
             (default: :obj:`'identity'`)

@@ -58,7 +58,7 @@ angles, and gathers :math:`D` floats instead of :math:`2R`.
 Each kernel loads the next edge tile's other ends before the current
 tile's work, so that the load's latency overlaps it (the per-source
 kernel where its rows are narrow: ``PREFETCH``,
-:func:`~ikgat.ops.transformer_attention.prefetches_targets`).
+:func:`prefetches_targets`).
 The tiles are :math:`B_E \times B_H \times B_R` (edges, heads, points);
 the angles are accumulated over :math:`d` from single columns, so that no
 tile carries the :math:`D` axis.  The loops over :math:`d` (``D`` is a
@@ -76,8 +76,15 @@ tiling and registered operators are :mod:`ikgat.ops.transformer_attention`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-from ikgat.ops.attention_steps import bind_steps
+from ikgat.ops.attention_steps import (
+    ROW_ELEMENTS,
+    bind_steps,
+    edge_tiling,
+    head_block,
+    tiling,
+)
 from ikgat.ops.node_terms_triton import sincos
+from ikgat.ops.runtime import next_power_of_2
 
 #: Columns of the vectors per unrolled step of the loops over :math:`d`
 #: (``tl.static_range``), so that a step's loads issue together.  Whole
@@ -422,6 +429,82 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
     _store_gradient(grad_k, k, points, j, offs_h, offs_r, offs_chunk, acc_cos,
                     acc_sin, grad_angles, H, D, R, num_sets, STORE_ANGLES,
                     BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
+
+
+#: The row of the kernels of :mod:`ikgat.ops.transformer_fourier` with
+#: wide value rows (:math:`B_H \times B_R`, one half of :math:`\phi`;
+#: their edge tiles stay :data:`ROW_ELEMENTS`, at 4 warps), and the
+#: per-source kernel's chunk of points: three live tiles per edge (angles,
+#: cosines, sines) besides the softmax's.  With rows of
+#: :data:`ROW_ELEMENTS` the per-source backward, when it still made its
+#: own node's features, spilled 56 bytes with dropout at 8 heads x R = 64,
+#: and 24 bytes with half of it (``benchmarks.gpu_compile``, Triton 3.9,
+#: sm_90); a quarter built without spill at 128 registers, in four-warp
+#: programs of 4 edges.
+FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
+#: The smallest edge block of the wide-row tiles: at blocks of 2 edges
+#: (graphs of mean in-degree 2 or less) the per-source backward with learned
+#: points and dropout spilled 28 bytes at 8 heads x R = 64 (Triton 3.9,
+#: sm_90, 128 registers), and at 4 it built without
+#: (``benchmarks.gpu_compile``, degrees 2 and 4).
+FOURIER_MIN_EDGES = 4
+#: The head rows (:math:`B_H \times R`) and smallest edge block of the
+#: three kernels of :mod:`ikgat.ops.transformer_fourier`.  The forward
+#: stores each edge's t and both backward kernels read it, so that no
+#: backward kernel makes its own node's features before the sum; each makes
+#: the other end's :math:`\phi` once per edge, in ``CHUNKS`` chunks of
+#: :data:`FOURIER_ROW_ELEMENTS` / :math:`B_H` points, tiles of
+#: :data:`ROW_ELEMENTS` / 2 (all 8 heads at R = 64: chunks of 16 points, 2
+#: edges).  With the per-target kernels' whole-R rows, 8 heads in one-edge
+#: tiles spilled 24-48 bytes (Triton 3.6, sm_80); the per-source kernel at 4
+#: edges spilled 56-84 bytes on sm_80 (``benchmarks.gpu_compile``).
+CHUNKED_TILES = (ROW_ELEMENTS, 2)
+#: The widest value rows (:math:`B_H \times B_C` floats) of the chunked
+#: tiles: 8 heads x 8 channels (R = 64) build at 128 registers without
+#: spill; in the forward kernel 4 heads x 64 channels (R = 128) spilled
+#: 20-28 bytes (Triton 3.9, sm_90), so wider value rows take rows within
+#: :data:`FOURIER_ROW_ELEMENTS`.
+CHUNKED_VALUE_ROW = 64
+
+
+def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
+                   num_points: int, channels: int) -> dict:
+    r""":func:`tiling` of the three kernels of
+    :mod:`ikgat.ops.transformer_fourier`: while the value rows (:math:`B_H
+    \times B_C`) are at most :data:`CHUNKED_VALUE_ROW`, the head rows of
+    :data:`CHUNKED_TILES`, :math:`R` in ``CHUNKS`` blocks of ``BLOCK_R``
+    points; wider value rows take rows within :data:`FOURIER_ROW_ELEMENTS`
+    in edge blocks of at least :data:`FOURIER_MIN_EDGES` (one chunk)."""
+    row_elements, min_edges = CHUNKED_TILES
+    block_h = head_block(heads, num_points, channels, row_elements)
+    block_r, block_c = next_power_of_2(num_points), next_power_of_2(channels)
+    if block_h * block_c > CHUNKED_VALUE_ROW:
+        constants = tiling(num_edges, num_nodes, heads, num_points,
+                           channels, FOURIER_ROW_ELEMENTS,
+                           min_edges=FOURIER_MIN_EDGES)
+        chunk = constants.pop('BLOCK_D')
+    else:
+        chunk = max(1, min(block_r, FOURIER_ROW_ELEMENTS // block_h))
+        constants = dict(BLOCK_H=block_h, BLOCK_C=block_c, **edge_tiling(
+            num_edges, num_nodes, block_h * max(chunk, block_c),
+            ROW_ELEMENTS // 2, min_edges))
+    return dict(constants, BLOCK_R=chunk, CHUNKS=block_r // chunk)
+
+
+#: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
+#: which the per-source kernel of :mod:`ikgat.ops.transformer_fourier` loads
+#: the next tile's targets ahead: at 8 heads x 8 (R = 64) and 1 x 64 (R =
+#: 128) it builds without spill (``benchmarks.gpu_compile``); wider rows
+#: are outside that check's grid and load them in the tile.
+PREFETCH_ROW = 64
+
+
+def prefetches_targets(constants: dict) -> bool:
+    r"""Whether the per-source kernel with random features loads the next
+    tile's targets ahead (``PREFETCH``): its rows of :math:`B_H \times
+    \max(B_C, B_D)` floats are at most :data:`PREFETCH_ROW`."""
+    return constants['BLOCK_H'] * max(constants['BLOCK_C'],
+                                      constants['BLOCK_D']) <= PREFETCH_ROW
 
 
 def _kernels():

@@ -151,8 +151,7 @@ def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
     # wrapper's own, and computing the features inside moves a fraction of
     # the bytes of gathering 2R-wide tables, for more FLOPs (sin, cos and
     # the angles of every edge, head and point).
-    from ikgat.ops.transformer_attention import fourier_tiling
-    from ikgat.ops.transformer_fourier import _forward_body
+    from ikgat.ops.transformer_fourier import _forward_body, fourier_tiling
     costs = gpu_model.fourier_pair_kernels(ARXIV, points=64, sets=2)
     assert [c.kernel for c in costs] == [
         _forward_body.__name__, '_backward_dst_body', '_backward_src_body']

@@ -16,18 +16,19 @@ pytest.importorskip('triton')
 
 import ikgat.nn.conv.ik_transformer_conv as transformer_module  # noqa: E402
 from ikgat import IKTransformerConv, MIKANTransformerConv  # noqa: E402
+from ikgat.ops.attention_steps import head_block, tiling  # noqa: E402
+from ikgat.ops.fourier_features import angle_product  # noqa: E402
 from ikgat.ops.transformer_attention import (  # noqa: E402
     IDENTITY,
     LINKS,
     LOG_SQUARE,
     _tiling,
-    angle_product,
-    fourier_tiling,
     fused_transformer_attention,
-    head_block,
-    prefetches_targets,
     table_tiling,
-    tiling,
+)
+from ikgat.ops.transformer_fourier import (  # noqa: E402
+    fourier_tiling,
+    prefetches_targets,
 )
 from tests.helpers import DEVICE, fast_few  # noqa: E402
 from tests.ops.test_gat_attention import graph  # noqa: E402
