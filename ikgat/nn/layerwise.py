@@ -5,13 +5,13 @@ For targets :math:`T = \{s, \dots, s + B - 1\}` the layer runs on the
 subgraph of their in-edges :math:`\{(j, i) : i \in T\}`, whose nodes are
 :math:`T` (first, in order) followed by the other sources.  A layer whose
 target output depends only on the target, its in-edges and their sources
-(:attr:`~ikgat.nn.conv.gat_base.GATStyleConv.local_to_in_neighbourhood`,
-:class:`~ikgat.IKTransformerConv`, and PyG's GATConv and TransformerConv)
+(:attr:`~ikgat.nn.conv.kernel_attention.AttentionLayer.local_to_in_neighbourhood`,
+and PyG's GATConv and TransformerConv)
 then gives every target its full-graph output, while memory grows with the
 batch's in-edges, not with :math:`E`.  The layer's
 self-loops are those of the subgraph's nodes, so the targets get theirs.
 Layers that summarise the graph run inside their
-:meth:`~ikgat.nn.conv.gat_base.GATStyleConv.full_graph_summary`; a layer
+:meth:`~ikgat.nn.conv.kernel_attention.AttentionLayer.full_graph_summary`; a layer
 that is not local to in-neighbourhoods (KEPGATConv's adjoint branch sums
 over out-edges) runs on the whole graph at once.
 """
@@ -21,8 +21,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from ikgat.nn.conv.gat_base import GATStyleConv
-from ikgat.nn.conv.ik_transformer_conv import IKTransformerConv
+from ikgat.nn.conv.kernel_attention import AttentionLayer
 
 
 @torch.no_grad()
@@ -45,7 +44,7 @@ def layer_over_full_graph(conv: torch.nn.Module, x: Tensor,
         raise ValueError(f'layer_over_full_graph: batch_size must be a '
                          f'positive integer (got {batch_size!r})')
     extra = () if edge_attr is None else (edge_attr, )
-    is_ours = isinstance(conv, (GATStyleConv, IKTransformerConv))
+    is_ours = isinstance(conv, AttentionLayer)
     if is_ours and not conv.local_to_in_neighbourhood:
         return conv(x, edge_index, *extra)
     num_nodes = x.size(0)

@@ -1,12 +1,11 @@
 r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import (
     Any,
     ContextManager,
     Dict,
-    Iterator,
     Optional,
     Tuple,
     Union,
@@ -32,16 +31,18 @@ from torch_geometric.utils import (
     is_torch_sparse_tensor,
     remove_self_loops,
 )
+from torch_geometric.utils.sparse import set_sparse_value
 
 import ikgat.nn.graph_cache as graph_cache
 from ikgat.nn.conv.checks import (
+    check_batch,
     check_edge_attr,
     check_edge_index,
     check_node_features,
     check_size,
     node_counts,
 )
-from ikgat.nn.conv.own_templates import OwnTemplates
+from ikgat.nn.conv.kernel_attention import AttentionLayer, Batch
 from ikgat.ops.dtypes import accumulation_dtype, promote_types
 
 #: The :mod:`~ikgat.nn.graph_cache` kind of the self-looped edges.
@@ -72,7 +73,7 @@ def without_autocast(device: torch.device) -> ContextManager:
     return torch.autocast(device.type, enabled=False)
 
 
-class GATStyleConv(OwnTemplates, MessagePassing):
+class GATStyleConv(AttentionLayer, MessagePassing):
     r"""The part of :class:`torch_geometric.nn.conv.GATConv` that does not
     depend on how attention is computed.  Subclasses add their own
     parameters, call :meth:`reset_parameters` at the end of their
@@ -82,53 +83,12 @@ class GATStyleConv(OwnTemplates, MessagePassing):
     ``att_src``, ``att_dst``, ``lin_edge``, ``att_edge``, ``res``,
     ``bias``), so a trained GATConv's state dict loads into a subclass
     (``strict=False`` for the subclass's own parameters).  The arguments are
-    GATConv's and are validated with errors that name the value.
-
-    **Sampled subgraphs.**  On a subgraph that holds every in-edge of a
-    target (a ``NeighborLoader`` batch with fan-out :obj:`-1`), a layer
-    with :attr:`local_to_in_neighbourhood` gives the target the output the
-    full graph gives it, provided that :meth:`full_graph_summary` is active
-    for layers that summarise the graph.  :attr:`sampling_caveat` says, in
-    one sentence, what differs on sampled subgraphs (:obj:`None`:
-    nothing beyond the neighbours left out by the sampler).
-
-    **Self-loops on a GPU.**  Removing the self-loops a graph already has
-    (PyG's :func:`~torch_geometric.utils.remove_self_loops`, as GATConv
-    does) selects edges with a boolean mask, a host synchronisation on
-    CUDA.  Off the CPU the self-looped edges (and the positions of the
-    edges that are not self-loops, for edge features: :math:`24 E + 16 N`
-    bytes in all) are therefore kept with the :obj:`edge_index` tensor and
-    shared by every layer given it (:mod:`ikgat.nn.graph_cache`): passing
-    the same :obj:`edge_index` to every layer and in every step, as PyG's
-    training loops do, synchronises once, in the first layer of the first
-    step.  The same edges in the same order as on CPU; an in-place change
-    of the tensor misses the cache.  (The fused path of
-    :class:`~ikgat.IKGATConv` adds the self-loops in its sort of the edges
-    instead, with no synchronisation.)
+    GATConv's and are validated with errors that name the value.  What
+    sampled subgraphs change is declared as
+    :class:`~ikgat.nn.conv.kernel_attention.AttentionLayer` says; how the
+    self-loops are kept on a GPU is in the GPU guide ("When the fused
+    kernels run").
     """
-    #: Whether a target's output depends only on the target, its in-edges
-    #: and their sources (and on :meth:`full_graph_summary`).
-    local_to_in_neighbourhood: bool = True
-    #: The ``(batch, batch_size)`` that :func:`ikgat.nn.graph_batch`
-    #: supplies to a forward pass called without :obj:`batch`, or
-    #: :obj:`None`.
-    graph_batch: Optional[Tuple[Tensor, Optional[int]]] = None
-
-    @property
-    def sampling_caveat(self) -> Optional[str]:
-        r"""What a sampled subgraph changes beyond the neighbours it leaves
-        out, or :obj:`None`."""
-        return None
-
-    @contextmanager
-    def full_graph_summary(self, x: Tensor,
-                           chunk_size: int = 65536) -> Iterator[None]:
-        r"""Within the block, evaluate forward passes on subgraphs with the
-        graph-level quantities of the graph whose node features are
-        :obj:`x` (the full graph), computed once in node chunks of
-        :obj:`chunk_size`.  Nothing to do for this layer; layers that
-        summarise the graph override it."""
-        yield
     def __init__(
         self,
         in_channels: Union[int, Tuple[int, int]],
@@ -212,18 +172,11 @@ class GATStyleConv(OwnTemplates, MessagePassing):
     def message(self, x_j: Tensor, alpha: Tensor) -> Tensor:
         return alpha.unsqueeze(-1) * x_j
 
-    def _given_batch(self, batch: Any, batch_size: Optional[int]
-                     ) -> Tuple[Any, Optional[int]]:
-        r""":obj:`batch` and :obj:`batch_size` as given to
-        :meth:`forward`, else those of :func:`ikgat.nn.graph_batch`."""
-        if batch is None and self.graph_batch is not None:
-            return self.graph_batch
-        return batch, batch_size
-
     def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
-                      edge_attr: OptTensor, size: Size) -> None:
+                      edge_attr: OptTensor, size: Size,
+                      batch: Batch = None) -> None:
         r"""Raise an error naming the offending value for malformed node
-        features, edges, edge features or ``size``; while
+        features, edges, edge features, ``size`` or graph batch; while
         :func:`torch.compile` traces, only the device-side assertion that
         the edges' indices are in range."""
         name = type(self).__name__
@@ -246,6 +199,11 @@ class GATStyleConv(OwnTemplates, MessagePassing):
         num_src, num_dst = node_counts(x, size)
         check_edge_index(name, edge_index, num_src, num_dst)
         check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
+        if isinstance(batch, (tuple, list)):
+            check_batch(name, 'batch[0]', batch[0], num_src)
+            check_batch(name, 'batch[1]', batch[1], num_dst)
+        else:
+            check_batch(name, 'batch', batch, num_src)
 
     def _project(
         self, x: Union[Tensor, OptPairTensor]
@@ -309,7 +267,8 @@ class GATStyleConv(OwnTemplates, MessagePassing):
                         size: Size) -> Tuple[Adj, OptTensor]:
         r"""GATConv's self-loops: removed, then added for the nodes that are
         both sources and targets, with :obj:`fill_value` edge features
-        (cached off the CPU, see the class docstring)."""
+        (kept with the graph off the CPU: the GPU guide, "When the fused
+        kernels run")."""
         given = edge_index
         if isinstance(edge_index, Tensor) and not is_torch_sparse_tensor(
                 edge_index) and edge_index.dtype != torch.long:
@@ -389,6 +348,25 @@ class GATStyleConv(OwnTemplates, MessagePassing):
             out = out + res
         if self.bias is not None:
             out = out + self.bias
+        return out
+
+    @staticmethod
+    def _output(out: Tensor, edge_index: Adj, alpha: OptTensor,
+                return_attention_weights: Optional[bool]
+                ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]],
+                           Tuple[Tensor, SparseTensor]]:
+        r""":obj:`out`, with the attention weights :obj:`alpha` of the
+        edges :obj:`edge_index` in GATConv's format where they are asked
+        for."""
+        if return_attention_weights:
+            assert alpha is not None
+            if isinstance(edge_index, Tensor):
+                if is_torch_sparse_tensor(edge_index):
+                    adj = set_sparse_value(edge_index, alpha)
+                    return out, (adj, alpha)
+                return out, (edge_index, alpha)
+            elif isinstance(edge_index, SparseTensor):
+                return out, edge_index.set_value(alpha, layout='coo')
         return out
 
     def __repr__(self) -> str:

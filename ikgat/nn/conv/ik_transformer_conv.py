@@ -5,6 +5,7 @@ from typing import (
     Callable,
     ContextManager,
     Dict,
+    NamedTuple,
     Optional,
     Tuple,
     Union,
@@ -26,33 +27,41 @@ from torch_geometric.utils import (
 import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.node_tables as node_tables
 import ikgat.ops.transformer_attention as transformer_attention
-from ikgat.kernels import Kernel, resolve_kernel
-from ikgat.kernels.base import check_num_spectral_points, check_positive
+from ikgat.kernels import Kernel
 from ikgat.nn.conv.checks import (
     check_batch,
     check_edge_attr,
     check_edge_index,
     check_node_features,
-    count_graphs,
 )
 from ikgat.nn.conv.decomposition import AttentionDecomposition
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
-from ikgat.nn.conv.ikgat_conv import (
+from ikgat.nn.conv.kernel_attention import (
     CSR,
+    Batch,
+    KernelAttention,
     implicit_full_graph_summary,
-    implicit_sampling_caveat,
 )
 from ikgat.nn.conv.lean_hooks import LeanPathHooks
-from ikgat.nn.conv.own_templates import OwnTemplates
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.projections import project_together
 from ikgat.ops.aggregation import attention_aggregate
 from ikgat.ops.dtypes import accumulation_dtype
 from ikgat.ops.gat_attention import prepare_csr
-from ikgat.ops.runtime import triton_usable
 
 
-class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
+class TransformerRoute(NamedTuple):
+    r"""How one forward pass of :class:`IKTransformerConv` attends, decided
+    once by :meth:`IKTransformerConv._route`."""
+    #: :func:`~ikgat.ops.transformer_attention.fused_transformer_attention`
+    #: runs its Triton kernels.
+    fused: bool
+    #: PyG's :meth:`propagate` aggregates (else edge chunks, or the fused
+    #: kernels).
+    propagate: bool
+
+
+class IKTransformerConv(KernelAttention, LeanPathHooks, TransformerConv):
     r"""Graph transformer attention whose scaled dot product is a similarity
     kernel times an :math:`L^p` magnitude, from the `"Implicit Kernel
     Attention" <https://arxiv.org/abs/2006.06147>`_ paper (Proposition 1);
@@ -102,63 +111,9 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
     (:mod:`ikgat.ops.edge_fourier`): :math:`O(E H R)` work and no
     :math:`E \times H \times 2R` tensor, with or without edge features.
 
-    **Fast paths.**  The attention runs as one fused Triton pass per
-    direction (:func:`~ikgat.ops.transformer_attention.fused_transformer_attention`:
-    online softmax, attention dropout inside, launches independent of the
-    graph's size) when all of these hold:
-
-    1. the inputs are float32 CUDA tensors (any device with
-       :attr:`fused_attention` ``= 'always'``, for tests through Triton's
-       interpreter), and Triton is usable
-       (:func:`~ikgat.ops.runtime.triton_usable`);
-    2. the kernel has a pair feature map
-       (:attr:`~ikgat.kernels.Kernel.has_pair_feature_map`: ``rbf``,
-       ``exp``, ``rff``, ``rff_ns``, ``direct``, ``implicit``), and one
-       sample of spectral points serves every node (one graph, :math:`G =
-       1`);
-    3. there are no edge features (:obj:`edge_dim` is :obj:`None`),
-       :obj:`edge_index` is a dense :class:`torch.Tensor`, and the attention
-       weights are not requested;
-    4. :attr:`fused_attention` is not :obj:`False`;
-    5. PyG's :meth:`propagate` need not run (below).
-
-    Off CUDA, :func:`torch.compile` traces the PyTorch path too (the fused
-    operator's PyTorch implementation gathers the tables per edge,
-    :math:`E \times H \times 2R` with spectral points; at PubMed size
-    compiled ``rbf`` took 358 ms through it against 192 ms through the
-    PyTorch path, and ``direct`` 26 times TransformerConv's time).
-
-    The kernels gather :math:`\tilde q, \tilde k` (:math:`D` floats per
-    edge and head).  For the random-feature kernels on CUDA they gather
-    per-node tables :math:`\phi(\tilde q)`, :math:`\phi(\tilde k)`
-    (:mod:`ikgat.ops.node_tables`: :math:`2R` floats per node and head, made
-    in one compiled pass per side, the angles recomputed in backward);
-    elsewhere, or with :data:`ikgat.ops.node_tables.ENABLED` cleared, they
-    compute the features from :math:`\tilde q, \tilde k` and the spectral
-    points in registers (:mod:`ikgat.ops.transformer_fourier`: no
-    :math:`N \times H \times 2R` table, but per edge, and on an H100 at
-    arxiv size about 2.2 times slower); an implicit kernel's
-    :obj:`num_samples` draws in evaluation are one pass over :math:`SH`
-    heads.  Otherwise the PyTorch
-    path below runs.  When Triton cannot build a kernel on the machine,
-    the call raises :class:`~ikgat.ops.runtime.KernelBuildError`
-    naming ``fused_attention=False``, the switch that avoids it.
-
-    **PyG's message passing.**  The PyTorch path aggregates the messages
-    :math:`\alpha_{i,j}(\mathbf{W}_2\mathbf{x}_j + \mathbf{W}_6
-    \mathbf{e}_{ij})` in edge chunks, without :meth:`propagate`, by the
-    rules of :class:`~ikgat.IKGATConv`'s lean aggregation: unless the
-    switch :attr:`lean_aggregation` is off (on a layer, or in a subclass
-    that defines :meth:`message`, :meth:`aggregate`, :meth:`update` or
-    :meth:`message_and_aggregate` without setting it), in explain mode
-    (the edge masks of PyG's explainers apply to the messages, and
-    ``AttentionExplainer`` reads :math:`\alpha` from :meth:`message`),
-    while a propagate, message, aggregate or message-and-aggregate hook
-    is registered through the public ``register_*_hook`` methods, or with
-    an aggregation other than a sum (``aggr='mean'``, ``'max'``, ...: a
-    keyword of :class:`~torch_geometric.nn.conv.MessagePassing`, as for
-    TransformerConv).  Then :meth:`propagate` runs and the fused path is
-    off.
+    Which backend computes the attention (fused Triton kernels, edge
+    chunks, or PyG's message passing): the GPU guide, "When the fused
+    kernels run".
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -204,12 +159,8 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         True
     """
     #: Whether :meth:`forward` may aggregate without PyG's
-    #: :meth:`propagate` (see *PyG's message passing*).
+    #: :meth:`propagate` (the GPU guide, "When the fused kernels run").
     lean_aggregation: bool = True
-    #: Whether :meth:`forward` runs the fused Triton attention on CUDA
-    #: (:obj:`True`), never (:obj:`False`), or on any device (``'always'``,
-    #: for tests through Triton's interpreter); see *Fast paths*.
-    fused_attention: Union[bool, str] = True
 
     def __init__(
         self,
@@ -242,25 +193,9 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
             raise ValueError(f"{name}: flow={self.flow!r} is not supported; "
                              f"use the default 'source_to_target' with "
                              f"edge_index.flip(0)")
-        self.num_spectral_points = check_num_spectral_points(
-            name, num_spectral_points)
-        self.p = check_positive(name, 'p', p)
-        try:
-            self.kernel = resolve_kernel(kernel, heads, out_channels,
-                                         num_spectral_points, kernel_kwargs,
-                                         pairing='vectors')
-        except ValueError as error:
-            raise ValueError(f'{name}: {error}') from None
-        self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
-        #: ``(batch, batch_size)`` supplied by :func:`ikgat.nn.graph_batch`.
-        self.graph_batch: Optional[Tuple[Tensor, Optional[int]]] = None
+        self._init_kernel(kernel, heads, out_channels, num_spectral_points,
+                          p, magnitude, kernel_kwargs, pairing='vectors')
         self.kernel.reset_parameters()
-
-    def reset_parameters(self):
-        super().reset_parameters()
-        kernel = self._modules.get('kernel')
-        if kernel is not None:
-            kernel.reset_parameters()
 
     def forward(  # noqa: F811
         self,
@@ -295,36 +230,75 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         """
         batch, batch_size = self._given_batch(batch, batch_size)
         x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-        query, key, value, x_r, edge_key, (src, dst, ptr) = self._project(
+        query, key, value, x_r, edge_key, edges = self._project(
             x_src, x_dst, edge_index, edge_attr, batch)
-        H, C = self.heads, self.out_channels
-
         num_graphs = 1
         if self.kernel.stochastic:
             num_graphs = self._num_graphs(batch, batch_size)
-        if self._fuses(edge_index, edge_key, query,
-                       return_attention_weights) and num_graphs == 1:
-            assert isinstance(edge_index, Tensor)
-            out = self._fused_attention(query, key, value, edge_index)
-        else:
-            alpha = self._attention(query, key, edge_key, src, dst, ptr,
-                                    batch, num_graphs).to(value.dtype)
-            dropped = F.dropout(alpha, p=self.dropout,
-                                training=self.training)
-            if self._runs_propagate():
-                size = (None if isinstance(edge_index, SparseTensor)
-                        or is_torch_sparse_tensor(edge_index) else
-                        (value.size(0), query.size(0)))
-                # propagate_type: (value: Tensor, alpha: Tensor,
-                #                  edge_key: OptTensor)
-                out = self.propagate(edge_index, value=value, alpha=dropped,
-                                     edge_key=edge_key, size=size)
-            else:
-                out = self._aggregate(dropped, value, edge_key, src, dst,
-                                      ptr, query.size(0))
+        route = self._route(edge_index, edge_key, query,
+                            return_attention_weights, num_graphs)
+        out, alpha = self._attend(route, query, key, value, edge_key,
+                                  edge_index, edges, batch, num_graphs)
+        out = self._heads_and_root(out, x_r)
+        if isinstance(return_attention_weights, bool):
+            if isinstance(edge_index, SparseTensor):
+                return out, edge_index.set_value(alpha, layout='coo')
+            return out, (edge_index, alpha)
+        return out
 
+    def _route(self, edge_index: Adj, edge_key: OptTensor, query: Tensor,
+               return_attention_weights: Optional[bool],
+               num_graphs: int = 1) -> TransformerRoute:
+        r"""How this forward pass attends, decided once from its inputs and
+        the layer's switches (the rules of the GPU guide, "When the fused
+        kernels run"); off CUDA, :func:`torch.compile` traces the PyTorch
+        path."""
+        fused_switch = self._fused_switch()
+        propagate = (not self._switch_on('lean_aggregation')
+                     or bool(self.explain)
+                     or bool(self._aggregation_hook_ids)
+                     or type(self.aggr_module) is not SumAggregation)
+        fused = (fused_switch is not False
+                 and query.dtype == torch.float32 and not propagate
+                 and edge_key is None
+                 and not isinstance(return_attention_weights, bool)
+                 and type(edge_index) is Tensor
+                 and edge_index.layout == torch.strided
+                 and self.kernel.has_pair_feature_map
+                 and self._triton_runs_on(query) and num_graphs == 1)
+        return TransformerRoute(fused, propagate)
+
+    def _attend(self, route: TransformerRoute, query: Tensor, key: Tensor,
+                value: Tensor, edge_key: OptTensor, edge_index: Adj,
+                edges: Tuple[Tensor, Tensor, OptTensor], batch: Batch,
+                num_graphs: int) -> Tuple[Tensor, OptTensor]:
+        r""":math:`\sum_j \alpha_{ij}(v_j + e_{ij})`, :math:`(N_t, H, C)`,
+        and the attention weights :math:`(E, H)` (:obj:`None` from the
+        fused kernels), along :obj:`route`."""
+        if route.fused:
+            assert isinstance(edge_index, Tensor)
+            return self._fused_attention(query, key, value, edge_index), None
+        src, dst, ptr = edges
+        alpha = self._attention(query, key, edge_key, src, dst, ptr, batch,
+                                num_graphs).to(value.dtype)
+        dropped = F.dropout(alpha, p=self.dropout, training=self.training)
+        if not route.propagate:
+            return self._aggregate(dropped, value, edge_key, src, dst, ptr,
+                                   query.size(0)), alpha
+        size = (None if isinstance(edge_index, SparseTensor)
+                or is_torch_sparse_tensor(edge_index) else
+                (value.size(0), query.size(0)))
+        # propagate_type: (value: Tensor, alpha: Tensor,
+        #                  edge_key: OptTensor)
+        return self.propagate(edge_index, value=value, alpha=dropped,
+                              edge_key=edge_key, size=size), alpha
+
+    def _heads_and_root(self, out: Tensor, x_r: OptTensor) -> Tensor:
+        r"""TransformerConv's finish: concatenate or average the heads,
+        then add the root term :math:`\mathbf{W}_1\mathbf{x}_i` (gated by
+        :math:`\beta` with :obj:`beta`)."""
         if self.concat:
-            out = out.view(-1, H * C)
+            out = out.view(-1, self.heads * self.out_channels)
         else:
             out = out.mean(dim=1)
         if x_r is not None:
@@ -334,34 +308,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
                 out = beta * x_r + (1 - beta) * out
             else:
                 out = out + x_r
-
-        if isinstance(return_attention_weights, bool):
-            if isinstance(edge_index, SparseTensor):
-                return out, edge_index.set_value(alpha, layout='coo')
-            return out, (edge_index, alpha)
         return out
-
-    def _fuses(self, edge_index: Adj, edge_key: OptTensor, query: Tensor,
-               return_attention_weights: Optional[bool]) -> bool:
-        r"""Whether the Triton kernels of
-        :func:`~ikgat.ops.transformer_attention.fused_transformer_attention`
-        replace the attention (rules in the class docstring; the graph
-        count is checked by the caller); else the PyTorch path runs, also
-        while :func:`torch.compile` traces off CUDA."""
-        if self.fused_attention not in (True, False, 'always'):
-            raise ValueError(f"{type(self).__name__}: 'fused_attention' must "
-                             f"be True, False or 'always' (got "
-                             f"{self.fused_attention!r})")
-        if (self.fused_attention is False or query.dtype != torch.float32
-                or self._runs_propagate()
-                or edge_key is not None
-                or isinstance(return_attention_weights, bool)
-                or type(edge_index) is not Tensor
-                or edge_index.layout != torch.strided
-                or not self.kernel.has_pair_feature_map):
-            return False
-        return ((self.fused_attention == 'always'
-                 or query.device.type == 'cuda') and triton_usable())
 
     def message(self, value_j: Tensor, alpha: Tensor,
                 edge_key: OptTensor) -> Tensor:
@@ -371,13 +318,6 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         if edge_key is not None:
             value_j = value_j + edge_key
         return alpha.unsqueeze(-1) * value_j
-
-    def _runs_propagate(self) -> bool:
-        r"""Whether the messages go through PyG's :meth:`propagate` (see
-        *PyG's message passing*)."""
-        return (not self._switch_on('lean_aggregation') or bool(self.explain)
-                or bool(self._aggregation_hook_ids)
-                or type(self.aggr_module) is not SumAggregation)
 
     def _fused_attention(self, query: Tensor, key: Tensor, value: Tensor,
                          edge_index: Tensor) -> Tensor:
@@ -391,11 +331,10 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         scale = self.out_channels**-0.25
         query, key = query * scale, key * scale
         heads, num_src, num_dst = self.heads, key.size(0), query.size(0)
-        if self.kernel.stochastic:
-            draws = 1 if self.training else self.kernel.num_samples
-            self._prepare_kernel(query, key, None, 1,
-                                 sample=self.training or draws > 1,
-                                 num_draws=draws)
+        draws = self._draws()
+        self._prepare_kernel(key, query, None,
+                             sample=self.training or draws > 1,
+                             num_draws=draws, num_graphs=1)
         tables = self.kernel.pair_feature_map(query, key)
         if tables.points is not None and node_tables.uses_tables(query):
             # Per-node feature tables for the gathered-table kernels
@@ -421,9 +360,7 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
             tables.scale, tables.eps,
             dropout=self.dropout if self.training else 0.0,
             use_triton=True, points=tables.points)
-        if draws > 1:
-            out = out.view(num_dst, draws, heads, -1).mean(1)
-        return out
+        return self._mean_of_stacked_draws(out, draws)
 
     def _attention(self, query: Tensor, key: Tensor, edge_key: OptTensor,
                    src: Tensor, dst: Tensor, ptr: OptTensor,
@@ -437,24 +374,20 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         query, key = query.to(dtype) * scale, key.to(dtype) * scale
         if edge_key is not None:
             edge_key = edge_key.to(dtype) * scale
-        passes = 1
-        if self.kernel.stochastic:
-            passes = 1 if self.training else self.kernel.num_samples
-            self._prepare_kernel(query, key, batch, num_graphs,
-                                 sample=self.training or passes > 1,
-                                 num_draws=passes)
+        draws = self._draws()
+        self._prepare_kernel(key, query, batch,
+                             sample=self.training or draws > 1,
+                             num_draws=draws, num_graphs=num_graphs)
         source_terms = self._source_terms(key, edge_key, src)
-        alpha = query.new_zeros(0)
-        for draw in range(passes):
-            if passes > 1:
-                self.kernel.select_draw(draw)
+
+        def attention() -> Tensor:  # of the kernel's current draw
             logit = self.kernel.edge_log_similarity(query, key, src, dst,
                                                     edge_key)
             if source_terms is not None:
                 logit = logit + source_terms
-            weights = softmax(logit, dst, ptr, num_nodes=query.size(0))
-            alpha = weights if draw == 0 else alpha + weights
-        return alpha / passes if passes > 1 else alpha
+            return softmax(logit, dst, ptr, num_nodes=query.size(0))
+
+        return self._mean_over_draws(draws, attention)
 
     def _source_terms(self, key: Tensor, edge_key: OptTensor,
                       src: Tensor) -> OptTensor:
@@ -491,24 +424,6 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
             terms = norm if terms is None else terms + norm
         return terms
 
-    def _num_graphs(self, batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                    batch_size: Optional[int]) -> int:
-        batch_src, batch_dst = _sides(batch)
-        return count_graphs(type(self).__name__, batch_src, batch_dst,
-                            batch_size)
-
-    def _prepare_kernel(self, query: Tensor, key: Tensor,
-                        batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                        num_graphs: int, sample: bool,
-                        num_draws: int) -> None:
-        batch_src, batch_dst = _sides(batch)
-        if num_draws == 1:
-            self.kernel.prepare(key, query, batch_src, batch_dst, num_graphs,
-                                sample)
-        else:
-            self.kernel.prepare(key, query, batch_src, batch_dst, num_graphs,
-                                sample, num_draws=num_draws)
-
     def _aggregate(self, alpha: Tensor, value: Tensor, edge_key: OptTensor,
                    src: Tensor, dst: Tensor, ptr: OptTensor,
                    num_dst: int) -> Tensor:
@@ -527,18 +442,6 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
             out = out + scatter(alpha.unsqueeze(-1) * edge_key, dst, 0,
                                 num_dst, reduce='sum')
         return out
-
-    #: A target's output depends only on it, its in-edges and their
-    #: sources (within :meth:`full_graph_summary` for the implicit
-    #: kernels): :func:`ikgat.nn.layer_over_full_graph` may run the layer
-    #: on the in-edges of a batch of targets.
-    local_to_in_neighbourhood: bool = True
-
-    @property
-    def sampling_caveat(self) -> Optional[str]:
-        r"""What differs on a sampled subgraph beyond the neighbours left
-        out, in one sentence (:obj:`None`: nothing)."""
-        return implicit_sampling_caveat(self)
 
     def full_graph_summary(self, x: Union[Tensor, PairTensor],
                            chunk_size: int = 65536) -> ContextManager[None]:
@@ -563,21 +466,6 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
 
         return implicit_full_graph_summary(self, x, scaled(self.lin_query),
                                            scaled(self.lin_key), chunk_size)
-
-    def spectral_points(self):
-        r"""The spectral point sets of a random-feature kernel, each of shape
-        :math:`(G, H, R, C)`."""
-        if not self.kernel.has_spectral_points:
-            raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
-                            f"spectral points")
-        return self.kernel.spectral_points_per_graph()
-
-    def kl_divergence(self) -> Tensor:
-        r"""The KL divergence of the variational kernel's last forward pass
-        to its prior (zero for the deterministic kernels)."""
-        if self.kernel.has_kl:
-            return self.kernel.kl_divergence()
-        return self.lin_query.weight.new_zeros(())
 
     @torch.no_grad()
     def attention_decomposition(
@@ -626,8 +514,8 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
                 # Each graph's own points, at the density's mean (the
                 # random-feature kernels have gamma = 0: the reduced
                 # log-similarity is the log-similarity):
-                self._prepare_kernel(query, key, batch, num_graphs,
-                                     sample=False, num_draws=1)
+                self._prepare_kernel(key, query, batch, sample=False,
+                                     num_graphs=num_graphs)
                 log_similarity = kernel.edge_log_similarity(
                     query, key, src, dst, edge_key)
             else:
@@ -640,14 +528,6 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         return AttentionDecomposition(torch.stack([src, dst]), log_similarity,
                                       log_magnitude,
                                       torch.zeros_like(log_similarity), alpha)
-
-    def _given_batch(self, batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                     batch_size: Optional[int]) -> Tuple[Any, Optional[int]]:
-        r""":obj:`batch` and :obj:`batch_size` as given, else those of
-        :func:`ikgat.nn.graph_batch`."""
-        if batch is None and self.graph_batch is not None:
-            return self.graph_batch
-        return batch, batch_size
 
     def _project(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
                  edge_attr: OptTensor,
@@ -718,14 +598,6 @@ class IKTransformerConv(LeanPathHooks, OwnTemplates, TransformerConv):
         return (f'{type(self).__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads}, '
                 f'kernel={type(self.kernel).__name__})')
-
-
-def _sides(batch: Union[OptTensor, Tuple[Tensor, Tensor]]
-           ) -> Tuple[OptTensor, OptTensor]:
-    r"""The source and target graph indices of :obj:`batch`."""
-    if isinstance(batch, (tuple, list)):
-        return batch[0], batch[1]
-    return batch, batch
 
 
 def _edges(edge_index: Adj, edge_attr: OptTensor

@@ -1,11 +1,8 @@
-from contextlib import contextmanager
 from typing import (
     Any,
-    Callable,
     ContextManager,
     Dict,
-    Iterator,
-    List,
+    NamedTuple,
     Optional,
     Tuple,
     Union,
@@ -22,27 +19,12 @@ from torch_geometric.typing import (
     Size,
     SparseTensor,
 )
-from torch_geometric.utils import (
-    is_torch_sparse_tensor,
-    softmax,
-)
-from torch_geometric.utils.sparse import set_sparse_value
+from torch_geometric.utils import softmax
 
 import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.gat_attention as gat_attention
-from ikgat.kernels import Kernel, resolve_kernel
-from ikgat.kernels.base import (
-    DeprecatedNumFeatures,
-    check_num_spectral_points,
-    check_positive,
-    renamed_argument,
-)
-from ikgat.kernels.implicit import finite_mean, finite_sums
-from ikgat.nn.conv.checks import (
-    check_batch,
-    count_graphs,
-    node_counts,
-)
+from ikgat.kernels import Kernel
+from ikgat.kernels.base import DeprecatedNumFeatures, renamed_argument
 from ikgat.nn.conv.decomposition import (
     AttentionDecomposition,
     attention_decomposition,
@@ -52,20 +34,40 @@ from ikgat.nn.conv.gat_base import (
     accumulation_dtype,
     without_autocast,
 )
+from ikgat.nn.conv.kernel_attention import (  # noqa: F401 (public here)
+    CSR,
+    CSR_WITH_SELF_LOOPS,
+    Batch,
+    KernelAttention,
+    implicit_full_graph_summary,
+    implicit_sampling_caveat,
+)
 from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.aggregation import attention_aggregate
 from ikgat.ops.edge_softmax import edge_logit, kernel_edge_softmax
-from ikgat.ops.runtime import triton_usable
-
-#: The :mod:`~ikgat.nn.graph_cache` kinds of the fused path's sorted edges:
-#: of the self-looped edges, and of the edges given with the self-loops
-#: added in the sort.
-CSR = 'csr'
-CSR_WITH_SELF_LOOPS = 'csr_with_self_loops'
 
 
-class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
+class GATRoute(NamedTuple):
+    r"""How one forward pass of :class:`IKGATConv` attends, decided once by
+    :meth:`IKGATConv._route` (the GPU guide, "When the fused kernels
+    run")."""
+    #: :func:`~ikgat.ops.gat_attention.fused_attention` runs its Triton
+    #: kernels (``'triton'``), its PyTorch implementation (``'torch'``,
+    #: while :func:`torch.compile` traces off CUDA), or not (:obj:`None`).
+    fused: Optional[str]
+    #: The fused operator adds the self-loops in its sort of the edges.
+    self_loops_in_sort: bool
+    #: :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` replaces PyG's
+    #: :meth:`edge_updater`.
+    lean_softmax: bool
+    #: :func:`~ikgat.ops.aggregation.attention_aggregate` replaces PyG's
+    #: :meth:`propagate`.
+    lean_aggregation: bool
+
+
+class IKGATConv(DeprecatedNumFeatures, KernelAttention, LeanPathHooks,
+                GATStyleConv):
     r"""Graph attention whose attention is a similarity kernel times an
     :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
     <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
@@ -119,98 +121,9 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
     aggregation (:func:`~ikgat.ops.aggregation.attention_aggregate`) run in
     edge chunks and keep only :math:`\alpha` per edge for backward.
 
-    **Fast paths.**  :meth:`forward` computes the attention weights with
-    :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` instead of PyG's
-    :meth:`edge_updater` and aggregates with
-    :func:`~ikgat.ops.aggregation.attention_aggregate` instead of
-    :meth:`propagate` (the same numbers up to the order of floating-point
-    additions) when all of these hold:
-
-    1. the switch is on: :attr:`lean_edge_softmax`, resp.
-       :attr:`lean_aggregation` (class attributes, :obj:`True`; set them to
-       :obj:`False` on a layer or a subclass to force PyG's path);
-    2. :obj:`edge_index` is a plain :class:`torch.Tensor` (not a sparse
-       adjacency, :class:`SparseTensor` or PyG's :class:`EdgeIndex`);
-    3. not in explain mode (:attr:`explain`, edge masks) and flow
-       ``"source_to_target"``; while :func:`torch.compile` traces, only the
-       fused path below replaces PyG's steps (a registered operator, one
-       node of the compiled graph); else PyG's steps run, which Inductor
-       fuses itself;
-    4. no hook registered through the public ``register_*_hook`` methods
-       for the steps the path skips (``edge_update`` hooks for the edge
-       softmax; ``propagate``, ``message``, ``aggregate`` and
-       ``message_and_aggregate`` hooks for the aggregation); removing the
-       hook turns the path back on;
-    5. the class does not override those steps: a subclass that defines
-       :meth:`edge_update` has :attr:`lean_edge_softmax` :obj:`False`, one
-       that defines :meth:`message`, :meth:`aggregate`, :meth:`update` or
-       :meth:`message_and_aggregate` has :attr:`lean_aggregation`
-       :obj:`False` (declared in :meth:`__init_subclass__` unless the
-       subclass sets the switch itself);
-    6. for the aggregation only: ``aggr="add"`` (a
-       :class:`~torch_geometric.nn.aggr.SumAggregation`) and
-       ``decomposed_layers=1``.
-
-    Where both lean paths apply, the softmax and the aggregation run as
-    one fused pass per neighbourhood
-    (:func:`~ikgat.ops.gat_attention.fused_attention`: online softmax,
-    logits recomputed in backward, attention dropout drawn from a
-    counter-based generator and regenerated in backward, no
-    :math:`E \times H` weights kept unless they are returned) when also
-
-    7. the switch :attr:`fused_attention` is :obj:`True` (a class attribute;
-       :obj:`False` keeps the two lean steps; ``'always'`` also runs the
-       Triton kernels on CPU tensors, through Triton's interpreter with
-       ``TRITON_INTERPRET=1``, for tests);
-    8. the tensors are on a CUDA device and Triton can be imported (the
-       Triton kernels), or :func:`torch.compile` traces the layer (the
-       registered operator's PyTorch implementation off CUDA);
-    9. the projections are float32 (float16, bfloat16 and autocast
-       models compute them in float32 too; float64 models keep the
-       lean steps, since the kernel accumulates in float32).
-
-    The same numbers up to the order of floating-point additions (a test
-    compares them through the interpreter for every kernel).  A stochastic
-    kernel's :obj:`num_samples` draws in evaluation run as one fused pass
-    of :math:`S H` heads (the projections repeated :math:`S` times) rather
-    than :math:`S` passes: the mean of the draws' outputs, as elsewhere,
-    from other random numbers.  The edges
-    sorted by target and by source
-    (:func:`~ikgat.ops.gat_attention.prepare_csr`, six int32 arrays
-    of :math:`E`) are kept with the (self-looped) :obj:`edge_index` tensor
-    (:mod:`ikgat.nn.graph_cache`), so that a graph passed to every layer
-    and in every step is sorted once for the whole model.
-
-    **Host synchronisation.**  Outside PyG's debug mode
-    (``with torch_geometric.debug():``) a CUDA forward or backward pass
-    reads no tensor value on the host: the index range and batch checks
-    run on CPU tensors and in debug mode only
-    (:func:`~ikgat.nn.conv.checks.reads_values`).  The fused path adds the
-    self-loops in its CSR sort
-    (:func:`~ikgat.ops.gat_attention.prepare_csr` with ``self_loops``),
-    so even a new graph, such as each mini-batch, needs no host read.
-    With edge features or returned attention weights it keeps the
-    self-looped edges instead, which, like the unfused path, synchronises
-    once per new graph and then keeps them with the graph (see
-    :class:`~ikgat.nn.conv.gat_base.GATStyleConv`).  Two inputs still need
-    one: a :obj:`batch` vector without :obj:`batch_size` (the number of
-    graphs is read from it; pass ``batch_size=data.num_graphs``), and
-    per-graph spectral points (:math:`G > 1`), which pad the nodes per graph
-    with :func:`~torch_geometric.utils.to_dense_batch`.
-
-    **Numbers.**  The projections, kernel terms, norms, logits, softmax and
-    aggregation run in at least float32: a float16 or bfloat16 model
-    (``model.half()``, ``model.bfloat16()``) or :func:`torch.autocast`
-    computes them in float32 and rounds the attention weights and the output
-    once, to the dtypes GATConv returns (so autocast does not make this
-    layer faster).  The magnitude term would amplify the rounding of a
-    half-precision projection :math:`k_j` by :math:`\|k_j\|`.  With
-    ``kernel='rbf', p=2`` the node terms are written so that the nodes'
-    squared norms cancel algebraically
-    (:meth:`~ikgat.kernels.Kernel.reduced_log_similarity`): the logits are
-    GAT's at any input scale.  Other kernels clamp :math:`\|\cdot\|_p^2`
-    at :math:`e^{40}` (:mod:`ikgat.nn.norms`).  A NaN or infinite input row
-    makes NaN only the output rows that attend to it, as in GATConv.
+    Which backend computes the attention (fused Triton kernels, edge
+    chunks, or PyG's message passing), what reads values on the host, and
+    in which precision: the GPU guide, "When the fused kernels run".
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
@@ -275,15 +188,13 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
           (|\mathcal{E}|, H)))` if bipartite
     """
     #: Whether :meth:`forward` may aggregate through
-    #: :func:`~ikgat.ops.aggregation.attention_aggregate` (see *Fast paths*).
+    #: :func:`~ikgat.ops.aggregation.attention_aggregate` instead of PyG's
+    #: :meth:`propagate` (the GPU guide, "When the fused kernels run").
     lean_aggregation: bool = True
     #: Whether :meth:`forward` may compute the attention weights through
-    #: :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` (see *Fast paths*).
+    #: :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` instead of PyG's
+    #: :meth:`edge_updater` (the same guide).
     lean_edge_softmax: bool = True
-    #: Whether :meth:`forward` runs the fused Triton attention on CUDA
-    #: (:obj:`True`), never (:obj:`False`), or on any device (``'always'``,
-    #: for tests through Triton's interpreter); see *Fast paths*.
-    fused_attention: Union[bool, str] = True
 
     def __init__(
         self,
@@ -314,18 +225,9 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         super().__init__(in_channels, out_channels, heads, concat,
                          negative_slope, dropout, add_self_loops, edge_dim,
                          fill_value, bias, residual, **kwargs)
-        self.num_spectral_points = check_num_spectral_points(
-            name, num_spectral_points)
-        self.p = check_positive(name, 'p', p)
-        self.kernel = resolve_kernel(kernel, heads, out_channels,
-                                     num_spectral_points, kernel_kwargs)
-        self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
-
+        self._init_kernel(kernel, heads, out_channels, num_spectral_points,
+                          p, magnitude, kernel_kwargs)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        super().reset_parameters()
-        self.kernel.reset_parameters()
 
     def redraw_spectral_points(self,
                                generator: Optional[torch.Generator] = None):
@@ -382,85 +284,92 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         batch, batch_size = self._given_batch(batch, batch_size)
         self._check_inputs(x, edge_index, edge_attr, size, batch)
         x_src, x_dst, res, projection_dtype = self._project(x)
-        key = (x_src.size(0), _num_targets(x_src, x_dst, size))
-        fused = self._fused_kernels(edge_index, x_src)
-        if (fused is not None and self.add_self_loops and edge_attr is None
-                and not return_attention_weights):
-            # The self-loops added in the CSR sort: no edge selection, so
-            # no host synchronisation even on a new graph.
-            assert isinstance(edge_index, Tensor)
-            loops = self._self_loop_count(x_src, x_dst, size)
-            csr = graph_cache.cached(
-                edge_index, CSR_WITH_SELF_LOOPS, key + (loops, ),
-                lambda: gat_attention.prepare_csr(
-                    edge_index, *key, self_loops=loops))
-            return self._fused_forward(x_src, x_dst, res, projection_dtype,
-                                       csr, None, None, batch, batch_size,
-                                       use_triton=fused == 'triton')
-        edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
-                                                     x_src, x_dst, size)
-        if fused is not None:
-            assert isinstance(edge_index, Tensor)
-            csr = graph_cache.cached(
-                edge_index, CSR, key,
-                lambda: gat_attention.prepare_csr(edge_index, *key))
-            return self._fused_forward(x_src, x_dst, res, projection_dtype,
-                                       csr, edge_index, edge_attr, batch,
-                                       batch_size, fused == 'triton',
-                                       return_attention_weights)
-        # A stochastic kernel in evaluation averages the attention weights of
-        # num_samples draws (the output is linear in them); one draw else.
-        passes = 1
-        if self.kernel.stochastic and not self.training:
-            passes = self.kernel.num_samples
-        alpha = torch.empty(0)
+        route = self._route(edge_index, x_src, edge_attr,
+                            return_attention_weights)
+        if not route.self_loops_in_sort:
+            edge_index, edge_attr = self._add_self_loops(
+                edge_index, edge_attr, x_src, x_dst, size)
         # Kernel, norms, logits, softmax and aggregation run in at least
         # float32, autocast or not (accumulation_dtype); the attention
         # weights and the output then take the dtypes GATConv gives them.
         alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
         with without_autocast(x_src.device):
-            # The draws are taken at once, graph by graph (a graph's draws do
-            # not depend on the other graphs of a batch), then used one at a
-            # time:
-            self._prepare_kernel(x_src, x_dst, batch,
-                                 sample=self.training or passes > 1,
-                                 batch_size=batch_size, num_draws=passes)
-            for draw in range(passes):
-                if passes > 1:
-                    self.kernel.select_draw(draw)
-                weights = self._attention(edge_index, x_src, x_dst,
-                                          edge_attr, size)
-                alpha = weights if draw == 0 else alpha + weights
-            if passes > 1:
-                alpha = alpha / passes
-
-            if (self._lean_aggregation_applies(edge_index)
-                    and not torch.compiler.is_compiling()):
-                assert isinstance(edge_index, Tensor)
-                out = attention_aggregate(alpha, x_src, edge_index,
-                                          _num_targets(x_src, x_dst, size))
-            else:
-                # propagate_type: (x: OptPairTensor, alpha: Tensor)
-                out = self.propagate(edge_index, x=(x_src, x_dst),
-                                     alpha=alpha, size=size)
+            out, alpha = self._attend(route, x_src, x_dst, edge_index,
+                                      edge_attr, size, batch, batch_size,
+                                      bool(return_attention_weights))
         out = self._add_residual_and_bias(out.to(out_dtype), res)
-        alpha = alpha.to(alpha_dtype)
+        alpha = None if alpha is None else alpha.to(alpha_dtype)
+        return self._output(out, edge_index, alpha, return_attention_weights)
 
-        if return_attention_weights:
-            if isinstance(edge_index, Tensor):
-                if is_torch_sparse_tensor(edge_index):
-                    adj = set_sparse_value(edge_index, alpha)
-                    return out, (adj, alpha)
-                return out, (edge_index, alpha)
-            elif isinstance(edge_index, SparseTensor):
-                return out, edge_index.set_value(alpha, layout='coo')
-        return out
+    def _route(self, edge_index: Adj, x_src: Tensor,
+               edge_attr: OptTensor = None,
+               return_attention_weights: Optional[bool] = None) -> GATRoute:
+        r"""How this forward pass attends, decided once from its inputs and
+        the layer's switches (the rules of the GPU guide, "When the fused
+        kernels run")."""
+        fused_switch = self._fused_switch()
+        compiling = torch.compiler.is_compiling()
+        # PyG's steps may be skipped for a plain edge tensor, outside explain
+        # mode, in PyG's direction, while no hook and no subclass needs them:
+        plain = (type(edge_index) is Tensor
+                 and edge_index.layout == torch.strided and not self.explain
+                 and self.flow == 'source_to_target')
+        softmax = (plain and self._switch_on('lean_edge_softmax')
+                   and not self._edge_update_hook_ids)
+        aggregation = (plain and self._switch_on('lean_aggregation')
+                       and not self._aggregation_hook_ids
+                       and self.decomposed_layers == 1
+                       and type(self.aggr_module) is SumAggregation)
+        fused: Optional[str] = None
+        if (fused_switch is not False and x_src.dtype == torch.float32
+                and softmax and aggregation):
+            if self._triton_runs_on(x_src):
+                fused = 'triton'
+            elif compiling:  # the registered operator, one graph node
+                fused = 'torch'
+        # While torch.compile traces, PyG's steps run unless fused (Inductor
+        # fuses them itself):
+        return GATRoute(
+            fused, fused is not None and self.add_self_loops
+            and edge_attr is None and not return_attention_weights,
+            softmax and not compiling, aggregation and not compiling)
 
-    def _attention(self, edge_index: Adj, x_src: Tensor, x_dst: OptTensor,
-                   edge_attr: OptTensor, size: Size) -> Tensor:
+    def _attend(self, route: GATRoute, x_src: Tensor, x_dst: OptTensor,
+                edge_index: Adj, edge_attr: OptTensor, size: Size,
+                batch: Batch, batch_size: Optional[int],
+                weights_asked: bool) -> Tuple[Tensor, OptTensor]:
+        r"""The aggregated messages :math:`(N_t, H, C)` and the attention
+        weights :math:`(E, H)` over :obj:`edge_index` (:obj:`None` from the
+        fused operator unless :obj:`weights_asked`), along :obj:`route`.
+        A stochastic kernel in evaluation averages its :obj:`num_samples`
+        draws."""
+        draws = self._draws()
+        self._prepare_kernel(x_src, x_dst, batch,
+                             sample=self.training or draws > 1,
+                             batch_size=batch_size, num_draws=draws)
+        if route.fused is not None:
+            return self._fused_attention(route, x_src, x_dst, edge_index,
+                                         edge_attr, size, draws,
+                                         weights_asked)
+        alpha = self._mean_over_draws(draws, lambda: self._attention(
+            route, edge_index, x_src, x_dst, edge_attr, size))
+        if route.lean_aggregation:
+            assert isinstance(edge_index, Tensor)
+            out = attention_aggregate(alpha, x_src, edge_index,
+                                      _num_targets(x_src, x_dst, size))
+            return out, alpha
+        # propagate_type: (x: OptPairTensor, alpha: Tensor)
+        out = self.propagate(edge_index, x=(x_src, x_dst), alpha=alpha,
+                             size=size)
+        return out, alpha
+
+    def _attention(self, route: GATRoute, edge_index: Adj, x_src: Tensor,
+                   x_dst: OptTensor, edge_attr: OptTensor,
+                   size: Size) -> Tensor:
+        r"""The attention weights :math:`(E, H)` of the kernel's current
+        draw, after dropout."""
         score_src, score_dst = self._node_scores(x_src, x_dst)
-        if (self._lean_edge_softmax_applies(edge_index)
-                and not torch.compiler.is_compiling()):
+        if route.lean_softmax:
             assert isinstance(edge_index, Tensor)
             # edge_update's logit and softmax, chunked over the edges: no
             # [E, H, 3] gathers, only alpha saved for backward.
@@ -478,89 +387,51 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
                                  score_dst_shared=score_dst_shared,
                                  edge_attr=edge_attr, size=size)
 
-    def _fused_forward(
-        self, x_src: Tensor, x_dst: OptTensor, res: OptTensor,
-        projection_dtype: torch.dtype, csr: gat_attention.AttentionCSR,
-        edge_index: OptTensor, edge_attr: OptTensor,
-        batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-        batch_size: Optional[int], use_triton: bool,
-        return_attention_weights: Optional[bool] = None
-    ) -> Union[Tensor, Tuple[Tensor, Tuple[Tensor, Tensor]]]:
-        r"""The rest of :meth:`forward` through
+    def _fused_attention(self, route: GATRoute, x_src: Tensor,
+                         x_dst: OptTensor, edge_index: Adj,
+                         edge_attr: OptTensor, size: Size, draws: int,
+                         weights_asked: bool) -> Tuple[Tensor, OptTensor]:
+        r"""The logits, softmax and aggregation of :meth:`_attention` and
+        :func:`~ikgat.ops.aggregation.attention_aggregate` in one pass of
         :func:`~ikgat.ops.gat_attention.fused_attention` over the edges
-        sorted in :obj:`csr`: the logits, softmax and aggregation of
-        :meth:`_attention` and
-        :func:`~ikgat.ops.aggregation.attention_aggregate` in one kernel.
-        The attention weights are returned with :obj:`edge_index`, the
-        self-looped edges that :obj:`csr` sorts."""
-        num_dst = csr.num_dst
-        # A stochastic kernel in evaluation averages num_samples draws, here
-        # in one pass: the draws are stacked along the heads (S H heads, the
-        # projections repeated), and since the output is linear in the
-        # weights, the mean of the draws' outputs is the output of their
-        # mean weights.
-        draws = 1
-        if self.kernel.stochastic and not self.training:
-            draws = self.kernel.num_samples
-        alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
-        with without_autocast(x_src.device):
-            edge_gate = self._edge_gate(edge_attr)
-            self._prepare_kernel(x_src, x_dst, batch,
-                                 sample=self.training or draws > 1,
-                                 batch_size=batch_size, num_draws=draws)
-            score_src, score_dst = self._node_scores(x_src, x_dst, draws)
-            values = x_src
+        sorted by target, kept with the graph
+        (:mod:`ikgat.nn.graph_cache`).  The kernel's draws are stacked
+        along the heads (:math:`S H` heads, the projections repeated):
+        the output is linear in the weights, so the mean of the draws'
+        outputs is the output of their mean weights."""
+        assert isinstance(edge_index, Tensor)
+        key = (x_src.size(0), _num_targets(x_src, x_dst, size))
+        if route.self_loops_in_sort:
+            # No edge selection, so no host synchronisation even on a new
+            # graph:
+            loops = self._self_loop_count(x_src, x_dst, size)
+            csr = graph_cache.cached(
+                edge_index, CSR_WITH_SELF_LOOPS, key + (loops, ),
+                lambda: gat_attention.prepare_csr(
+                    edge_index, *key, self_loops=loops))
+        else:
+            csr = graph_cache.cached(
+                edge_index, CSR, key,
+                lambda: gat_attention.prepare_csr(edge_index, *key))
+        edge_gate = self._edge_gate(edge_attr)
+        score_src, score_dst = self._node_scores(x_src, x_dst, draws)
+        values = x_src
+        if edge_gate is not None:
+            edge_gate = edge_gate.to(score_src.dtype)
+        if draws > 1:
+            values = x_src.repeat(1, draws, 1)
             if edge_gate is not None:
-                edge_gate = edge_gate.to(score_src.dtype)
-            if draws > 1:
-                values = x_src.repeat(1, draws, 1)
-                if edge_gate is not None:
-                    edge_gate = edge_gate.repeat(1, draws)
-            result = gat_attention.fused_attention(
-                score_src, score_dst, values, csr, num_dst, edge_gate,
-                self.negative_slope,
-                return_attention_weights=bool(return_attention_weights),
-                dropout=self.dropout if self.training else 0.0,
-                use_triton=use_triton)
-            out, alpha = result if return_attention_weights else (result,
-                                                                  None)
-            if draws > 1:
-                out = out.view(num_dst, draws, -1, out.size(-1)).mean(1)
-                if alpha is not None:
-                    alpha = alpha.view(alpha.size(0), draws, -1).mean(1)
-        out = self._add_residual_and_bias(out.to(out_dtype), res)
-        if alpha is not None:
-            return out, (edge_index, alpha.to(alpha_dtype))
-        return out
-
-    def _prepare_kernel(self, x_src: Tensor, x_dst: OptTensor,
-                        batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                        sample: bool,
-                        batch_size: Optional[int] = None,
-                        num_draws: int = 1) -> None:
-        if not self.kernel.stochastic:
-            return
-        if isinstance(batch, (tuple, list)):
-            batch_src, batch_dst = batch
-        else:
-            batch_src = batch_dst = batch
-        num_graphs = count_graphs(type(self).__name__, batch_src, batch_dst,
-                                 batch_size)
-        if x_dst is None and num_graphs > 1:
-            raise ValueError(
-                f"{type(self).__name__}: per-graph spectral points need the "
-                f"target features; pass x=(x_src, x_dst) with x_dst given, "
-                f"or no batch")
-        if num_draws == 1:
-            self.kernel.prepare(x_src, x_dst, batch_src, batch_dst,
-                                num_graphs, sample)
-        else:
-            self.kernel.prepare(x_src, x_dst, batch_src, batch_dst,
-                                num_graphs, sample, num_draws=num_draws)
-
-    @property
-    def sampling_caveat(self) -> Optional[str]:
-        return implicit_sampling_caveat(self)
+                edge_gate = edge_gate.repeat(1, draws)
+        result = gat_attention.fused_attention(
+            score_src, score_dst, values, csr, csr.num_dst, edge_gate,
+            self.negative_slope,
+            return_attention_weights=weights_asked,
+            dropout=self.dropout if self.training else 0.0,
+            use_triton=route.fused == 'triton')
+        out, alpha = result if weights_asked else (result, None)
+        return (self._mean_of_stacked_draws(out, draws),
+                None if alpha is None else self._mean_of_stacked_draws(
+                    alpha, draws))
 
     def full_graph_summary(self, x: Union[Tensor, OptPairTensor],
                            chunk_size: int = 65536) -> ContextManager[None]:
@@ -590,23 +461,6 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         return implicit_full_graph_summary(self, x, keys if shared else
                                            queries, keys, chunk_size)
 
-    def spectral_points(self) -> List[Tensor]:
-        r"""The spectral point sets of a random-feature kernel, each of shape
-        :math:`(G, H, R, 2C)`: those of the last forward pass per graph for
-        the variational kernels, the fixed or learned ones (:math:`G = 1`)
-        otherwise."""
-        if not self.kernel.has_spectral_points:
-            raise TypeError(f"The kernel {type(self.kernel).__name__} has no "
-                            f"spectral points")
-        return self.kernel.spectral_points_per_graph()
-
-    def kl_divergence(self) -> Tensor:
-        r"""The KL divergence of the variational kernel's last forward pass
-        to its prior (zero for the deterministic kernels)."""
-        if self.kernel.has_kl:
-            return self.kernel.kl_divergence()
-        return self.att_src.new_zeros(())
-
     def edge_update(self, score_j: Tensor, score_i: OptTensor,
                     score_dst_shared: OptTensor, edge_attr: OptTensor,
                     index: Tensor, ptr: OptTensor,
@@ -622,49 +476,6 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         alpha = softmax(logit, index, ptr, dim_size)
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         return alpha
-
-    def _lean_paths_apply(self, edge_index: Adj) -> bool:
-        r"""The rules both lean paths share (see the class docstring)."""
-        return (type(edge_index) is Tensor
-                and edge_index.layout == torch.strided and not self.explain
-                and self.flow == 'source_to_target')
-
-    def _lean_aggregation_applies(self, edge_index: Adj) -> bool:
-        r"""Whether PyG's :meth:`propagate` may be skipped (rules in the
-        class docstring)."""
-        return (self._switch_on('lean_aggregation')
-                and not self._aggregation_hook_ids
-                and self._lean_paths_apply(edge_index)
-                and self.decomposed_layers == 1
-                and type(self.aggr_module) is SumAggregation)
-
-    def _lean_edge_softmax_applies(self, edge_index: Adj) -> bool:
-        r"""Whether PyG's :meth:`edge_updater` may be skipped (rules in the
-        class docstring)."""
-        return (self._switch_on('lean_edge_softmax')
-                and not self._edge_update_hook_ids
-                and self._lean_paths_apply(edge_index))
-
-    def _fused_kernels(self, edge_index: Adj,
-                       x_src: Tensor) -> Optional[str]:
-        r"""How :func:`~ikgat.ops.gat_attention.fused_attention` replaces
-        both lean steps: ``'triton'`` (its Triton kernels), ``'torch'``
-        (its registered operator's PyTorch implementation, while
-        :func:`torch.compile` traces off CUDA), or :obj:`None` (not fused);
-        rules in the class docstring."""
-        if self.fused_attention not in (True, False, 'always'):
-            raise ValueError(f"{type(self).__name__}: 'fused_attention' must "
-                             f"be True, False or 'always' (got "
-                             f"{self.fused_attention!r})")
-        if (self.fused_attention is False or x_src.dtype != torch.float32
-                or not self._lean_edge_softmax_applies(edge_index)
-                or not self._lean_aggregation_applies(edge_index)):
-            return None
-        if ((self.fused_attention == 'always'
-             or x_src.device.type == 'cuda')
-                and triton_usable()):
-            return 'triton'
-        return 'torch' if torch.compiler.is_compiling() else None
 
     def attention_decomposition(
         self,
@@ -683,20 +494,6 @@ class IKGATConv(DeprecatedNumFeatures, LeanPathHooks, GATStyleConv):
         forward pass attends over (self-loops included)."""
         return attention_decomposition(self, x, edge_index, edge_attr, size,
                                        batch, batch_size)
-
-    def _check_inputs(self, x: Union[Tensor, OptPairTensor], edge_index: Adj,
-                      edge_attr: OptTensor, size: Size,
-                      batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None):
-        super()._check_inputs(x, edge_index, edge_attr, size)
-        if torch.compiler.is_compiling():
-            return
-        name = type(self).__name__
-        num_src, num_dst = node_counts(x, size)
-        if isinstance(batch, (tuple, list)):
-            check_batch(name, 'batch[0]', batch[0], num_src)
-            check_batch(name, 'batch[1]', batch[1], num_dst)
-        else:
-            check_batch(name, 'batch', batch, num_src)
 
     def _accumulation_inputs(self, x_src: Tensor, x_dst: OptTensor
                              ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -779,78 +576,3 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
-
-
-@contextmanager
-def implicit_full_graph_summary(layer: torch.nn.Module,
-                                x: Union[Tensor, OptPairTensor],
-                                queries: Callable[[Tensor], Tensor],
-                                keys: Callable[[Tensor], Tensor],
-                                chunk_size: int = 65536) -> Iterator[None]:
-    r"""The ``full_graph_summary`` of a layer whose :obj:`kernel` may be
-    stochastic (:class:`IKGATConv`, :class:`~ikgat.IKTransformerConv` and
-    their MIKAN forms).  Within the block the kernel draws its spectral
-    points from the summary of the graph whose node features are :obj:`x`
-    (the full graph) instead of the nodes each forward pass gets: its
-    :attr:`~ikgat.kernels.implicit.ImplicitSpectralKernel.fixed_summary` is
-
-    .. math::
-        h_s = \Big[\frac{1}{N_t} \sum_{i} q_i \,\Big\|\,
-        \frac{1}{N_s} \sum_{j} k_j\Big],
-
-    with :math:`q_i` = :obj:`queries` of the target features and
-    :math:`k_j` = :obj:`keys` of the source features (each :math:`(n, H,
-    C)` for :math:`n` nodes), the means over the nodes whose projection is
-    finite (:func:`~ikgat.kernels.implicit.finite_sums`).  The sums are
-    taken once, without gradient, in node chunks of :obj:`chunk_size` (sums
-    of chunks add up to the sum of the graph).  Without target features
-    (``x=(x_src, None)``) the queries' mean is zero; when :obj:`x` is one
-    tensor and :obj:`queries` is :obj:`keys` (one projection for sources
-    and targets), the keys' mean is the queries'.
-
-    For evaluation only (the summary carries no gradient): in training
-    mode this raises a :class:`RuntimeError`.  A no-op for a kernel that is
-    not stochastic.
-    """
-    if not layer.kernel.stochastic:
-        yield
-        return
-    if layer.training:
-        raise RuntimeError(
-            f'{type(layer).__name__}.full_graph_summary: the summary is '
-            f'for evaluation; call model.eval() first')
-    x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
-
-    def mean(project: Callable[[Tensor], Tensor], rows: Tensor) -> Tensor:
-        sums = [finite_sums(project(chunk))
-                for chunk in rows.split(chunk_size)]
-        return finite_mean(*map(sum, zip(*sums)))
-
-    with torch.no_grad():
-        mean_k = mean(keys, x_src)
-        if x_dst is None:
-            mean_q = torch.zeros_like(mean_k)
-        elif x_dst is x_src and queries is keys:
-            mean_q = mean_k
-        else:
-            mean_q = mean(queries, x_dst)
-    layer.kernel.fixed_summary = torch.cat([mean_q, mean_k], dim=-1)
-    try:
-        yield
-    finally:
-        layer.kernel.fixed_summary = None
-
-
-def implicit_sampling_caveat(layer: torch.nn.Module) -> Optional[str]:
-    r"""The ``sampling_caveat`` of a layer whose :obj:`kernel` may be
-    stochastic: the implicit density is a statistic of the nodes a forward
-    pass gets (:obj:`None` for the other kernels)."""
-    if not layer.kernel.stochastic:
-        return None
-    return (f'{type(layer).__name__}: the implicit spectral density is '
-            f'inferred from the mean over the nodes of each sampled '
-            f'subgraph, so a seed node\'s output depends on which '
-            f'other nodes were sampled (in training this acts like a '
-            f'batch statistic); evaluate layer-wise over the full graph '
-            f'(TwoLayerGAT.inference), or within '
-            f'full_graph_summary(x), to get the full graph\'s outputs')

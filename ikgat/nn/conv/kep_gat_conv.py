@@ -19,9 +19,7 @@ from torch_geometric.utils import (
     softmax,
     to_edge_index,
 )
-from torch_geometric.utils.sparse import set_sparse_value
 
-from ikgat.nn.conv.checks import check_batch, node_counts
 from ikgat.nn.conv.gat_base import (
     GATStyleConv,
     accumulation_dtype,
@@ -444,9 +442,8 @@ class KEPGATConv(GATStyleConv):
                 The sorted graph index of every node (of the source and the
                 target nodes if bipartite) for a mini-batch of graphs, as
                 :class:`~ikgat.IKGATConv` takes it; checked, and not needed:
-                every sum of this layer runs over a node's own edges and
-                the noise is drawn per node, so no graph's output depends
-                on the other graphs of the batch, with or without it.
+                every sum runs over a node's own edges and the noise is
+                drawn per node, so no graph's output depends on the others.
                 (default: :obj:`None`)
             batch_size (int, optional): The number of graphs in
                 :obj:`batch`. (default: :obj:`None`)
@@ -455,32 +452,22 @@ class KEPGATConv(GATStyleConv):
                 :obj:`None`. (default: :obj:`None`)
         """
         batch, batch_size = self._given_batch(batch, batch_size)
-        self._check_inputs(x, edge_index, edge_attr, size)
-        self._check_batch(x, size, batch, batch_size)
+        self._check_inputs(x, edge_index, edge_attr, size, batch)
+        self._check_batch_size(batch, batch_size)
         x_src, x_dst, res, projection_dtype = self._project(x)
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
         coo, num_src, num_dst = self._coo(edge_index, x_src, x_dst, size)
-        # Everything from the projections to the output runs in at least
-        # float32, autocast or not; attention weights and output then take
-        # GATConv's dtypes.
+        # From the projections to the output in at least float32, autocast
+        # or not; attention weights and output then in GATConv's dtypes.
         alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
         with without_autocast(x_src.device):
             alpha, out = self._attend_and_sample(coo, x_src, x_dst,
                                                  edge_attr, num_src, num_dst,
                                                  generator)
         out = self._add_residual_and_bias(out.to(out_dtype), res)
-        alpha = alpha.to(alpha_dtype)
-
-        if return_attention_weights:
-            if isinstance(edge_index, Tensor):
-                if is_torch_sparse_tensor(edge_index):
-                    adj = set_sparse_value(edge_index, alpha)
-                    return out, (adj, alpha)
-                return out, (edge_index, alpha)
-            elif isinstance(edge_index, SparseTensor):
-                return out, edge_index.set_value(alpha, layout='coo')
-        return out
+        return self._output(out, edge_index, alpha.to(alpha_dtype),
+                            return_attention_weights)
 
     def _attend_and_sample(self, coo: Tensor, x_src: Tensor,
                            x_dst: OptTensor, edge_attr: OptTensor,
@@ -597,19 +584,14 @@ class KEPGATConv(GATStyleConv):
 
     # --------------------------------------------------------------- helpers
 
-    def _check_batch(self, x: Union[Tensor, OptPairTensor], size: Size,
-                     batch: Union[OptTensor, Tuple[Tensor, Tensor]],
-                     batch_size: Optional[int]) -> None:
-        r"""Check :obj:`batch` as :class:`~ikgat.IKGATConv` checks it."""
+    def _check_batch_size(self,
+                          batch: Union[OptTensor, Tuple[Tensor, Tensor]],
+                          batch_size: Optional[int]) -> None:
+        r"""Check :obj:`batch_size` where :obj:`batch` is given (the vectors
+        are checked with the other inputs)."""
         if torch.compiler.is_compiling() or batch is None:
             return
         name = type(self).__name__
-        num_src, num_dst = node_counts(x, size)
-        pairs = (zip(('batch[0]', 'batch[1]'), batch, (num_src, num_dst))
-                 if isinstance(batch, (tuple, list)) else
-                 [('batch', batch, num_src)])
-        for label, vector, count in pairs:
-            check_batch(name, label, vector, count)
         if batch_size is not None and (isinstance(batch_size, bool) or
                                        not isinstance(batch_size, int)
                                        or batch_size < 1):

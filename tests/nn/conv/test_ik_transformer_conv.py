@@ -637,9 +637,10 @@ def test_compiling_off_cuda_takes_the_pytorch_path(kernel, monkeypatch):
     x, edge_index, _ = inputs_of(False, None)
     query = conv.lin_query(x).view(-1, 2, 4)
     monkeypatch.setattr(torch.compiler, 'is_compiling', lambda: True)
-    assert not conv._fuses(edge_index, None, query, None)
+    assert not conv._route(edge_index, None, query, None).fused
     conv.fused_attention = 'always'  # the interpreter's kernels, for tests
-    assert conv._fuses(edge_index, None, query, None) == triton_usable()
+    assert (conv._route(edge_index, None, query, None).fused
+            == triton_usable())
 
 
 @pytest.mark.parametrize('kernel', ['rbf', 'direct'])
