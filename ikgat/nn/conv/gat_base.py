@@ -86,8 +86,8 @@ class GATStyleConv(AttentionLayer, MessagePassing):
     GATConv's and are validated with errors that name the value.  What
     sampled subgraphs change is declared as
     :class:`~ikgat.nn.conv.kernel_attention.AttentionLayer` says; how the
-    self-loops are kept on a GPU is in the GPU guide ("When the fused
-    kernels run").
+    self-loops are kept on a GPU is in :doc:`the GPU guide
+    </guides/gpu>` ("When the fused kernels run").
     """
     def __init__(
         self,

@@ -42,7 +42,6 @@ from ikgat.nn.conv.kernel_attention import (
     KernelAttention,
     implicit_full_graph_summary,
 )
-from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.nn.projections import project_together
 from ikgat.ops.aggregation import attention_aggregate
@@ -61,7 +60,7 @@ class TransformerRoute(NamedTuple):
     propagate: bool
 
 
-class IKTransformerConv(KernelAttention, LeanPathHooks, TransformerConv):
+class IKTransformerConv(KernelAttention, TransformerConv):
     r"""Graph transformer attention whose scaled dot product is a similarity
     kernel times an :math:`L^p` magnitude, from the `"Implicit Kernel
     Attention" <https://arxiv.org/abs/2006.06147>`_ paper (Proposition 1);
@@ -112,8 +111,8 @@ class IKTransformerConv(KernelAttention, LeanPathHooks, TransformerConv):
     :math:`E \times H \times 2R` tensor, with or without edge features.
 
     Which backend computes the attention (fused Triton kernels, edge
-    chunks, or PyG's message passing): the GPU guide, "When the fused
-    kernels run".
+    chunks, or PyG's message passing): :doc:`the GPU guide
+    </guides/gpu>`, "When the fused kernels run".
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`

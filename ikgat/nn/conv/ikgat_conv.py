@@ -42,7 +42,6 @@ from ikgat.nn.conv.kernel_attention import (  # noqa: F401 (public here)
     implicit_full_graph_summary,
     implicit_sampling_caveat,
 )
-from ikgat.nn.conv.lean_hooks import LeanPathHooks
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.aggregation import attention_aggregate
 from ikgat.ops.edge_softmax import edge_logit, kernel_edge_softmax
@@ -66,8 +65,7 @@ class GATRoute(NamedTuple):
     lean_aggregation: bool
 
 
-class IKGATConv(DeprecatedNumFeatures, KernelAttention, LeanPathHooks,
-                GATStyleConv):
+class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
     r"""Graph attention whose attention is a similarity kernel times an
     :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
     <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
@@ -123,7 +121,8 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, LeanPathHooks,
 
     Which backend computes the attention (fused Triton kernels, edge
     chunks, or PyG's message passing), what reads values on the host, and
-    in which precision: the GPU guide, "When the fused kernels run".
+    in which precision: :doc:`the GPU guide </guides/gpu>`, "When the
+    fused kernels run".
 
     Args:
         in_channels (int or tuple): Size of each input sample, or :obj:`-1`
