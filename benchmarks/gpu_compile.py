@@ -169,15 +169,15 @@ RULES: Dict[str, Tuple[str, Callable[[dict], bool]]] = {
     'node terms': (f'kernel of the Triton node terms ({NODE_TERMS_MODULE})',
                    lambda launch: launch['module'] == NODE_TERMS_MODULE),
     'training': ('backward kernel', lambda launch: re.match(
-        r'_(backward|grad)', launch['name']) is not None),
+        r'(backward|grad)_', launch['name']) is not None),
     'dropout': ('kernel with attention dropout (HAS_DROPOUT=True)',
                 _constant('HAS_DROPOUT', True)),
     'edge': ('kernel with edge features (HAS_GATE=True)',
              _constant('HAS_GATE', True)),
     'shared target': ('kernel on one target row (BROADCAST=1)',
                       _constant('BROADCAST', 1)),
-    'attention weights': ('kernel of the attention weights (_alpha_body)',
-                          lambda launch: launch['name'] == '_alpha_body'),
+    'attention weights': ('kernel of the attention weights (alpha_kernel)',
+                          lambda launch: launch['name'] == 'alpha_kernel'),
     'tables': ('kernel on gathered tables (ikgat.ops.transformer_attention)',
                lambda launch: launch['module']
                == 'ikgat.ops.transformer_attention'),

@@ -3,9 +3,9 @@ done without a GPU has a yardstick: ``python -m benchmarks.gpu_model``.
 
     python -m benchmarks.gpu_model --output benchmarks/results/gpu_model.md
 
-For each Triton kernel (the fused attention's ``_forward_body``,
-``_alpha_body``, ``_backward_src_body``, ``_backward_dst_body``; the node
-terms' ``_estimate_body``, ``_grad_x_body``, ``_grad_points_body``) at a
+For each Triton kernel (the fused attention's ``forward_kernel``,
+``alpha_kernel``, ``backward_src_kernel``, ``backward_dst_kernel``; the node
+terms' ``estimate_kernel``, ``grad_x_kernel``, ``grad_points_kernel``) at a
 graph size, it counts the bytes moved, the FLOPs and the transcendental
 operations of one launch, takes the launch's grid and block constants from
 the wrappers' own functions (:func:`~ikgat.ops.attention_steps.edge_tiling`,
@@ -61,7 +61,7 @@ features (43 MB) nearly do).  Streamed arrays (CSR indices, per-node rows)
 are counted once.  Small operands read by every program (spectral points,
 anchor features: under 100 KB) come from L2 and are not counted; so are
 the node terms' re-reads of a node's channels inside the channel loop (L1).
-``_grad_points_body`` reads the nodes once per block of spectral points
+``grad_points_kernel`` reads the nodes once per block of spectral points
 (its third grid axis), from DRAM.
 
 **Per-kernel formulas** are in :data:`OPS` (operations per element of
@@ -138,30 +138,30 @@ H100 = Hardware()
 OPS: Dict[str, Dict[str, float]] = {
     # logit (gate add, compare, two selects, add) 5, max 1, shift 1, ex2
     # scale 1, sum 1; p x and acc 2 per channel; the rescale per tile:
-    '_forward_body': dict(edge_head=9, edge_head_channel=2, tile_head=4,
+    'forward_kernel': dict(edge_head=9, edge_head_channel=2, tile_head=4,
                           tile_head_channel=1, node_head_channel=2,
                           exp_per_edge_head=1, exp_per_tile_head=1,
                           div_per_node_head=1),
     # logit 5, alpha = exp(l - m) / den 3, mask 1, d_logit 2, two slope
     # sums 4; d_alpha and acc_x 2 + 2 per channel:
-    '_backward_src_body': dict(edge_head=15, edge_head_channel=4,
+    'backward_src_kernel': dict(edge_head=15, edge_head_channel=4,
                                exp_per_edge_head=1, div_per_edge_head=1),
     # slope (two adds, compare) 3, two slope sums 4:
-    '_backward_dst_body': dict(edge_head=7),
+    'backward_dst_kernel': dict(edge_head=7),
     # logit 5, exp(l - m) / den 3:
-    '_alpha_body': dict(edge_head=8, exp_per_edge_head=1,
+    'alpha_kernel': dict(edge_head=8, exp_per_edge_head=1,
                         div_per_edge_head=1),
     # sin and cos of one angle (Cody-Waite reduction, Cephes polynomials):
     'sincos': dict(flops=25),
     # angle 2C, sincos, cos A^c + sin A^s 4T per angle; f -> scale, f^2+eps:
-    '_estimate_body': dict(angle_channel=2, angle_slope=4, node_slope=3,
+    'estimate_kernel': dict(angle_channel=2, angle_slope=4, node_slope=3,
                            log_per_node_slope=1),
     # + G 4T (two sums over slopes), D 3, dx column sums 2C per angle:
-    '_grad_x_body': dict(angle_channel=4, angle_slope=4, angle=3,
+    'grad_x_kernel': dict(angle_channel=4, angle_slope=4, angle=3,
                          where_accumulate=2, node_slope=4,
                          div_per_node_slope=1),
     # + D, du column sums 2C, acc_cos/acc_sin 4T per angle:
-    '_grad_points_body': dict(angle_channel=4, angle_slope=8, angle=3,
+    'grad_points_kernel': dict(angle_channel=4, angle_slope=8, angle=3,
                               where_accumulate=2, node_slope=4,
                               div_per_node_slope=1),
 }
@@ -318,7 +318,7 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
 
     # Forward: per target, rowptr, its scores; per edge the source index,
     # the source's scores and features (gathered); out, max, den stored.
-    name = '_forward_body'
+    name = 'forward_kernel'
     tile = tiling(e, n, block_h * block_c)
     block_e = tile['BLOCK_E']
     tiles = n * mean_tiles(lam, block_e)
@@ -333,7 +333,7 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
         transcendentals=transcendentals(OPS[name], tiles, block_e),
         round_trips=n + 2 * tiles, warps=tile['num_warps']))
     if need_alpha:
-        name = '_alpha_body'
+        name = 'alpha_kernel'
         tile = tiling(e, n, block_h, 2 * TILE_ELEMENTS)
         block_e = tile['BLOCK_E']
         tiles = n * mean_tiles(lam, block_e)
@@ -350,7 +350,7 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # the CSR position and target (streamed), the target's scores, max,
     # den, D and grad_out (gathered), dL/dlogit stored (scattered);
     # grad_x and grad_score_src stored.
-    name = '_backward_src_body'
+    name = 'backward_src_kernel'
     tile = tiling(e, n, block_h * block_c)
     block_e = tile['BLOCK_E']
     tiles = n * mean_tiles(lam, block_e)
@@ -368,7 +368,7 @@ def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # Backward per target: rowptr, its gate; per edge the source index,
     # the source's gate (its whole scores row of sectors), dL/dlogit
     # (streamed); the per-slope sums stored.
-    name = '_backward_dst_body'
+    name = 'backward_dst_kernel'
     tile = tiling(e, n, block_h, 2 * TILE_ELEMENTS)
     block_e = tile['BLOCK_E']
     tiles = n * mean_tiles(lam, block_e)
@@ -404,7 +404,7 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
     x_bytes = n * h * c * f32
     nt_bytes = n * h * t * f32
     out = []
-    name = '_estimate_body'
+    name = 'estimate_kernel'
     ops = OPS[name]
     out.append(KernelCost(
         name, 'node terms forward', (node_blocks, h),
@@ -416,7 +416,7 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
         transcendentals=ops['log_per_node_slope'] * n * h * t,
         round_trips=node_blocks * h * point_blocks))
 
-    name = '_grad_x_body'
+    name = 'grad_x_kernel'
     ops = OPS[name]
     out.append(KernelCost(
         name, 'node terms backward, dx', (node_blocks, h),
@@ -431,7 +431,7 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
         transcendentals=ops['div_per_node_slope'] * n * h * t,
         round_trips=node_blocks * h * (1 + point_blocks)))
 
-    name = '_grad_points_body'
+    name = 'grad_points_kernel'
     ops = OPS[name]
     blocks_per_program = max(1, -(-node_blocks // MAX_PARTIALS))
     programs = max(1, -(-node_blocks // blocks_per_program))
@@ -680,19 +680,19 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # per_edge: bytes gathered per edge and program; index: edge indices
     # per edge and program (the CSR source; the CSC position and target).
     for name, label, per_program, per_edge, index, flops, sfu in (
-            ('_forward_body', 'transformer attention forward',
+            ('forward_kernel', 'transformer attention forward',
              width + channels + 2, table_row + head_row + value_row, 1,
              2 * block_d + 2 * block_c + 6, 1 + link),
-            ('_backward_dst_body', 'transformer backward, per target',
+            ('backward_dst_kernel', 'transformer backward, per target',
              2 * width + channels + 3, table_row + head_row + value_row, 1,
              4 * block_d + 2 * block_c + 8, 2 + link),
-            ('_backward_src_body', 'transformer backward, per source',
+            ('backward_src_kernel', 'transformer backward, per source',
              2 * width + 2 * channels + 2,
              table_row + 3 * head_row + value_row, 2,
              4 * block_d + 4 * block_c + 8, 2 + link)):
         # The forward kernel's edge tiles are its own (table_tiling):
         tile = table_tiling(e, n, heads, width, channels,
-                            forward=name == '_forward_body')
+                            forward=name == 'forward_kernel')
         block_e = tile['BLOCK_E']
         tiles = programs * mean_tiles(lam - 1, block_e)
         issued = tiles * block_e * block_h  # edge-head lanes issued
@@ -783,17 +783,17 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # trips: dependent round trips per tile.
     for name, label, constexprs, per_program, per_edge, index, \
             lane_flops, flops, sfu, node_flops, stored, trips in (
-            ('_forward_body', 'transformer attention forward (features '
+            ('forward_kernel', 'transformer attention forward (features '
              'inside)', flags, d + channels + 2,
              x_row + head_row + value_row, 1,
              feature + 4, 2 * tile['BLOCK_C'] + 6, 3,
              sets * own * (2 * d + 27) + chunk_ops, saved_t, 1),
-            ('_backward_dst_body', 'transformer backward, per target '
+            ('backward_dst_kernel', 'transformer backward, per target '
              '(features inside)', backward_flags, 2 * d + channels + 3,
              x_row + 2 * head_row + value_row, 1,
              feature + 4, 2 * tile['BLOCK_C'] + 8, 4,
              chunk_ops + angle_grads, angles, 1),
-            ('_backward_src_body', 'transformer backward, per source '
+            ('backward_src_kernel', 'transformer backward, per source '
              '(features inside)', dict(backward_flags, PREFETCH=prefetch),
              2 * d + 2 * channels + 2,
              x_row + 4 * head_row + value_row, 2,
@@ -905,9 +905,9 @@ def products_two_layer(family: str, rows: Sequence[dict] = (),
 #: 6257efe:ikgat/nn/triton_attention.py``); their registers are those of
 #: today's builds of the nearest launch.
 H100_6257EFE = {
-    '_forward_body': (6.311 / 5, 'profile.txt: 6.311 ms / 5 calls'),
-    '_backward_src_body': (2.528 / 5, 'profile.txt: 2.528 ms / 5 calls'),
-    '_backward_dst_body': (0.862 / 5, 'profile.txt: 0.862 ms / 5 calls'),
+    'forward_kernel': (6.311 / 5, 'profile.txt: 6.311 ms / 5 calls'),
+    'backward_src_kernel': (2.528 / 5, 'profile.txt: 2.528 ms / 5 calls'),
+    'backward_dst_kernel': (0.862 / 5, 'profile.txt: 0.862 ms / 5 calls'),
     'rbf step': (5.0, 'anchors.txt 5.18, speed_cuda.txt 4.76; DESIGN 5.0'),
     'GATConv step': (10.2, 'anchors.txt 10.17, speed_cuda.txt 10.05'),
 }
@@ -1002,7 +1002,7 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
                 f'{graph.edges:,} edges (+{graph.nodes:,} self-loops), '
                 f'{graph.features} features', '',
                 'Attention kernels (one launch each per layer step; '
-                '`_alpha_body` only with returned weights):', '']
+                '`alpha_kernel` only with returned weights):', '']
         costs = [predict(cost, rows, hw) for cost in attention_kernels(
             graph, need_alpha=True, hw=hw)]
         out += kernel_table(costs) + ['']
@@ -1081,12 +1081,12 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
     rbf_old = ikgat_layer(ARXIV, 'rbf', rows=rows, ops_key='rbf@6257efe',
                           hw=hw, tiling=tiling_6257efe)
     gat = gatconv_step(ARXIV, hw=hw)
-    out += ['## Check against the first H100 study (arxiv size)',
+    out += ['## Check against the H100 study, the first on a GPU (arxiv size)',
             '', '| what | measured ms | predicted ms | predicted / measured '
             '| source |', '|---|---:|---:|---:|---|']
     checks = [(f'`{name}`', H100_6257EFE[name], attention[name].predicted)
-              for name in ('_forward_body', '_backward_src_body',
-                           '_backward_dst_body')]
+              for name in ('forward_kernel', 'backward_src_kernel',
+                           'backward_dst_kernel')]
     checks += [('IKGATConv rbf layer step (fused)', H100_6257EFE['rbf step'],
                 rbf_old.total),
                ('GATConv eager layer step', H100_6257EFE['GATConv step'],

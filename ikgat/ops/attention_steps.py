@@ -46,58 +46,57 @@ and backward pass.
 **The steps around them**, written once for every kernel that walks the
 edges of a node with a softmax:
 
-* :func:`aggregate_body`: one block of the forward pass, the online softmax
+* :func:`aggregate_step`: one block of the forward pass, the online softmax
   step, the dropout draw and the accumulation of the gathered rows;
-* :func:`finish_body`: the forward pass's end, :math:`\mathrm{out} = a / Z`
+* :func:`finish_step`: the forward pass's end, :math:`\mathrm{out} = a / Z`
   with :math:`Z = l + 10^{-16}` (PyG's softmax denominator), and the saved
   row statistics :math:`m` and :math:`Z`;
-* :func:`softmax_weight_body`: :math:`\alpha_e = e^{\ell_e - m} / Z` from
+* :func:`softmax_weight_step`: :math:`\alpha_e = e^{\ell_e - m} / Z` from
   the saved statistics, in the backward passes;
-* :func:`logit_gradient_body`: :math:`\partial L/\partial\ell_e =
+* :func:`logit_gradient_step`: :math:`\partial L/\partial\ell_e =
   \alpha_e (\mu_e/(1-p)\, \partial L/\partial\tilde\alpha_e - D_i)`
   and the dropped weight :math:`\tilde\alpha_e`;
-* :func:`gather_rows_body` and :func:`node_row_body`: the rows of a node
+* :func:`gather_rows_step` and :func:`node_row_step`: the rows of a node
   table at a block of edges, and a program's own row;
-* :func:`statistics_body`: the saved :math:`m`, :math:`Z` and
+* :func:`statistics_step`: the saved :math:`m`, :math:`Z` and
   :math:`D_i` at given rows;
-* :func:`node_program_body`: a program's node, its edge range in the
+* :func:`node_program_step`: a program's node, its edge range in the
   compressed order and its block of heads (a kernel's prologue);
-* :func:`link_body`: the dot-product kernels' link :math:`\lambda(t)` and
+* :func:`link_step`: the dot-product kernels' link :math:`\lambda(t)` and
   :math:`\lambda'(t)` (:mod:`ikgat.ops.transformer_attention`).
 
 The module's functions:
 
-* :func:`online_softmax_body`, :func:`keep_body` and the steps above: the
-  Triton bodies, jitted once by :func:`helpers`, bound into each kernel
-  module by :func:`bind_steps` and called by the kernels (Triton inlines
-  them);
+* :func:`online_softmax_step`, :func:`keep_step` and the steps above:
+  Triton device functions (:func:`~ikgat.ops.runtime.lazy_jit`), imported
+  by the kernel modules under these names and inlined by Triton into
+  their kernels;
 * :func:`keep_scale`: the factor :math:`1/(1 - p)`;
 * :func:`torch_keep`: :math:`\mu/(1 - p)` for the PyTorch
   implementations.
 
-Triton is imported the first time :func:`helpers` is called, so that
-importing this module never needs it.
+Triton is imported the first time a kernel that calls them is launched
+(:mod:`ikgat.ops.runtime`), so that importing this module never needs it.
+
+The tiling both transformer kernel modules share (:func:`tiling`,
+:func:`head_block`, :func:`grid`) and the edge tiles of every fused
+attention kernel (:func:`edge_tiling`) are here too.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-from typing import Any, Dict, Sequence
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
-from ikgat.ops.runtime import next_power_of_2
+from ikgat.ops.runtime import lazy_jit, next_power_of_2
 
-# Filled by helpers() on first use; the bodies below read 'tl' as a module
-# global when Triton compiles (or interprets) them.
 triton = None
 tl = None
-_online_softmax = None
-_keep = None
-_gather_rows = None
-_HELPERS = None
 
 
-def online_softmax_body(running_max, running_sum, logit):
+@lazy_jit
+def online_softmax_step(running_max, running_sum, logit):
     r"""The Triton body of one step of the online softmax (see the module
     docstring): from the running maximum :obj:`running_max` :math:`m` and
     sum :obj:`running_sum` :math:`l`, each :math:`(B_H,)`, and the block's
@@ -107,7 +106,7 @@ def online_softmax_body(running_max, running_sum, logit):
     e^{\ell_e - m'}` :math:`(B_E, B_H)` and :math:`l' = c\,l + \sum_e
     p_e`.  The caller rescales its accumulator by :math:`c` and adds its
     :math:`p`-weighted rows (after dropping them, with dropout: the sum
-    :math:`l` is of the undropped terms).  Jitted by :func:`helpers`."""
+    :math:`l` is of the undropped terms)."""
     # A head without a logit yet keeps max -inf and shifts by 0 (no
     # inf - inf):
     new_max = tl.maximum(running_max, tl.max(logit, axis=0))
@@ -118,7 +117,8 @@ def online_softmax_body(running_max, running_sum, logit):
     return new_max, rescale, p, new_sum
 
 
-def keep_body(seed, e, offs_h, H, dropout, keep_scale):
+@lazy_jit
+def keep_step(seed, e, offs_h, H, dropout, keep_scale):
     r"""The Triton body of :math:`\mu_{e,h}/(1 - p)` of shape
     :math:`(B_E, B_H)`, for the CSR edge positions :obj:`e`
     :math:`(B_E,)` and the heads :obj:`offs_h` :math:`(B_H,)` of
@@ -132,12 +132,13 @@ def keep_body(seed, e, offs_h, H, dropout, keep_scale):
     The kernels call it only under ``if HAS_DROPOUT:`` (a constexpr): a
     helper that returned a tile in one constexpr branch and a scalar in the
     other is rejected by Triton's compiler, though its interpreter accepts
-    it.  Jitted by :func:`helpers`."""
+    it."""
     u = tl.rand(tl.load(seed), e[:, None] * H + offs_h[None, :])
     return tl.where(u >= dropout, keep_scale, 0.)
 
 
-def node_program_body(pointers, H, C, BLOCK_H: tl.constexpr,
+@lazy_jit
+def node_program_step(pointers, H, C, BLOCK_H: tl.constexpr,
                       BLOCK_C: tl.constexpr):
     r"""The Triton body of a kernel's prologue, for one program per node
     (grid axis 0) and block of :math:`B_H` heads (axis 1, absent in a 1-D
@@ -145,7 +146,7 @@ def node_program_body(pointers, H, C, BLOCK_H: tl.constexpr,
     mask_hc)``, the node (int64), its heads, the range of its edges in
     the order compressed by :obj:`pointers`, the :math:`B_C` channel
     offsets, and the masks of the heads of :obj:`H` and of the heads by
-    channels of :obj:`C`.  Jitted by :func:`helpers`."""
+    channels of :obj:`C`."""
     node = tl.program_id(0).to(tl.int64)
     offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     start = tl.load(pointers + node).to(tl.int64)
@@ -156,80 +157,81 @@ def node_program_body(pointers, H, C, BLOCK_H: tl.constexpr,
     return node, offs_h, start, stop, offs_c, mask_h, mask_hc
 
 
-def link_body(t, eps, LOG_SQUARE: tl.constexpr):
+@lazy_jit
+def link_step(t, eps, LOG_SQUARE: tl.constexpr):
     r"""The Triton body of the dot-product kernels' link and its slope,
     :math:`\lambda(t) = \log(t^2 + \epsilon)` and :math:`\lambda'(t) = 2t /
     (t^2 + \epsilon)` with ``LOG_SQUARE``, else :math:`t` and :math:`1`
-    (:mod:`ikgat.ops.transformer_attention`).  Jitted by :func:`helpers`."""
+    (:mod:`ikgat.ops.transformer_attention`)."""
     if LOG_SQUARE:
         square = t * t + eps
         return tl.log(square), tl.fdiv(2. * t, square)
     return t, tl.full(t.shape, 1., t.dtype)
 
 
-def gather_rows_body(table, row, offs, width, mask_e, mask_hw):
+@lazy_jit
+def gather_rows_step(table, row, offs, width, mask_e, mask_hw):
     r"""The Triton body that gathers the rows :obj:`row` :math:`(B_E, B_H)`
     (node times :math:`H` plus head) of a table of :obj:`width` columns,
     as a float32 tile :math:`(B_E, B_H, B_W)` (:obj:`offs` the columns),
     zero outside the edges :obj:`mask_e` :math:`(B_E,)` and the heads and
-    columns :obj:`mask_hw` :math:`(B_H, B_W)`.  Jitted by
-    :func:`helpers`."""
+    columns :obj:`mask_hw` :math:`(B_H, B_W)`."""
     return tl.load(table + row[:, :, None] * width + offs[None, None, :],
                    mask=mask_e[:, None, None] & mask_hw[None, :, :],
                    other=0.).to(tl.float32)
 
 
-def node_row_body(table, node, offs_h, offs, H, width, mask_hw):
+@lazy_jit
+def node_row_step(table, node, offs_h, offs, H, width, mask_hw):
     r"""The Triton body that loads the row of :obj:`node` of a table
     :math:`(N, H, W)` (:math:`W` = :obj:`width`) at the heads
     :obj:`offs_h` and columns :obj:`offs`, as a float32 tile
-    :math:`(B_H, B_W)`, zero outside :obj:`mask_hw`.  Jitted by
-    :func:`helpers`."""
+    :math:`(B_H, B_W)`, zero outside :obj:`mask_hw`."""
     return tl.load(table + (node * H + offs_h[:, None]) * width
                    + offs[None, :], mask=mask_hw, other=0.).to(tl.float32)
 
 
-def statistics_body(row_max, row_den, delta, index, mask):
+@lazy_jit
+def statistics_step(row_max, row_den, delta, index, mask):
     r"""The Triton body that loads the saved softmax statistics :math:`m`
     and :math:`Z` and :math:`D_i` (each :math:`(N, H)`) at the flat
     positions :obj:`index` (node times :math:`H` plus head), as float32
     (they are float64 with float64 inputs, and every loop-carried tile is
     float32), with :math:`m = 0`, :math:`Z = 1`, :math:`D = 0` outside
-    :obj:`mask`.
-    Jitted by :func:`helpers`."""
+    :obj:`mask`."""
     return (tl.load(row_max + index, mask=mask, other=0.).to(tl.float32),
             tl.load(row_den + index, mask=mask, other=1.).to(tl.float32),
             tl.load(delta + index, mask=mask, other=0.).to(tl.float32))
 
 
-def aggregate_body(running_max, running_sum, acc, logit, values, row, offs_c,
+@lazy_jit
+def aggregate_step(running_max, running_sum, acc, logit, values, row, offs_c,
                    C, mask_e, mask_hc, seed, e, offs_h, H, dropout,
                    keep_scale, HAS_DROPOUT: tl.constexpr):
     r"""The Triton body of one block of edges of the forward pass: the
-    online softmax step (:func:`online_softmax_body`) on the block's
+    online softmax step (:func:`online_softmax_step`) on the block's
     logits :obj:`logit` :math:`(B_E, B_H)` (masked entries
     :math:`-\infty`), then the accumulator :math:`a' = c\,a + \sum_e
     \mu_e p_e X_e / (1 - p)` over the rows :math:`X_e` of
     :obj:`values` :math:`(N, H, C)` at :obj:`row` (the dropout of
-    :func:`keep_body` with ``HAS_DROPOUT``; the sum :math:`l` stays that
-    of the undropped terms).  Returns ``(new_max, new_sum, new_acc)``.
-    Jitted by :func:`helpers`."""
-    new_max, rescale, p, new_sum = _online_softmax(running_max, running_sum,
-                                                   logit)
-    x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+    :func:`keep_step` with ``HAS_DROPOUT``; the sum :math:`l` stays that
+    of the undropped terms).  Returns ``(new_max, new_sum, new_acc)``."""
+    new_max, rescale, p, new_sum = online_softmax_step(
+        running_max, running_sum, logit)
+    x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
     if HAS_DROPOUT:  # the output sums the dropped terms
-        p = p * _keep(seed, e, offs_h, H, dropout, keep_scale)
+        p = p * keep_step(seed, e, offs_h, H, dropout, keep_scale)
     return (new_max, new_sum,
             acc * rescale[:, None] + tl.sum(p[:, :, None] * x, axis=0))
 
 
-def finish_body(out, row_max, row_den, acc, running_max, running_sum, node,
+@lazy_jit
+def finish_step(out, row_max, row_den, acc, running_max, running_sum, node,
                 offs_h, offs_c, H, C, mask_h, mask_hc):
     r"""The Triton body of the forward pass's end for the target
     :obj:`node`: stores :math:`a / Z` into :obj:`out` :math:`(N, H, C)`,
     :math:`m` into :obj:`row_max` and :math:`Z = l + 10^{-16}` (PyG's
-    softmax denominator) into :obj:`row_den`, both :math:`(N, H)`.  Jitted
-    by :func:`helpers`."""
+    softmax denominator) into :obj:`row_den`, both :math:`(N, H)`."""
     den = running_sum + 1e-16
     tl.store(out + (node * H + offs_h[:, None]) * C + offs_c[None, :],
              tl.fdiv(acc, den[:, None]), mask=mask_hc)
@@ -237,73 +239,29 @@ def finish_body(out, row_max, row_den, acc, running_max, running_sum, node,
     tl.store(row_den + node * H + offs_h, den, mask=mask_h)
 
 
-def softmax_weight_body(logit, row_max, row_den, mask):
+@lazy_jit
+def softmax_weight_step(logit, row_max, row_den, mask):
     r"""The Triton body of :math:`\alpha = e^{\ell - m} / Z` from the
     saved row statistics (broadcast to :obj:`logit`), zero outside
-    :obj:`mask`.  Jitted by :func:`helpers`."""
+    :obj:`mask`."""
     return tl.where(mask, tl.fdiv(tl.exp(logit - row_max), row_den), 0.)
 
 
-def logit_gradient_body(alpha, d_alpha, delta, seed, e, offs_h, H, dropout,
+@lazy_jit
+def logit_gradient_step(alpha, d_alpha, delta, seed, e, offs_h, H, dropout,
                         keep_scale, HAS_DROPOUT: tl.constexpr):
     r"""The Triton body of the logits' gradient: from :math:`\alpha`,
     :obj:`d_alpha` :math:`= \partial L/\partial\tilde\alpha` and
     :obj:`delta` :math:`D_i` (broadcast to :math:`(B_E, B_H)`), returns
     ``(d_logit, kept)``: :math:`\alpha (\mu/(1-p)\,\partial
     L/\partial\tilde\alpha - D_i)` and :math:`\tilde\alpha = \mu
-    \alpha / (1 - p)` (:math:`\alpha` itself without ``HAS_DROPOUT``).
-    Jitted by :func:`helpers`."""
+    \alpha / (1 - p)` (:math:`\alpha` itself without ``HAS_DROPOUT``)."""
     kept = alpha
     if HAS_DROPOUT:
-        keep = _keep(seed, e, offs_h, H, dropout, keep_scale)
+        keep = keep_step(seed, e, offs_h, H, dropout, keep_scale)
         d_alpha = keep * d_alpha  # dL/dalpha
         kept = keep * alpha
     return alpha * (d_alpha - delta), kept
-
-
-def helpers() -> Dict[str, Any]:
-    r"""The jitted helpers by name: ``'online_softmax'``
-    (:func:`online_softmax_body`), ``'keep'`` (:func:`keep_body`),
-    ``'node_program'``, ``'link'``, ``'gather_rows'``, ``'node_row'``,
-    ``'statistics'``, ``'aggregate'``,
-    ``'finish'``, ``'softmax_weight'`` and ``'logit_gradient'`` (the bodies
-    of the same names), for the
-    kernels of :mod:`ikgat.ops.gat_attention`,
-    :mod:`ikgat.ops.transformer_attention` and
-    :mod:`ikgat.ops.transformer_fourier` (Triton is imported and the
-    helpers are jitted on the first call)."""
-    global triton, tl, _online_softmax, _keep, _gather_rows, _HELPERS
-    if _HELPERS is None:
-        try:
-            import triton as triton_module
-            import triton.language as tl_module
-        except ImportError as error:
-            raise ImportError(
-                "the fused attention needs Triton; install it with "
-                "'pip install triton' (or ikgat[test])") from error
-        triton, tl = triton_module, tl_module
-        _online_softmax = triton.jit(online_softmax_body)
-        _keep = triton.jit(keep_body)
-        _gather_rows = triton.jit(gather_rows_body)
-        _HELPERS = dict(online_softmax=_online_softmax, keep=_keep,
-                        node_program=triton.jit(node_program_body),
-                        link=triton.jit(link_body),
-                        gather_rows=_gather_rows,
-                        node_row=triton.jit(node_row_body),
-                        statistics=triton.jit(statistics_body),
-                        aggregate=triton.jit(aggregate_body),
-                        finish=triton.jit(finish_body),
-                        softmax_weight=triton.jit(softmax_weight_body),
-                        logit_gradient=triton.jit(logit_gradient_body))
-    return _HELPERS
-
-
-def bind_steps(namespace: Dict[str, Any]) -> None:
-    r"""Bind every jitted helper of :func:`helpers` into a kernel module's
-    :obj:`namespace` (its ``globals()``) as ``_<name>``, the name its
-    kernel bodies call (Triton resolves them as module globals)."""
-    namespace.update({'_' + name: jitted
-                      for name, jitted in helpers().items()})
 
 
 #: Upper bound on the elements of one edges x heads x channels tile at 4
@@ -390,3 +348,32 @@ def torch_keep(seed: Tensor, shape: Sequence[int], dropout: float,
     keep = torch.rand(shape, generator=generator, device=like.device,
                       dtype=torch.float32) >= dropout
     return keep.float() * keep_scale(dropout)
+
+
+def torch_softmax_aggregate(logit: Tensor, values: Tensor, src: Tensor,
+                            dst: Tensor, num_dst: int, seed: Tensor,
+                            dropout: float,
+                            valid: Optional[Tensor] = None
+                            ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""What :func:`aggregate_step` and :func:`finish_step` compute, for the
+    fused operators' PyTorch implementations: from the logits
+    :math:`\ell` :math:`(E, H)` of the edges :obj:`src` :math:`\to`
+    :obj:`dst` (int64; entries where :obj:`valid` is false count for
+    nothing), :math:`m_i = \max_{e \to i} \ell_e`, :math:`Z_i = \sum_{e
+    \to i} e^{\ell_e - m_i} + 10^{-16}`, the dropped weights
+    :math:`\tilde\alpha_e = \mu_e e^{\ell_e - m_i} / (Z_i (1 - p))`
+    (:func:`torch_keep`) and :math:`\mathrm{out}_i = \sum_{e \to i}
+    \tilde\alpha_e\, x_{src(e)}` from the :obj:`values` :math:`(N_s, H,
+    C)`.  Returns ``(out, weights, m, Z)`` in the dtype of the logits."""
+    heads = logit.size(1)
+    row_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
+        0, dst, logit, 'amax')
+    p = (logit - row_max[dst]).exp()
+    if valid is not None:
+        p = p.masked_fill(~valid, 0.0)
+    row_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
+    weight = p / row_den[dst] * torch_keep(seed, logit.shape, dropout,
+                                           logit).to(logit.dtype)
+    out = logit.new_zeros(num_dst, heads, values.size(2))
+    out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(logit.dtype)[src])
+    return out, weight, row_max, row_den

@@ -10,7 +10,7 @@ forward pass wrote without atomics.  :func:`prepare_csr` sorts once per
 graph; the layers keep the result with the graph
 (:mod:`ikgat.nn.graph_cache`).
 """
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import torch
 from torch import Tensor
@@ -90,3 +90,24 @@ def prepare_csr(edge_index: Tensor, num_src: int, num_dst: int,
     return AttentionCSR(*(tensor.to(index_dtype).contiguous() for tensor in (
         rowptr, src_csr, dst_sorted, perm, inverse_perm, colptr, csc_edge,
         csc_dst)), int(num_src), int(num_dst), self_loops)
+
+
+def csr_for(owner: str, edge_index_or_csr: Union[Tensor, AttentionCSR],
+            num_src: int, num_dst: int,
+            self_loops_allowed: bool = True) -> AttentionCSR:
+    r"""The CSR an operator reads: :obj:`edge_index_or_csr` sorted here
+    (:func:`prepare_csr`), or checked to be prepared for :obj:`num_src`
+    sources and :obj:`num_dst` targets (and without added self-loops
+    unless :obj:`self_loops_allowed`); a mismatch raises naming
+    :obj:`owner`."""
+    if not isinstance(edge_index_or_csr, AttentionCSR):
+        return prepare_csr(edge_index_or_csr, num_src, num_dst)
+    csr = edge_index_or_csr
+    if (csr.num_src, csr.num_dst) != (num_src, num_dst) or (
+            csr.self_loops is not None and not self_loops_allowed):
+        raise ValueError(f"{owner}: the prepared CSR is for {csr.num_src} "
+                         f"sources and {csr.num_dst} targets (self_loops="
+                         f"{csr.self_loops}), the inputs have {num_src} and "
+                         f"{num_dst}; call prepare_csr(edge_index, N_src, "
+                         f"N_dst) for them")
+    return csr

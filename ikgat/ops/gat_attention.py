@@ -118,45 +118,57 @@ reads) of a CUDA run.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-import os
 from typing import Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
-import ikgat.ops.attention_steps as attention_steps
 from ikgat.ops.attention_steps import (
     TILE_ELEMENTS,
+    aggregate_step,
     edge_tiling,
+    finish_step,
     keep_scale,
+    keep_step,
+    logit_gradient_step,
+    node_program_step,
+    softmax_weight_step,
+    statistics_step,
     torch_keep,
+    torch_softmax_aggregate,
 )
-from ikgat.ops.csr import AttentionCSR, prepare_csr
-from ikgat.ops.runtime import ATTENTION_SWITCH, launch, next_power_of_2
+from ikgat.ops.csr import (  # prepare_csr: also importable from here
+    AttentionCSR,
+    csr_for,
+    prepare_csr,  # noqa: F401
+)
+from ikgat.ops.registration import (
+    CSR_ARGS,
+    input_gradients,
+    register_operator,
+)
+from ikgat.ops.runtime import (
+    ATTENTION_SWITCH,
+    check_triton_runs,
+    dropout_seed,
+    launch,
+    lazy_jit,
+    next_power_of_2,
+    use_triton_default,
+)
 
-# Filled by _kernels() on first use; the kernel bodies below read them as
-# module globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
-_edge_slope = None
-_edge_logit = None
-_node_program = None
-_keep = None
-_statistics = None
-_aggregate = None
-_finish = None
-_softmax_weight = None
-_logit_gradient = None
-_KERNELS = None
-
 
 
 # ---------------------------------------------------------------------------
-# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: scores
-# (N, H, 3), features (N, H, C), edge tensors (E, H) in CSR order.
+# Kernel bodies (jitted on their first launch: ikgat.ops.runtime).  Tensors
+# are contiguous: scores (N, H, 3), features (N, H, C), edge tensors (E, H)
+# in CSR order.
 
 
-def _edge_slope_body(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
+@lazy_jit
+def _edge_slope(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
     # t = [gate <= 0]; returns gate > 0 (t = 0, slope c = 1).  The same
     # additions in the same order as kernel_edge_softmax, so the same choice.
     gate = g_src + g_dst
@@ -165,7 +177,8 @@ def _edge_slope_body(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
     return gate > 0
 
 
-def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
+@lazy_jit
+def _edge_logit(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
                      negative_slope, HAS_GATE: tl.constexpr):
     # logit = s_src[j, t] + s_dst[i, t] (+ c_t eps), as kernel_edge_softmax:
     positive = _edge_slope(g_src, g_dst, eps, HAS_GATE)
@@ -175,13 +188,14 @@ def _edge_logit_body(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
     return logit, positive
 
 
-def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
+@lazy_jit
+def forward_kernel(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                   group_max, group_den, seed, negative_slope, dropout,
                   keep_scale, H, C, BROADCAST: tl.constexpr,
                   HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                   BLOCK_C: tl.constexpr):
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
@@ -212,15 +226,16 @@ def _forward_body(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
         logit = tl.where(mask_eh, logit, float('-inf'))
         # Online softmax and dropout (ikgat.ops.attention_steps): the softmax
         # sums the undropped terms, the output the dropped ones.
-        running_max, running_sum, acc = _aggregate(
+        running_max, running_sum, acc = aggregate_step(
             running_max, running_sum, acc, logit, x_src,
             j[:, None] * H + offs_h[None, :], offs_c, C, mask_e, mask_hc,
             seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
-    _finish(out, group_max, group_den, acc, running_max, running_sum, i,
+    finish_step(out, group_max, group_den, acc, running_max, running_sum, i,
             offs_h, offs_c, H, C, mask_h, mask_hc)
 
 
-def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
+@lazy_jit
+def alpha_kernel(score_src, score_dst, edge_gate, rowptr, src, group_max,
                 group_den, alpha, seed, negative_slope, dropout, keep_scale,
                 H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
                 HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
@@ -254,14 +269,16 @@ def _alpha_body(score_src, score_dst, edge_gate, rowptr, src, group_max,
         logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
                                       s1_dst[None, :], g_dst[None, :], eps,
                                       negative_slope, HAS_GATE)
-        weight = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
+        weight = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
         if HAS_DROPOUT:
-            weight = weight * _keep(seed, e, offs_h, H, dropout, keep_scale)
+            weight = weight * keep_step(seed, e, offs_h, H, dropout,
+                                        keep_scale)
         tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
                  mask=mask_eh)
 
 
-def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
+@lazy_jit
+def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
                        csc_edge, csc_dst, group_max, group_den, delta,
                        grad_out, grad_alpha, grad_x, grad_score_src,
                        grad_logit, seed, negative_slope, dropout, keep_scale,
@@ -272,7 +289,7 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                        STORE_GRAD_LOGIT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_C: tl.constexpr):
-    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_hc = offs_h[:, None] * C + offs_c[None, :]
@@ -306,8 +323,9 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
                                       g_src[None, :], s0, s1, g, eps,
                                       negative_slope, HAS_GATE)
         node_eh = i[:, None] * H + offs_h[None, :]
-        m, den, d = _statistics(group_max, group_den, delta, node_eh, mask_eh)
-        alpha = _softmax_weight(logit, m, den, mask_eh)
+        m, den, d = statistics_step(group_max, group_den, delta, node_eh,
+                                    mask_eh)
+        alpha = softmax_weight_step(logit, m, den, mask_eh)
         g_out = tl.load(grad_out + i[:, None, None] * stride_n
                         + offs_h[None, :, None] * stride_h
                         + offs_c[None, None, :] * stride_c,
@@ -320,7 +338,7 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
         if HAS_GRAD_ALPHA:
             d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
                                mask=mask_eh, other=0.).to(tl.float32)
-        d_logit, kept = _logit_gradient(alpha, d_alpha, d, seed, e, offs_h,
+        d_logit, kept = logit_gradient_step(alpha, d_alpha, d, seed, e, offs_h,
                                         H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g_out, axis=0)
         acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
@@ -336,7 +354,8 @@ def _backward_src_body(score_src, score_dst, x_src, edge_gate, colptr,
              mask=mask_h)
 
 
-def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
+@lazy_jit
+def backward_dst_kernel(score_src, score_dst, edge_gate, rowptr, src,
                        grad_logit, grad_score_dst, grad_edge_gate,
                        negative_slope, H, BROADCAST: tl.constexpr,
                        HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
@@ -377,33 +396,6 @@ def _backward_dst_body(score_src, score_dst, edge_gate, rowptr, src,
              mask=mask_h)
 
 
-def _kernels():
-    r"""The jitted kernels by name (Triton is imported and the kernels are
-    jitted on the first call)."""
-    global triton, tl, _edge_slope, _edge_logit, _KERNELS
-    if _KERNELS is None:
-        try:
-            import triton as triton_module
-            import triton.language as tl_module
-        except ImportError as error:
-            raise ImportError(
-                "fused_attention needs Triton; install it with "
-                "'pip install triton' (or ikgat[test])") from error
-        triton, tl = triton_module, tl_module
-        _edge_slope = triton.jit(_edge_slope_body)
-        _edge_logit = triton.jit(_edge_logit_body)
-        # The steps shared with the graph transformer kernels
-        # (ikgat.ops.attention_steps):
-        attention_steps.bind_steps(globals())
-        _KERNELS = dict(
-            forward=triton.jit(_forward_body),
-            alpha=triton.jit(_alpha_body),
-            backward_src=triton.jit(_backward_src_body),
-            backward_dst=triton.jit(_backward_dst_body),
-        )
-    return _KERNELS
-
-
 # ---------------------------------------------------------------------------
 # The registered operators.  The attention is one opaque operator
 # (ikgat::fused_attention, and ikgat::fused_attention_backward for its
@@ -411,17 +403,15 @@ def _kernels():
 # (and serve the 'meta' device, where nothing is launched).  'use_triton'
 # picks the Triton kernels, else the PyTorch implementation below.
 
-_INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
-               'Tensor csc_edge, Tensor csc_dst')
 _FORWARD_SCHEMA = (
     '(Tensor score_src, Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
-    f'{_INDEX_ARGS}, Tensor seed, float negative_slope, float dropout, '
+    f'{CSR_ARGS}, Tensor seed, float negative_slope, float dropout, '
     'bool broadcast, bool need_alpha, bool use_triton) '
     '-> (Tensor, Tensor, Tensor, Tensor)')
 _BACKWARD_SCHEMA = (
     '(Tensor grad_out, Tensor? grad_alpha, Tensor score_src, '
     'Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
-    f'{_INDEX_ARGS}, Tensor seed, Tensor out, Tensor group_max, '
+    f'{CSR_ARGS}, Tensor seed, Tensor out, Tensor group_max, '
     'Tensor group_den, Tensor alpha, float negative_slope, float dropout, '
     'bool broadcast, bool need_alpha, bool use_triton, bool[] needs) '
     '-> (Tensor, Tensor, Tensor, Tensor)')
@@ -437,7 +427,6 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
         return _torch_forward(score_src, score_dst, x_src, edge_gate, src,
                               dst, seed, num_dst, negative_slope, dropout,
                               broadcast, need_alpha, dtype)
-    jitted = _kernels()
     out = x_src.new_empty(num_dst, heads, channels, dtype=dtype)
     group_max = x_src.new_empty(num_dst, heads, dtype=torch.float32)
     group_den = torch.empty_like(group_max)
@@ -451,14 +440,14 @@ def _attention_forward(score_src, score_dst, x_src, edge_gate, rowptr, src,
     common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
                   HAS_DROPOUT=dropout > 0.0, BLOCK_H=block_h,
                   switch=ATTENTION_SWITCH)
-    launch(jitted['forward'], (num_dst, ),
+    launch(forward_kernel, (num_dst, ),
            score_src, score_dst, x_src, gate_arg, rowptr, src, out, group_max,
            group_den, seed, negative_slope, dropout, keep_scale(dropout),
            heads, channels,
            BLOCK_C=block_c, **edge_tiling(num_edges, num_dst, block_h * block_c),
            **common)
     if need_alpha:
-        launch(jitted['alpha'], (num_dst, ),
+        launch(alpha_kernel, (num_dst, ),
                score_src, score_dst, gate_arg, rowptr, src, group_max,
                group_den, alpha, seed, negative_slope, dropout,
                keep_scale(dropout), heads,
@@ -502,7 +491,6 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
                                edge_gate, src, dst, seed, group_max,
                                group_den, delta, negative_slope, dropout,
                                broadcast)
-    jitted = _kernels()
     has_gate = edge_gate is not None
     need_logit = need_dst or (need_gate and has_gate)
     grad_x = torch.empty_like(x_src)
@@ -515,7 +503,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
     common = dict(BROADCAST=int(broadcast), HAS_GATE=has_gate,
                   BLOCK_H=block_h, switch=ATTENTION_SWITCH)
     if num_src > 0:
-        launch(jitted['backward_src'], (num_src, ),
+        launch(backward_src_kernel, (num_src, ),
                score_src, score_dst, x_src, gate_arg, colptr, csc_edge, csc_dst,
                group_max, group_den, delta, grad_out,
                grad_alpha if has_grad_alpha else dummy, grad_x, grad_src,
@@ -530,7 +518,7 @@ def _attention_backward(grad_out, grad_alpha, score_src, score_dst, x_src,
     grad_gate = (torch.empty_like(edge_gate) if has_gate
                  else x_src.new_empty(0))
     if need_logit and num_dst > 0:
-        launch(jitted['backward_dst'], (num_dst, ),
+        launch(backward_dst_kernel, (num_dst, ),
                score_src, score_dst, gate_arg, rowptr, src, grad_logit, partial,
                grad_gate if has_gate else dummy, negative_slope, heads,
                NEED_GATE_GRAD=need_gate and has_gate,
@@ -553,16 +541,6 @@ def _attention_backward_fake(grad_out, grad_alpha, score_src, score_dst,
             if edge_gate is not None else x_src.new_empty(0))
 
 
-_forward_op = torch.library.custom_op(
-    'ikgat::fused_attention', _attention_forward, mutates_args=(),
-    schema=_FORWARD_SCHEMA)
-_forward_op.register_fake(_attention_forward_fake)
-_backward_op = torch.library.custom_op(
-    'ikgat::fused_attention_backward', _attention_backward, mutates_args=(),
-    schema=_BACKWARD_SCHEMA)
-_backward_op.register_fake(_attention_backward_fake)
-
-
 def _setup_context(ctx, inputs, output):
     (score_src, score_dst, x_src, edge_gate, *index, seed, negative_slope,
      dropout, broadcast, need_alpha, use_triton) = inputs
@@ -576,7 +554,7 @@ def _setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(alpha)
 
 
-def _backward(ctx, grad_out, grad_alpha, _grad_max, _grad_den):
+def _autograd_backward(ctx, grad_out, grad_alpha, _grad_max, _grad_den):
     (score_src, score_dst, x_src, edge_gate, *index, seed, out, group_max,
      group_den, alpha) = ctx.saved_tensors
     needs = list(ctx.needs_input_grad[:4])
@@ -585,11 +563,13 @@ def _backward(ctx, grad_out, grad_alpha, _grad_max, _grad_den):
     grads = _backward_op(grad_out, grad_alpha, score_src, score_dst, x_src,
                          edge_gate, *index, seed, out, group_max, group_den,
                          alpha, *ctx.options, needs)
-    return tuple(grad if need else None for grad, need in zip(grads, needs)
-                 ) + (None, ) * 12
+    return input_gradients(grads, ctx.needs_input_grad)
 
 
-_forward_op.register_autograd(_backward, setup_context=_setup_context)
+_forward_op, _backward_op = register_operator(
+    'fused_attention', _attention_forward, _attention_forward_fake,
+    _FORWARD_SCHEMA, _attention_backward, _attention_backward_fake,
+    _BACKWARD_SCHEMA, _setup_context, _autograd_backward)
 
 
 # ---------------------------------------------------------------------------
@@ -630,14 +610,8 @@ def _torch_forward(score_src, score_dst, x_src, edge_gate, src, dst, seed,
     heads = x_src.size(1)
     logit, _ = _torch_logits(score_src, score_dst, edge_gate, src, dst,
                              valid, broadcast, negative_slope)
-    group_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
-        0, dst, logit, 'amax')
-    p = (logit - group_max[dst]).exp().masked_fill(~valid, 0.0)
-    group_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
-    weight = p / group_den[dst] * torch_keep(seed, logit.shape, dropout,
-                                             logit)
-    out = x_src.new_zeros(num_dst, heads, x_src.size(2), dtype=torch.float32)
-    out.index_add_(0, dst, weight.unsqueeze(-1) * x_src.float()[src])
+    out, weight, group_max, group_den = torch_softmax_aggregate(
+        logit, x_src, src, dst, num_dst, seed, dropout, valid)
     alpha = weight if need_alpha else logit.new_empty(0, heads)
     return out.to(dtype), alpha, group_max, group_den
 
@@ -744,15 +718,8 @@ def fused_attention(
         raise ValueError(f"fused_attention: 'score_dst' has "
                          f"{score_dst.size(0)} rows; expected num_dst = "
                          f"{num_dst} or 1")
-    if isinstance(edge_index_or_csr, AttentionCSR):
-        csr = edge_index_or_csr
-        if csr.num_src != x_src.size(0) or csr.num_dst != num_dst:
-            raise ValueError(f"fused_attention: the prepared CSR is for "
-                             f"{csr.num_src} sources and {csr.num_dst} "
-                             f"targets, the inputs have {x_src.size(0)} and "
-                             f"{num_dst}; call prepare_csr again")
-    else:
-        csr = prepare_csr(edge_index_or_csr, x_src.size(0), num_dst)
+    csr = csr_for('fused_attention', edge_index_or_csr, x_src.size(0),
+                  num_dst)
     if csr.self_loops is not None and (edge_gate is not None
                                        or return_attention_weights):
         raise ValueError("fused_attention: a CSR prepared with self_loops "
@@ -769,28 +736,14 @@ def fused_attention(
                          f"(got {dropout!r})")
     device = x_src.device
     if use_triton is None:
-        use_triton = device.type in ('cuda', 'meta') or (
-            os.environ.get('TRITON_INTERPRET') == '1')
+        use_triton = use_triton_default(device)
     if use_triton:
-        if not torch.compiler.is_compiling():
-            # A missing Triton is reported first (while compiling, the
-            # operator reports it when it runs: importing Triton inside the
-            # traced code would break the graph).
-            _kernels()
-        if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
-            raise RuntimeError("fused_attention runs Triton kernels: pass "
-                               "CUDA tensors, or set TRITON_INTERPRET=1 "
-                               "before importing triton to interpret them on "
-                               "CPU (slow; for tests), or use_triton=False")
+        check_triton_runs('fused_attention', device)
     if edge_gate is not None:
         # CSR order; autograd scatters its gradient back to the edge order.
         edge_gate = edge_gate.index_select(0, csr.perm).contiguous()
     broadcast = score_dst.size(0) == 1 and num_dst != 1
-    # The dropout mask's seed, drawn on the device from torch's generator
-    # (no host synchronisation; torch.manual_seed makes runs repeatable);
-    # without dropout it is never read, and any device tensor will do:
-    seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
-            else csr.rowptr)
+    seed = dropout_seed(dropout, device, csr.rowptr)
     out, alpha, _, _ = _forward_op(
         score_src.contiguous(), score_dst.contiguous(), x_src.contiguous(),
         edge_gate, csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge,

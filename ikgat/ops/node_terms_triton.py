@@ -31,7 +31,7 @@ is loaded) and
   :math:`B_N \times B_R` angles one channel at a time (an outer product
   per channel: no nodes x points x channels tile, which at 8 channels
   filled the register file), takes their sine and cosine from one range
-  reduction and two polynomials (:func:`_sincos`), and accumulates
+  reduction and two polynomials (:func:`sincos_step`), and accumulates
   :math:`f` for every slope in registers: :math:`N H T` floats are
   written, nothing else.
 * backward, two launches that both recompute the angles and store nothing
@@ -55,18 +55,20 @@ interpreter (``TRITON_INTERPRET=1``, for tests).
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-from typing import Dict, Tuple
+from typing import Tuple
 
 import torch
 from torch import Tensor
 
-from ikgat.ops.runtime import NODE_TERMS_SWITCH, launch, next_power_of_2
+from ikgat.ops.runtime import (
+    NODE_TERMS_SWITCH,
+    launch,
+    lazy_jit,
+    next_power_of_2,
+)
 
-# Filled by _kernels() on first use; the kernel bodies read them as module
-# globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
-_KERNELS: Dict[str, object] = {}
 
 #: Upper bound on the angles of one nodes x points tile (:math:`B_N B_R`).
 TILE_ANGLES = 512
@@ -76,13 +78,15 @@ TILE_ANGLES = 512
 MAX_PARTIALS = 256
 
 
+@lazy_jit
 def _point_rows(offs_k, h, H, R):
     # Row k = s R + r of the node-side points u is w_{s,r}, stored at
     # ((s H + h) R + r) 2C of the stacked (m, H, R, 2C) sets.
     return ((offs_k // R) * H + h) * R + offs_k % R
 
 
-def _sincos(theta):
+@lazy_jit
+def sincos_step(theta):
     # sin and cos of float32 angles with one range reduction, in plain
     # arithmetic (the same values in the compiler and the interpreter):
     # theta = j pi/2 + r, |r| <= pi/4, pi/2 split in three parts whose
@@ -109,6 +113,7 @@ def _sincos(theta):
     return sin, cos
 
 
+@lazy_jit
 def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, OFFSET,
             BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr):
     # theta [B_N, B_R] = x_n . u_k, one channel at a time (an outer
@@ -124,6 +129,7 @@ def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, OFFSET,
     return angle
 
 
+@lazy_jit
 def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
     # A [B_R, B_T] for rows k of u: A^c or A^s (H, T, R) at r = k mod R.
     return tl.load(weight + (h * T + offs_t[None, :]) * R
@@ -131,7 +137,8 @@ def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
                    mask=mask_k[:, None] & mask_t[None, :], other=0.)
 
 
-def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
+@lazy_jit
+def estimate_kernel(x, points, cos_weight, sin_weight, out, estimate, eps,
                    scale, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
                    BLOCK_R: tl.constexpr, BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
@@ -145,7 +152,7 @@ def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
         angle = _angles(x, points, offs_n, mask_n,
                         _point_rows(offs_k, h, H, R), mask_k, h, H, C,
                         OFFSET, BLOCK_N, BLOCK_R)
-        sin, cos = _sincos(angle)
+        sin, cos = sincos_step(angle)
         cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
         sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t,
@@ -160,6 +167,7 @@ def _estimate_body(x, points, cos_weight, sin_weight, out, estimate, eps,
     tl.store(out + offs_nt, tl.log(acc * acc + eps), mask=mask_nt)
 
 
+@lazy_jit
 def _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t, h, H, T,
                    eps, scale):
     # G = kappa dL/dl * 2f / (f^2 + eps), [B_N, B_T] (0 on masked rows).
@@ -172,6 +180,7 @@ def _grad_estimate(grad, estimate, offs_n, mask_n, offs_t, mask_t, h, H, T,
                    * f, f * f + eps)
 
 
+@lazy_jit
 def _grad_angle(sin, cos, grad_tile, cos_w, sin_w):
     # D = cos(theta) sum_t G_t A^s_t - sin(theta) sum_t G_t A^c_t, [B_N, B_R]
     u_sum = tl.sum(grad_tile[:, None, :] * cos_w[None, :, :], axis=2)
@@ -179,7 +188,8 @@ def _grad_angle(sin, cos, grad_tile, cos_w, sin_w):
     return cos * v_sum - sin * u_sum
 
 
-def _grad_x_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
+@lazy_jit
+def grad_x_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
                  scale, grad_x, N, H, C, R, MR, T, OFFSET,
                  BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
                  BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
@@ -197,7 +207,7 @@ def _grad_x_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
         rows = _point_rows(offs_k, h, H, R)
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
                         OFFSET, BLOCK_N, BLOCK_R)
-        sin, cos = _sincos(angle)
+        sin, cos = sincos_step(angle)
         cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
                              T, R)
         sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t,
@@ -214,7 +224,8 @@ def _grad_x_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
              mask=mask_n[:, None] & mask_c[None, :])
 
 
-def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
+@lazy_jit
+def grad_points_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
                       scale, partial_points, partial_cos, partial_sin, N, H,
                       C, R, MR, T, OFFSET, NODES_PER_PROGRAM,
                       BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
@@ -242,7 +253,7 @@ def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
                                    mask_t, h, H, T, eps, scale)
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
                         OFFSET, BLOCK_N, BLOCK_R)
-        sin, cos = _sincos(angle)
+        sin, cos = sincos_step(angle)
         d = _grad_angle(sin, cos, grad_tile, cos_w, sin_w)
         # dL/du_k,c = sum_n D_n,k x_n,c, one channel at a time:
         x_row = x + offs_n * H * C + h * C
@@ -264,36 +275,6 @@ def _grad_points_body(x, points, cos_weight, sin_weight, grad, estimate, eps,
     mask_kt = mask_k[:, None] & mask_t[None, :]
     tl.store(partial_cos + offs_kt, acc_cos, mask=mask_kt)
     tl.store(partial_sin + offs_kt, acc_sin, mask=mask_kt)
-
-
-def _kernels() -> Dict[str, object]:
-    r"""The jitted kernels by name (Triton is imported and the kernels are
-    jitted on the first call)."""
-    global triton, tl
-    if not _KERNELS:
-        try:
-            import triton as triton_module
-            import triton.language as tl_module
-        except ImportError as error:
-            raise ImportError(
-                "The Triton node terms need Triton; install it with "
-                "'pip install triton' (or ikgat[test])") from error
-        triton, tl = triton_module, tl_module
-        for name in ('_point_rows', '_sincos', '_angles', '_anchor_tile',
-                     '_grad_estimate', '_grad_angle'):
-            globals()[name] = triton.jit(globals()[name])
-        _KERNELS.update(estimate=triton.jit(_estimate_body),
-                        grad_x=triton.jit(_grad_x_body),
-                        grad_points=triton.jit(_grad_points_body))
-    return _KERNELS
-
-
-def sincos():
-    r"""The jitted :func:`_sincos` (a sine and a cosine from one range
-    reduction), for the kernels of other modules: jits this module's
-    kernels first."""
-    _kernels()
-    return _sincos
 
 
 def block_sizes(num_angles: int, channels: int, slopes: int
@@ -327,8 +308,7 @@ def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     if num_nodes > 0:
         block_n, block_r, _, block_t = block_sizes(num_angles, channels,
                                                    num_slopes)
-        launch(_kernels()['estimate'], (triton.cdiv(num_nodes, block_n),
-                                        heads),
+        launch(estimate_kernel, (-(-num_nodes // block_n), heads),
                x, points, cos_weight, sin_weight, out, estimate, float(eps),
                float(scale), num_nodes, heads, channels, num_points,
                num_angles, num_slopes, channels if is_source else 0,
@@ -363,16 +343,15 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
     partial_cos = x.new_empty(num_programs, heads, num_slopes, num_angles)
     partial_sin = torch.empty_like(partial_cos)
     if num_nodes > 0:
-        jitted = _kernels()
         offset = channels if is_source else 0
-        launch(jitted['grad_x'], (node_blocks, heads),
+        launch(grad_x_kernel, (node_blocks, heads),
                x, points, cos_weight, sin_weight, grad, estimate, float(eps),
                float(scale), grad_x, num_nodes, heads, channels, num_points,
                num_angles, num_slopes, offset, BLOCK_N=block_n,
                BLOCK_R=block_r, BLOCK_C=block_c, BLOCK_T=block_t,
                switch=NODE_TERMS_SWITCH)
-        launch(jitted['grad_points'], (num_programs, heads,
-                                       triton.cdiv(num_angles, block_r)),
+        launch(grad_points_kernel, (num_programs, heads,
+                                     -(-num_angles // block_r)),
                x, points, cos_weight, sin_weight, grad, estimate, float(eps),
                float(scale), partial_points, partial_cos, partial_sin,
                num_nodes, heads, channels, num_points, num_angles,

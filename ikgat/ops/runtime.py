@@ -16,6 +16,17 @@ naming the kernel, the Triton version and the switch that avoids the
 kernel, with Triton's own error as its cause (``ikgat --debug`` prints it).
 Nothing falls back silently to a path many times slower.
 
+**Lazy jitting.**  Importing ikgat never imports Triton.  A kernel module
+marks its Triton functions with :func:`lazy_jit` (kernels and the device
+functions they call alike) and its compile-time globals with
+:class:`TritonConstant`, and declares ``triton = tl = None``.  The first
+:func:`launch` of one of its kernels (:func:`jitted`) imports Triton and
+binds, in that module and in every module whose functions it calls,
+``triton``, ``tl``, each marked function's jitted version (one per
+function, shared by every module that imports it) and each constant's
+``tl.constexpr``: Triton then resolves the names a kernel calls as the
+module globals they are.
+
 **Recording.**  Inside :func:`record_launches` nothing is launched: each
 launch is recorded as a :class:`KernelLaunch` (the kernel, its argument
 types as Triton specialises them, its compile-time constants).  This is how
@@ -27,6 +38,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import os
 import warnings
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
@@ -47,6 +59,108 @@ MAX_REGISTERS = 128
 #: :class:`KernelBuildError`.
 NODE_TERMS_SWITCH = "kernel_kwargs={'node_path': 'eager'}"
 ATTENTION_SWITCH = "fused_attention=False"
+
+
+_LAZY_JIT = '__ikgat_lazy_jit__'
+#: Marked function -> its jitted version.
+_JITTED: Dict[Any, Any] = {}
+
+
+def lazy_jit(function):
+    r"""Mark :obj:`function`, a Triton kernel or device function, to be
+    jitted with :func:`triton.jit` the first time a kernel of its module is
+    launched (see the module docstring)."""
+    setattr(function, _LAZY_JIT, True)
+    return function
+
+
+class TritonConstant(NamedTuple):
+    r"""A module global that the kernels read as ``tl.constexpr(value)``
+    (bound by :func:`jitted`)."""
+    value: Any
+
+
+def import_triton(owner: str) -> Tuple[Any, Any]:
+    r"""``(triton, triton.language)``; without Triton, an
+    :class:`ImportError` saying that :obj:`owner` needs it and how to
+    install it."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError as error:
+        raise ImportError(f"{owner} needs Triton; install it with 'pip "
+                          f"install triton' (or ikgat[test])") from error
+    return triton, tl
+
+
+def jitted(function):
+    r"""The jitted version of a :func:`lazy_jit` :obj:`function`: on the
+    first call for its module, Triton is imported and the module is bound
+    (see the module docstring).  A function that is already jitted is
+    returned as it is."""
+    if not inspect.isfunction(function):
+        return function
+    if function not in _JITTED:
+        triton, tl = import_triton(function.__module__)
+        _bind(function.__globals__, triton, tl, set())
+    return _JITTED[function]
+
+
+def _bind(namespace: Dict[str, Any], triton, tl, bound: set) -> None:
+    if id(namespace) in bound:
+        return
+    bound.add(id(namespace))
+    namespace.update({name: module for name, module in (('triton', triton),
+                                                        ('tl', tl))
+                      if name in namespace})
+    for name, value in list(namespace.items()):
+        if isinstance(value, TritonConstant):
+            namespace[name] = tl.constexpr(value.value)
+        elif inspect.isfunction(value) and getattr(value, _LAZY_JIT, False):
+            if value not in _JITTED:
+                _JITTED[value] = triton.jit(value)
+                # The module that defines it (its 'tl', its own steps):
+                _bind(value.__globals__, triton, tl, bound)
+            namespace[name] = _JITTED[value]
+
+
+def use_triton_default(device: torch.device) -> bool:
+    r"""Whether an operator runs its Triton kernels unless told: on CUDA
+    (and ``meta``, standing for it) tensors, and on CPU tensors when
+    Triton's interpreter is on (``TRITON_INTERPRET=1``)."""
+    return device.type in ('cuda', 'meta') or interpreter_on()
+
+
+def interpreter_on() -> bool:
+    r"""Whether Triton's interpreter is on (``TRITON_INTERPRET=1``, set
+    before Triton is first imported)."""
+    return os.environ.get('TRITON_INTERPRET') == '1'
+
+
+def check_triton_runs(owner: str, device: torch.device) -> None:
+    r"""Raise, naming :obj:`owner`, when its Triton kernels cannot run on
+    :obj:`device`: Triton missing (reported while not compiling; under
+    :func:`torch.compile` the operator reports it when it runs, since
+    importing Triton in traced code would break the graph), or CPU tensors
+    without the interpreter."""
+    if not torch.compiler.is_compiling():
+        import_triton(owner)
+    if device.type == 'cpu' and not interpreter_on():
+        raise RuntimeError(f"{owner} runs Triton kernels: pass CUDA tensors, "
+                           f"or set TRITON_INTERPRET=1 before importing "
+                           f"triton to interpret them on CPU (slow; for "
+                           f"tests), or use_triton=False")
+
+
+def dropout_seed(dropout: float, device: torch.device,
+                 unused: Tensor) -> Tensor:
+    r"""The seed of an attention dropout mask: drawn on :obj:`device` from
+    torch's generator (no host synchronisation; :func:`torch.manual_seed`
+    makes runs repeatable).  Without dropout it is never read, and
+    :obj:`unused`, any tensor of the device, stands for it."""
+    if dropout > 0:
+        return torch.randint(2**31 - 1, (1, ), device=device)
+    return unused
 
 
 class KernelBuildError(RuntimeError):
@@ -190,6 +304,7 @@ def launch(kernel, grid: Tuple[int, ...], *args: Any, switch: str,
     :class:`KernelBuildError` naming :obj:`switch`, the option that avoids
     the kernel."""
     kwargs.setdefault('maxnreg', MAX_REGISTERS)
+    kernel = jitted(kernel)
     if _RECORDING is not None:
         _record(kernel, args, dict(kwargs))
         return
@@ -225,9 +340,9 @@ def next_power_of_2(n: int) -> int:
 
 
 def jitted_kernel(module: str, name: str):
-    r"""The jitted kernel whose Python function is :obj:`name`, from the
-    :obj:`module`'s ``_kernels()`` (for ``benchmarks.gpu_compile``)."""
-    for kernel in importlib.import_module(module)._kernels().values():
-        if kernel.fn.__name__ == name:
-            return kernel
-    raise KeyError(f"{module} has no kernel {name!r}")
+    r"""The jitted kernel :obj:`name` of :obj:`module` (for
+    ``benchmarks.gpu_compile``)."""
+    kernel = getattr(importlib.import_module(module), name, None)
+    if kernel is None:
+        raise KeyError(f"{module} has no kernel {name!r}")
+    return jitted(kernel)

@@ -102,25 +102,46 @@ tables take smaller blocks of heads.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-import os
 from typing import Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
+import ikgat.ops.transformer_fourier as transformer_fourier
 from ikgat.ops.attention_steps import (
     ROW_ELEMENTS,
-    bind_steps,
+    aggregate_step,
+    finish_step,
+    gather_rows_step,
     grid,
     keep_scale,
+    link_step,
+    logit_gradient_step,
+    node_program_step,
+    node_row_step,
+    softmax_weight_step,
+    statistics_step,
     tiling,
     torch_keep,
+    torch_softmax_aggregate,
 )
-from ikgat.ops.csr import AttentionCSR, prepare_csr
+from ikgat.ops.csr import AttentionCSR, csr_for
 from ikgat.ops.dtypes import accumulation_dtype
 from ikgat.ops.fourier_features import angle_product, fourier_features
-from ikgat.ops.runtime import ATTENTION_SWITCH, launch, next_power_of_2
-from ikgat.ops.transformer_fourier import _kernels as fourier_kernels
+from ikgat.ops.registration import (
+    CSR_ARGS,
+    input_gradients,
+    register_operator,
+)
+from ikgat.ops.runtime import (
+    ATTENTION_SWITCH,
+    check_triton_runs,
+    dropout_seed,
+    launch,
+    lazy_jit,
+    next_power_of_2,
+    use_triton_default,
+)
 from ikgat.ops.transformer_fourier import fourier_tiling, prefetches_targets
 
 IDENTITY, LOG_SQUARE = 'identity', 'log_square'
@@ -128,40 +149,29 @@ IDENTITY, LOG_SQUARE = 'identity', 'log_square'
 #: ``'identity'`` and ``'log_square'``.
 LINKS = (IDENTITY, LOG_SQUARE)
 
-# Filled by _kernels() on first use; the kernel bodies read them as module
-# globals when Triton compiles (or interprets) them.
 triton = None
 tl = None
-_node_program = None
-_link = None
-_gather_rows = None
-_node_row = None
-_statistics = None
-_aggregate = None
-_finish = None
-_softmax_weight = None
-_logit_gradient = None
-_KERNELS = None
 
 
 # ---------------------------------------------------------------------------
-# Kernel bodies (jitted by _kernels()).  Tensors are contiguous: tables
-# (N, H, D), source terms (N_s, H), values (N_s, H, C).
+# Kernel bodies (jitted on their first launch: ikgat.ops.runtime).  Tensors
+# are contiguous: tables (N, H, D), source terms (N_s, H), values (N_s, H, C).
 
 
-def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
+@lazy_jit
+def forward_kernel(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
                   scale, eps, dropout, keep_scale, H, D, C,
                   LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                   BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
     # One program per target i and block of heads: each in-edge gathers
     # one contiguous row of B_H x D table floats and B_H x C values.
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
     mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    u_i = _node_row(u, i, offs_h, offs_d, H, D, mask_hd)  # [B_H, B_D]
+    u_i = node_row_step(u, i, offs_h, offs_d, H, D, mask_hd)  # [B_H, B_D]
     running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
     running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
@@ -171,34 +181,36 @@ def _forward_body(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
         j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        v_j = _gather_rows(v, row, offs_d, D, mask_e, mask_hd)
+        v_j = gather_rows_step(v, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)  # [B_E, B_H]
-        logit, _ = _link(t, eps, LOG_SQUARE)
+        logit, _ = link_step(t, eps, LOG_SQUARE)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
         # Online softmax per head (ikgat.ops.attention_steps):
-        running_max, running_sum, acc = _aggregate(
+        running_max, running_sum, acc = aggregate_step(
             running_max, running_sum, acc, logit, values, row, offs_c, C,
             mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
             HAS_DROPOUT)
-    _finish(out, row_max, row_den, acc, running_max, running_sum, i, offs_h,
-            offs_c, H, C, mask_h, mask_hc)
+    finish_step(out, row_max, row_den, acc, running_max, running_sum, i,
+                offs_h, offs_c, H, C, mask_h, mask_hc)
 
 
-def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
+@lazy_jit
+def backward_dst_kernel(u, v, s, values, rowptr, src, row_max, row_den, delta,
                        grad_out, grad_u, seed, scale, eps, dropout,
                        keep_scale, H, D, C, LOG_SQUARE: tl.constexpr,
                        HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
                        BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
                        BLOCK_C: tl.constexpr):
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
     mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    u_i = _node_row(u, i, offs_h, offs_d, H, D, mask_hd)
-    g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
-    m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
+    u_i = node_row_step(u, i, offs_h, offs_d, H, D, mask_hd)
+    g_i = node_row_step(grad_out, i, offs_h, offs_c, H, C, mask_hc)
+    m, den, d = statistics_step(row_max, row_den, delta, i * H + offs_h,
+                                mask_h)
     acc_u = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
@@ -206,14 +218,14 @@ def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
         j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
         row = j[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        v_j = _gather_rows(v, row, offs_d, D, mask_e, mask_hd)
+        v_j = gather_rows_step(v, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)
-        logit, slope = _link(t, eps, LOG_SQUARE)
+        logit, slope = link_step(t, eps, LOG_SQUARE)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
-        x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+        alpha = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
+        x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
         # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_logit, _ = _logit_gradient(
+        d_logit, _ = logit_gradient_step(
             alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
             offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         d_t = d_logit * slope * scale
@@ -222,19 +234,20 @@ def _backward_dst_body(u, v, s, values, rowptr, src, row_max, row_den, delta,
              mask=mask_hd)
 
 
-def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
+@lazy_jit
+def backward_src_kernel(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
                        row_den, delta, grad_out, grad_v, grad_s, grad_values,
                        seed, scale, eps, dropout, keep_scale, H, D, C,
                        LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                        BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
-    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_d = tl.arange(0, BLOCK_D)
     mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    v_j = _node_row(v, j, offs_h, offs_d, H, D, mask_hd)
-    x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
+    v_j = node_row_step(v, j, offs_h, offs_d, H, D, mask_hd)
+    x_j = node_row_step(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
     acc_v = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
@@ -247,13 +260,13 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
         i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
         row = i[:, None] * H + offs_h[None, :]
         mask_eh = mask_e[:, None] & mask_h[None, :]
-        u_i = _gather_rows(u, row, offs_d, D, mask_e, mask_hd)
+        u_i = gather_rows_step(u, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(u_i * v_j[None, :, :], axis=2)
-        logit, slope = _link(t, eps, LOG_SQUARE)
-        m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
-        alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
-        g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
-        d_logit, kept = _logit_gradient(
+        logit, slope = link_step(t, eps, LOG_SQUARE)
+        m, den, d = statistics_step(row_max, row_den, delta, row, mask_eh)
+        alpha = softmax_weight_step(logit + s_j[None, :], m, den, mask_eh)
+        g = gather_rows_step(grad_out, row, offs_c, C, mask_e, mask_hc)
+        d_logit, kept = logit_gradient_step(
             alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
             H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g, axis=0)
@@ -266,45 +279,19 @@ def _backward_src_body(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
 
 
-def _kernels():
-    r"""The jitted kernels by name (Triton is imported and the kernels are
-    jitted on the first call)."""
-    global triton, tl, _KERNELS
-    if _KERNELS is None:
-        try:
-            import triton as triton_module
-            import triton.language as tl_module
-        except ImportError as error:
-            raise ImportError(
-                "fused_transformer_attention needs Triton; install it with "
-                "'pip install triton' (or ikgat[test])") from error
-        triton, tl = triton_module, tl_module
-        # The steps shared with the other fused kernels
-        # (ikgat.ops.attention_steps):
-        bind_steps(globals())
-        _KERNELS = dict(
-            forward=triton.jit(_forward_body),
-            backward_dst=triton.jit(_backward_dst_body),
-            backward_src=triton.jit(_backward_src_body),
-        )
-    return _KERNELS
-
-
 # ---------------------------------------------------------------------------
 # The registered operators (see the module docstring); 'use_triton' picks
 # the Triton kernels, else the PyTorch implementation below.
 
-_INDEX_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
-               'Tensor csc_edge, Tensor csc_dst')
 _OPTIONS = 'float scale, float eps, float dropout, bool log_square'
 _FORWARD_SCHEMA = (
     f'(Tensor u, Tensor v, Tensor? points, Tensor s, Tensor values, '
-    f'{_INDEX_ARGS}, '
+    f'{CSR_ARGS}, '
     f'Tensor seed, {_OPTIONS}, bool use_triton) '
     f'-> (Tensor, Tensor, Tensor, Tensor)')
 _BACKWARD_SCHEMA = (
     f'(Tensor grad_out, Tensor u, Tensor v, Tensor? points, Tensor s, '
-    f'Tensor values, {_INDEX_ARGS}, Tensor seed, Tensor out, '
+    f'Tensor values, {CSR_ARGS}, Tensor seed, Tensor out, '
     f'Tensor row_max, Tensor row_den, Tensor t, {_OPTIONS}, '
     f'bool use_triton, bool[] needs) '
     f'-> (Tensor, Tensor, Tensor, Tensor, Tensor)')
@@ -382,12 +369,12 @@ def _forward(u, v, points, s, values, rowptr, src, dst, colptr, csc_edge,
                   **constants)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads)
     if points is None:
-        launch(_kernels()['forward'], grid(num_dst, heads, constants),
+        launch(forward_kernel, grid(num_dst, heads, constants),
                u, v, s, values, rowptr, src, out, row_max, row_den,
                *options, u.size(2), channels, LOG_SQUARE=log_square,
                **common)
     else:
-        launch(fourier_kernels()['forward'],
+        launch(transformer_fourier.forward_kernel,
                grid(num_dst, heads, constants), u, v, points, s, values,
                rowptr, src, out, row_max, row_den, t, *options, u.size(2),
                points.size(2), channels, points.size(0), **common)
@@ -426,11 +413,12 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
     common = dict(HAS_DROPOUT=dropout > 0.0, switch=ATTENTION_SWITCH)
     options = (seed, scale, eps, dropout, keep_scale(dropout), heads, width)
     if points is None:
-        jitted = _kernels()
+        kernels = (backward_dst_kernel, backward_src_kernel)
         common.update(LOG_SQUARE=log_square)
         options += (channels, )
     else:
-        jitted = fourier_kernels()
+        kernels = (transformer_fourier.backward_dst_kernel,
+                   transformer_fourier.backward_src_kernel)
         store = need_points
         common.update(STORE_ANGLES=store, BLOCK_D=next_power_of_2(width))
         options += (points.size(2), channels, points.size(0))
@@ -446,7 +434,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
         constants = _tiling(num_edges, num_dst, heads, width, channels,
                             points)
         extra = () if points is None else (grad_angles_u, t)
-        launch(jitted['backward_dst'], grid(num_dst, heads, constants),
+        launch(kernels[0], grid(num_dst, heads, constants),
                u, v, *([] if points is None else [points]), s, values,
                rowptr, src, row_max, row_den, delta, grad_out, grad_u,
                *extra, *options, **constants, **common)
@@ -459,7 +447,7 @@ def _backward(grad_out, u, v, points, s, values, rowptr, src, dst, colptr,
             extra = (grad_angles_v, t)
             constants['PREFETCH'] = prefetches_targets(
                 dict(constants, BLOCK_D=common['BLOCK_D']))
-        launch(jitted['backward_src'], grid(num_src, heads, constants),
+        launch(kernels[1], grid(num_src, heads, constants),
                u, v, *([] if points is None else [points]), s, values,
                colptr, csc_edge, csc_dst, row_max, row_den, delta, grad_out,
                grad_v, grad_s, grad_values, *extra, *options, **constants,
@@ -495,16 +483,6 @@ def _backward_fake(grad_out, u, v, points, s, values, rowptr, src, dst,
             torch.empty_like(values))
 
 
-_forward_op = torch.library.custom_op(
-    'ikgat::fused_transformer_attention', _forward, mutates_args=(),
-    schema=_FORWARD_SCHEMA)
-_forward_op.register_fake(_forward_fake)
-_backward_op = torch.library.custom_op(
-    'ikgat::fused_transformer_attention_backward', _backward,
-    mutates_args=(), schema=_BACKWARD_SCHEMA)
-_backward_op.register_fake(_backward_fake)
-
-
 def _setup_context(ctx, inputs, output):
     (u, v, points, s, values, *index, seed, scale, eps, dropout, log_square,
      use_triton) = inputs
@@ -523,12 +501,13 @@ def _autograd_backward(ctx, grad_out, _grad_max, _grad_den, _grad_t):
         grad_out = torch.zeros_like(out)
     grads = _backward_op(grad_out, u, v, points, s, values, *index, seed,
                          out, row_max, row_den, t, *ctx.options, needs)
-    return tuple(grad if need else None for grad, need in zip(grads, needs)
-                 ) + (None, ) * 12
+    return input_gradients(grads, ctx.needs_input_grad)
 
 
-_forward_op.register_autograd(_autograd_backward,
-                              setup_context=_setup_context)
+_forward_op, _backward_op = register_operator(
+    'fused_transformer_attention', _forward, _forward_fake, _FORWARD_SCHEMA,
+    _backward, _backward_fake, _BACKWARD_SCHEMA, _setup_context,
+    _autograd_backward)
 
 
 # ---------------------------------------------------------------------------
@@ -548,17 +527,11 @@ def _torch_logits(u, v, s, src, dst, scale, eps, log_square, dtype):
 def _torch_forward(u, v, s, values, src, dst, seed, num_dst, scale, eps,
                    dropout, log_square):
     src, dst = src.long(), dst.long()
-    heads, dtype = values.size(1), accumulation_dtype(values.dtype)
+    dtype = accumulation_dtype(values.dtype)
     logit, _, t = _torch_logits(u, v, s, src, dst, scale, eps, log_square,
                                 dtype)
-    row_max = logit.new_full((num_dst, heads), float('-inf')).index_reduce_(
-        0, dst, logit, 'amax')
-    p = (logit - row_max[dst]).exp()
-    row_den = logit.new_zeros(num_dst, heads).index_add_(0, dst, p) + 1e-16
-    weight = p / row_den[dst] * torch_keep(seed, logit.shape, dropout,
-                                           logit).to(dtype)
-    out = logit.new_zeros(num_dst, heads, values.size(2))
-    out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(dtype)[src])
+    out, _, row_max, row_den = torch_softmax_aggregate(
+        logit, values, src, dst, num_dst, seed, dropout)
     return out.to(values.dtype), row_max, row_den, t
 
 
@@ -689,33 +662,14 @@ def fused_transformer_attention(
     if not 0.0 <= dropout <= 1.0:
         raise ValueError(f"fused_transformer_attention: 'dropout' must lie "
                          f"in [0, 1] (got {dropout!r})")
-    if isinstance(edge_index_or_csr, AttentionCSR):
-        csr = edge_index_or_csr
-        if (csr.num_src, csr.num_dst) != (v.size(0), num_dst) or (
-                csr.self_loops is not None):
-            raise ValueError(f"fused_transformer_attention: the CSR is for "
-                             f"{csr.num_src} sources and {csr.num_dst} "
-                             f"targets (self_loops={csr.self_loops}), the "
-                             f"inputs have {v.size(0)} and {num_dst}; call "
-                             f"prepare_csr(edge_index, N_src, N_dst)")
-    else:
-        csr = prepare_csr(edge_index_or_csr, v.size(0), num_dst)
+    csr = csr_for('fused_transformer_attention', edge_index_or_csr,
+                  v.size(0), num_dst, self_loops_allowed=False)
     device = values.device
     if use_triton is None:
-        use_triton = device.type in ('cuda', 'meta') or (
-            os.environ.get('TRITON_INTERPRET') == '1')
+        use_triton = use_triton_default(device)
     if use_triton:
-        if not torch.compiler.is_compiling():
-            _kernels()  # a missing Triton is reported here
-        if device.type == 'cpu' and os.environ.get('TRITON_INTERPRET') != '1':
-            raise RuntimeError("fused_transformer_attention runs Triton "
-                               "kernels: pass CUDA tensors, or set "
-                               "TRITON_INTERPRET=1 before importing triton "
-                               "(slow; for tests), or use_triton=False")
-    # The dropout mask's seed, drawn on the device (no host read;
-    # torch.manual_seed repeats a run); unread without dropout:
-    seed = (torch.randint(2**31 - 1, (1, ), device=device) if dropout > 0
-            else csr.rowptr)
+        check_triton_runs('fused_transformer_attention', device)
+    seed = dropout_seed(dropout, device, csr.rowptr)
     if points is not None:
         points = points.contiguous()
     out, _, _, _ = _forward_op(

@@ -52,7 +52,7 @@ x` and, when the points need a gradient, :math:`\partial L/\partial a`
 x_n^\top` is one node-level product per side (in torch).  Per edge and
 head a kernel computes :math:`2mR` sines and cosines (each pair from one
 range reduction and two polynomials,
-:func:`~ikgat.ops.node_terms_triton.sincos`) and :math:`2mRD` FLOPs of
+:func:`~ikgat.ops.node_terms_triton.sincos_step`) and :math:`2mRD` FLOPs of
 angles, and gathers :math:`D` floats instead of :math:`2R`.
 
 Each kernel loads the next edge tile's other ends before the current
@@ -70,21 +70,29 @@ then) went from 71.6 to 59.6 ms
 about 7.8 ms per set of 64 points there, about 4.6 TFLOP/s at the FLOPs of
 the cost model: most likely instruction issue (addresses, masks, the
 chunks' one-hot selects, layout conversions), inferred from the kernels'
-times, not from an instruction-level profile.  The bodies read ``tl`` and
-the helpers as module globals, jitted by ``_kernels()``; the launches,
-tiling and registered operators are :mod:`ikgat.ops.transformer_attention`'s.
+times, not from an instruction-level profile.  The kernels and their
+tiling (:func:`fourier_tiling`) are here; the launches and the registered
+operator are :mod:`ikgat.ops.transformer_attention`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
 from ikgat.ops.attention_steps import (
     ROW_ELEMENTS,
-    bind_steps,
+    aggregate_step,
     edge_tiling,
+    finish_step,
+    gather_rows_step,
     head_block,
+    link_step,
+    logit_gradient_step,
+    node_program_step,
+    node_row_step,
+    softmax_weight_step,
+    statistics_step,
     tiling,
 )
-from ikgat.ops.node_terms_triton import sincos
-from ikgat.ops.runtime import next_power_of_2
+from ikgat.ops.node_terms_triton import sincos_step
+from ikgat.ops.runtime import TritonConstant, lazy_jit, next_power_of_2
 
 #: Columns of the vectors per unrolled step of the loops over :math:`d`
 #: (``tl.static_range``), so that a step's loads issue together.  Whole
@@ -92,32 +100,13 @@ from ikgat.ops.runtime import next_power_of_2
 #: 1.4-1.9 kB per thread (``benchmarks.gpu_compile``, Triton 3.6 and 3.9).
 D_STEP = 8
 
-# Filled by _kernels() on first use.
 triton = None
 tl = None
-_node_program = None
-_link = None
-_gather_rows = None
-_node_row = None
-_statistics = None
-_aggregate = None
-_finish = None
-_softmax_weight = None
-_logit_gradient = None
-_sincos = None
-_D_STEP = None
-_features = None
-_angle_gradients = None
-_add_chunk = None
-_chunk = None
-_own_features = None
-_dot = None
-_accumulate = None
-_store_gradient = None
-_KERNELS = None
+_D_STEP = TritonConstant(D_STEP)
 
 
-def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
+@lazy_jit
+def _features(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
                    num_sets, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
                    BLOCK_R: tl.constexpr):
     # phi of the rows x[nodes, offs_h] of x (N, H, D): the sums over the
@@ -142,14 +131,15 @@ def _features_body(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
                 w_d = tl.load(point + d, mask=mask_hr & in_d, other=0.)
                 angle += x_d.to(tl.float32)[:, :, None] * w_d.to(
                     tl.float32)[None, :, :]
-        sin, cos = _sincos(angle)
+        sin, cos = sincos_step(angle)
         cos_sum += cos
         sin_sum += sin
     mask = mask_nh[:, :, None] & mask_hr[None, :, :]
     return tl.where(mask, cos_sum, 0.), tl.where(mask, sin_sum, 0.)
 
 
-def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
+@lazy_jit
+def _angle_gradients(x, points, node, offs_h, offs_r, offs_d, grad_cos,
                           grad_sin, grad_angles, H, D, R, num_sets,
                           STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
                           BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
@@ -173,7 +163,7 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
                 w_d = tl.load(point + d, mask=mask_hr & in_d[:, None],
                               other=0.)
                 angle += x_d.to(tl.float32)[:, None] * w_d.to(tl.float32)
-        sin, cos = _sincos(angle)
+        sin, cos = sincos_step(angle)
         grad_angle = tl.where(mask_hr, cos * grad_sin - sin * grad_cos, 0.)
         if STORE_ANGLES:
             tl.store(grad_angles + (row[:, None] * num_sets + s) * R
@@ -189,20 +179,23 @@ def _angle_gradients_body(x, points, node, offs_h, offs_r, offs_d, grad_cos,
     return acc
 
 
-def _add_chunk_body(acc, part, offs_chunk, chunk):
+@lazy_jit
+def _add_chunk(acc, part, offs_chunk, chunk):
     # acc [B_H, CHUNKS, B_R] with part [B_H, B_R] added at chunk (a one-hot
     # select: the chunk axis of a tile cannot be indexed).
     return acc + tl.where((offs_chunk == chunk)[None, :, None],
                           part[:, None, :], 0.)
 
 
-def _chunk_body(acc, offs_chunk, chunk):
+@lazy_jit
+def _chunk(acc, offs_chunk, chunk):
     # The chunk of acc [B_H, CHUNKS, B_R], [B_H, B_R].
     return tl.sum(tl.where((offs_chunk == chunk)[None, :, None], acc, 0.),
                   axis=1)
 
 
-def _own_features_body(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
+@lazy_jit
+def _own_features(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
                        num_sets, BLOCK_H: tl.constexpr,
                        BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
     # phi of the program's own node, [B_H, CHUNKS, B_R] each.
@@ -218,7 +211,8 @@ def _own_features_body(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
     return own_cos, own_sin
 
 
-def _dot_body(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
+@lazy_jit
+def _dot(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
               mask_e, H, D, R, num_sets, BLOCK_E: tl.constexpr,
               BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
               CHUNKS: tl.constexpr):
@@ -236,7 +230,8 @@ def _dot_body(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
     return dot
 
 
-def _accumulate_body(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
+@lazy_jit
+def _accumulate(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
                      offs_chunk, mask_e, H, D, R, num_sets,
                      BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                      BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
@@ -254,7 +249,8 @@ def _accumulate_body(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
     return acc_cos, acc_sin
 
 
-def _store_gradient_body(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
+@lazy_jit
+def _store_gradient(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
                          acc_cos, acc_sin, grad_angles, H, D, R, num_sets,
                          STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
                          BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -273,7 +269,8 @@ def _store_gradient_body(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
              rows, mask=(offs_h < H)[:, None] & (offs_d < D)[None, :])
 
 
-def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
+@lazy_jit
+def forward_kernel(q, k, points, s, values, rowptr, src, out, row_max,
                   row_den, t_out, seed, scale, eps, dropout, keep_scale, H,
                   D: tl.constexpr, R, C, num_sets, HAS_DROPOUT: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
@@ -281,7 +278,7 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
                   CHUNKS: tl.constexpr):
     # One program per target i and block of heads: phi(q_i) once, in
     # [B_H, CHUNKS, B_R]; phi(k_j) per in-edge, a chunk at a time.
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
@@ -307,18 +304,19 @@ def _forward_body(q, k, points, s, values, rowptr, src, out, row_max,
                          BLOCK_H, BLOCK_R, CHUNKS)
         # The edges' t for the backward kernels (CSR order):
         tl.store(t_out + e[:, None] * H + offs_h[None, :], t, mask=mask_eh)
-        logit, _ = _link(t, eps, True)
+        logit, _ = link_step(t, eps, True)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
         logit = tl.where(mask_e[:, None], logit, float('-inf'))
-        running_max, running_sum, acc = _aggregate(
+        running_max, running_sum, acc = aggregate_step(
             running_max, running_sum, acc, logit, values, row, offs_c, C,
             mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
             HAS_DROPOUT)
-    _finish(out, row_max, row_den, acc, running_max, running_sum, i, offs_h,
-            offs_c, H, C, mask_h, mask_hc)
+    finish_step(out, row_max, row_den, acc, running_max, running_sum, i,
+                offs_h, offs_c, H, C, mask_h, mask_hc)
 
 
-def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
+@lazy_jit
+def backward_dst_kernel(q, k, points, s, values, rowptr, src, row_max,
                        row_den, delta, grad_out, grad_q, grad_angles, t_saved,
                        seed, scale, eps, dropout, keep_scale, H,
                        D: tl.constexpr, R, C, num_sets, STORE_ANGLES: tl.constexpr,
@@ -329,13 +327,14 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
     # One program per target i and block of heads; the edges' t comes from
     # the forward pass (contiguous in CSR order), and each in-edge's
     # phi(k_j) is made once, a chunk at a time.
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
     offs_chunk = tl.arange(0, CHUNKS)
-    g_i = _node_row(grad_out, i, offs_h, offs_c, H, C, mask_hc)
-    m, den, d = _statistics(row_max, row_den, delta, i * H + offs_h, mask_h)
+    g_i = node_row_step(grad_out, i, offs_h, offs_c, H, C, mask_hc)
+    m, den, d = statistics_step(row_max, row_den, delta, i * H + offs_h,
+                                mask_h)
     acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
     acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
     # The sources of the first tile; each tile loads the next one's before
@@ -351,12 +350,12 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
                     other=0.).to(tl.float32)
-        logit, slope = _link(t, eps, True)
+        logit, slope = link_step(t, eps, True)
         logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        alpha = _softmax_weight(logit, m[None, :], den[None, :], mask_eh)
-        x = _gather_rows(values, row, offs_c, C, mask_e, mask_hc)
+        alpha = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
+        x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
         # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_logit, _ = _logit_gradient(
+        d_logit, _ = logit_gradient_step(
             alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
             offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         acc_cos, acc_sin = _accumulate(
@@ -368,7 +367,8 @@ def _backward_dst_body(q, k, points, s, values, rowptr, src, row_max,
                     BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
 
 
-def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
+@lazy_jit
+def backward_src_kernel(q, k, points, s, values, colptr, csc_edge, csc_dst,
                        row_max, row_den, delta, grad_out, grad_k, grad_s,
                        grad_values, grad_angles, t_saved, seed, scale, eps,
                        dropout, keep_scale, H, D: tl.constexpr, R, C, num_sets,
@@ -380,12 +380,12 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
     # One program per source j and block of heads; the edges' t comes from
     # the forward pass, and each out-edge's phi(q_i) is made once, a chunk
     # at a time.
-    j, offs_h, start, stop, offs_c, mask_h, mask_hc = _node_program(
+    j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_r = tl.arange(0, BLOCK_R)
     offs_chunk = tl.arange(0, CHUNKS)
-    x_j = _node_row(values, j, offs_h, offs_c, H, C, mask_hc)
+    x_j = node_row_step(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
     acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
     acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
@@ -410,11 +410,11 @@ def _backward_src_body(q, k, points, s, values, colptr, csc_edge, csc_dst,
         mask_eh = mask_e[:, None] & mask_h[None, :]
         t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
                     other=0.).to(tl.float32)
-        logit, slope = _link(t, eps, True)
-        m, den, d = _statistics(row_max, row_den, delta, row, mask_eh)
-        alpha = _softmax_weight(logit + s_j[None, :], m, den, mask_eh)
-        g = _gather_rows(grad_out, row, offs_c, C, mask_e, mask_hc)
-        d_logit, kept = _logit_gradient(
+        logit, slope = link_step(t, eps, True)
+        m, den, d = statistics_step(row_max, row_den, delta, row, mask_eh)
+        alpha = softmax_weight_step(logit + s_j[None, :], m, den, mask_eh)
+        g = gather_rows_step(grad_out, row, offs_c, C, mask_e, mask_hc)
+        d_logit, kept = logit_gradient_step(
             alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
             H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g, axis=0)
@@ -505,39 +505,3 @@ def prefetches_targets(constants: dict) -> bool:
     \max(B_C, B_D)` floats are at most :data:`PREFETCH_ROW`."""
     return constants['BLOCK_H'] * max(constants['BLOCK_C'],
                                       constants['BLOCK_D']) <= PREFETCH_ROW
-
-
-def _kernels():
-    r"""The jitted kernels by name, ``'forward'``, ``'backward_dst'`` and
-    ``'backward_src'`` (Triton is imported and the kernels are jitted on
-    the first call; :mod:`ikgat.ops.transformer_attention` reports a missing
-    Triton before)."""
-    global triton, tl, _sincos, _D_STEP, _features, _angle_gradients
-    global _add_chunk
-    global _chunk
-    global _own_features, _dot, _accumulate, _store_gradient, _KERNELS
-    if _KERNELS is None:
-        import triton as triton_module
-        import triton.language as tl_module
-        triton, tl = triton_module, tl_module
-        # The steps shared with the other fused kernels
-        # (ikgat.ops.attention_steps):
-        bind_steps(globals())
-        # Sine and cosine from one range reduction, as the node terms'
-        # (ikgat.ops.node_terms_triton), without libdevice's slow path:
-        _sincos = sincos()
-        _D_STEP = tl.constexpr(D_STEP)
-        _features = triton.jit(_features_body)
-        _angle_gradients = triton.jit(_angle_gradients_body)
-        _add_chunk = triton.jit(_add_chunk_body)
-        _chunk = triton.jit(_chunk_body)
-        _own_features = triton.jit(_own_features_body)
-        _dot = triton.jit(_dot_body)
-        _accumulate = triton.jit(_accumulate_body)
-        _store_gradient = triton.jit(_store_gradient_body)
-        _KERNELS = dict(
-            forward=triton.jit(_forward_body),
-            backward_dst=triton.jit(_backward_dst_body),
-            backward_src=triton.jit(_backward_src_body),
-        )
-    return _KERNELS

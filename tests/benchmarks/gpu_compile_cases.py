@@ -5,8 +5,6 @@ rejects it), and a nodes x points x channels broadcast tile too large for
 the register budget (it spills)."""
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
-import functools
-
 import triton
 import triton.language as tl
 
@@ -18,6 +16,7 @@ def _scale(x, HALVE: tl.constexpr):
     return 1.
 
 
+@triton.jit
 def _mismatched_body(x, out, N, HALVE: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
@@ -25,6 +24,7 @@ def _mismatched_body(x, out, N, HALVE: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + offs, value * _scale(value, HALVE), mask=mask)
 
 
+@triton.jit
 def _wide_tile_body(x, points, out, N, C, BLOCK_N: tl.constexpr,
                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -39,9 +39,3 @@ def _wide_tile_body(x, points, out, N, C, BLOCK_N: tl.constexpr,
     grad = tl.sum(tl.cos(angle)[:, :, None] * u[None, :, :], axis=1)
     tl.store(out + offs_n[:, None] * C + offs_c[None, :], grad,
              mask=(offs_n < N)[:, None] & (offs_c < C)[None, :])
-
-
-@functools.cache
-def _kernels():
-    return dict(mismatched=triton.jit(_mismatched_body),
-                wide_tile=triton.jit(_wide_tile_body))

@@ -51,11 +51,11 @@ def test_a_training_step_is_recorded_and_nothing_runs(monkeypatch):
     monkeypatch.setattr(InterpretedFunction, 'run', refuse)
     launches = recorded_step()
     names = sorted({launch.name for launch in launches})
-    assert names == ['_backward_dst_body', '_backward_src_body',
-                     '_estimate_body', '_forward_body', '_grad_points_body',
-                     '_grad_x_body']
+    assert names == ['backward_dst_kernel', 'backward_src_kernel',
+                     'estimate_kernel', 'forward_kernel', 'grad_points_kernel',
+                     'grad_x_kernel']
     forward = next(launch for launch in launches
-                   if launch.name == '_forward_body')
+                   if launch.name == 'forward_kernel')
     assert forward.constexprs['HAS_DROPOUT'] is True
     assert forward.signature['score_src'] == '*fp32'
     assert forward.signature['negative_slope'] == 'fp32'
@@ -189,7 +189,7 @@ def test_the_committed_verdicts_are_those_of_the_committed_table():
 def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
         tmp_path):
     ours = next(launch for launch in recorded_step()
-                if launch.name == '_forward_body')
+                if launch.name == 'forward_kernel')
     options = dict(maxnreg=runtime.MAX_REGISTERS)
     launches = [
         mismatched(**options),
@@ -233,7 +233,7 @@ class _FailingKernel:
     def __init__(self, error):
         self.error = error
         self.fn = lambda: None
-        self.fn.__name__ = '_forward_body'
+        self.fn.__name__ = 'forward_kernel'
 
     def __getitem__(self, grid):
         def run(*args, **kwargs):
@@ -252,7 +252,7 @@ def test_a_kernel_that_does_not_build_is_one_line():
                               switch=runtime.ATTENTION_SWITCH)
     message = str(caught.value)
     assert '\n' not in message
-    assert '_forward_body' in message
+    assert 'forward_kernel' in message
     assert f'Triton {triton.__version__}' in message
     assert 'fused_attention=False' in message
     assert 'Return type mismatch' in message
@@ -266,7 +266,7 @@ def test_the_command_line_prints_a_build_error_in_one_line(monkeypatch,
 
     def fail(args):
         raise runtime.KernelBuildError(
-            'ikgat: Triton 3.6.0 could not build the kernel _forward_body '
+            'ikgat: Triton 3.6.0 could not build the kernel forward_kernel '
             '(CompilationError: x); pass fused_attention=False to avoid it',
             'Traceback: 60 lines of Triton')
 
@@ -366,7 +366,7 @@ def test_the_capture_has_the_launch_only_cuda_makes():
     assert gpu_compile.coverage_failures(calls, launches) == []
     forward = [launch for launch in launches
                if launch['module'] == 'ikgat.ops.transformer_attention'
-               and launch['name'] == '_forward_body']
+               and launch['name'] == 'forward_kernel']
     assert len(forward) == 1
     assert forward[0]['constexprs'] == dict(
         LOG_SQUARE=True, HAS_DROPOUT=False, BLOCK_E=4, BLOCK_H=4, BLOCK_D=32,
@@ -407,7 +407,7 @@ def test_a_layer_whose_launches_vanish_fails_the_check(monkeypatch):
 def test_the_coverage_rules():
     from benchmarks.gpu_compile import NO_KERNEL, coverage_failures
 
-    def launch(key, module='ikgat.ops.gat_attention', name='_forward_body',
+    def launch(key, module='ikgat.ops.gat_attention', name='forward_kernel',
                **constexprs):
         return dict(key=key, module=module, name=name, constexprs=constexprs,
                     signature={})

@@ -52,7 +52,7 @@ def test_mean_tiles_by_hand():
 def test_forward_bytes_on_a_tiny_graph():
     # 4 nodes, 8 edges + 4 self-loops = 12; 1 head x 8 channels, int32.
     forward = attention_kernels(TINY, heads=1, channels=8)[0]
-    assert forward.kernel == '_forward_body' and forward.grid == (4, )
+    assert forward.kernel == 'forward_kernel' and forward.grid == (4, )
     # Per target: rowptr 4, its scores 12, out 32, max and den 8 = 56;
     # per edge: index 4, the source's scores (12 -> one 32-byte sector)
     # and features (32) = 68.
@@ -85,9 +85,9 @@ def test_find_build_newest_triton_sm90_and_nearest_block():
     forward = attention_kernels(ARXIV)[0]
     assert forward.constexprs['BLOCK_E'] == 8
     exact = dict(forward.constexprs)
-    rows = [_row('_forward_body', dict(exact, BLOCK_E=16), 40),
-            _row('_forward_body', exact, 96),
-            _row('_forward_body', dict(exact, HAS_DROPOUT=True), 120)]
+    rows = [_row('forward_kernel', dict(exact, BLOCK_E=16), 40),
+            _row('forward_kernel', exact, 96),
+            _row('forward_kernel', dict(exact, HAS_DROPOUT=True), 120)]
     build, how = find_build(rows, forward)
     assert (build['registers'], how) == (96, 'exact')
     build, how = find_build(rows[:1], forward)
@@ -129,7 +129,7 @@ def test_more_edges_never_predict_less_time_at_the_same_launch():
 
 
 def test_main_writes_the_report(tmp_path):
-    rows = [_row('_backward_dst_body', dict(
+    rows = [_row('backward_dst_kernel', dict(
         BROADCAST=0, HAS_GATE=False, NEED_GATE_GRAD=False, BLOCK_E=8,
         BLOCK_H=8), 31)]
     fixture = tmp_path / 'gpu_compile.json'
@@ -140,8 +140,8 @@ def test_main_writes_the_report(tmp_path):
     assert output.read_text() == text
     assert text.startswith('# Predicted H100 time of every Triton kernel')
     assert 'python -m benchmarks.gpu_model --compile-json' in text
-    for part in ('## Check against the H100 study', '| `_forward_body` |',
-                 '| `_grad_points_body` |', 'products, IKGATConv-direct',
+    for part in ('## Check against the H100 study', '| `forward_kernel` |',
+                 '| `grad_points_kernel` |', 'products, IKGATConv-direct',
                  '| 31 | 64 |'):
         assert part in text
 
@@ -151,10 +151,10 @@ def test_fourier_pair_kernels_follow_the_wrappers_tiling_and_gather_vectors():
     # wrapper's own, and computing the features inside moves a fraction of
     # the bytes of gathering 2R-wide tables, for more FLOPs (sin, cos and
     # the angles of every edge, head and point).
-    from ikgat.ops.transformer_fourier import _forward_body, fourier_tiling
+    from ikgat.ops.transformer_fourier import forward_kernel, fourier_tiling
     costs = gpu_model.fourier_pair_kernels(ARXIV, points=64, sets=2)
     assert [c.kernel for c in costs] == [
-        _forward_body.__name__, '_backward_dst_body', '_backward_src_body']
+        forward_kernel.__name__, 'backward_dst_kernel', 'backward_src_kernel']
     tile = fourier_tiling(ARXIV.edges, ARXIV.nodes, 8, 64, 8)
     # R = 64 in chunks:
     assert tile['BLOCK_R'] * tile['CHUNKS'] == 64
@@ -194,7 +194,7 @@ def test_transformer_random_feature_kernels_follow_the_layers_cuda_path():
     tables = gpu_model.transformer_kernels(ARXIV, family='direct')
     for cost in tables:
         tile = table_tiling(ARXIV.edges, ARXIV.nodes, 8, 128, 8,
-                            forward=cost.kernel == '_forward_body')
+                            forward=cost.kernel == 'forward_kernel')
         assert cost.constexprs['LOG_SQUARE'] is True
         assert cost.constexprs['BLOCK_D'] == 128
         for name in ('BLOCK_E', 'BLOCK_H'):

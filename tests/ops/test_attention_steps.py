@@ -2,6 +2,9 @@
 factor and its PyTorch mask, and one jitted helper of each kind for every
 kernel module (the kernels' values: tests/ops/test_gat_attention.py,
 test_transformer_attention.py and test_fused_dropout.py)."""
+import inspect
+import sys
+
 import pytest
 import torch
 
@@ -30,23 +33,26 @@ def test_torch_keep_is_a_seeded_scaled_mask():
 
 
 def test_every_kernel_module_calls_the_same_jitted_steps():
+    # Each module's shared steps are, once one of its kernels is jitted,
+    # the one jitted version of attention_steps' function.
     pytest.importorskip('triton')
+    import ikgat.ops.attention_steps as attention_steps
     import ikgat.ops.gat_attention as gat_attention
     import ikgat.ops.transformer_attention as transformer_attention
     import ikgat.ops.transformer_fourier as transformer_fourier
-    from ikgat.ops.attention_steps import helpers
-    gat_attention._kernels()
-    transformer_attention._kernels()
-    transformer_fourier._kernels()
-    shared = helpers()
-    steps = ('node_program', 'aggregate', 'finish', 'softmax_weight',
-             'logit_gradient', 'statistics')
-    for module in (gat_attention, transformer_attention,
-                   transformer_fourier):
-        for step in steps:
-            assert getattr(module, '_' + step) is shared[step], step
-    for module in (transformer_attention, transformer_fourier):
-        assert module._link is shared['link']
-        assert module._gather_rows is shared['gather_rows']
-        assert module._node_row is shared['node_row']
-    assert gat_attention._keep is shared['keep']
+    from ikgat.ops.runtime import jitted
+    modules = (gat_attention, transformer_attention, transformer_fourier)
+    for module in modules:
+        jitted(module.forward_kernel)
+    steps = [name for name in vars(attention_steps) if name.endswith('_step')]
+    assert len(steps) == 11, steps
+    for name in steps:
+        shared = getattr(attention_steps, name)
+        assert not inspect.isfunction(shared), name  # jitted
+        for module in modules:
+            if name in vars(module):
+                assert getattr(module, name) is shared, (module.__name__,
+                                                         name)
+    assert 'aggregate_step' in vars(gat_attention)
+    assert transformer_fourier.sincos_step is \
+        sys.modules['ikgat.ops.node_terms_triton'].sincos_step

@@ -177,7 +177,8 @@ def test_clear_errors():
         fused_attention(score_src, score_dst, x_src, edge_index, 3,
                         edge_gate=torch.zeros(2, 2, device=DEVICE))
     csr = prepare_csr(edge_index, 4, 3)
-    with pytest.raises(ValueError, match='prepare_csr again'):
+    with pytest.raises(ValueError,
+                       match=r'prepare_csr\(edge_index, N_src, N_dst\)'):
         fused_attention(score_src, score_dst[:1].expand(5, -1, -1),
                         x_src, csr, 5)
 

@@ -14,6 +14,7 @@ from ikgat.ops.node_terms import (
     fourier_estimate,
     fused_fourier_log_similarity,
 )
+from ikgat.ops.runtime import jitted
 from tests.helpers import DEVICE, fast_few, random_graph
 
 pytestmark = pytest.mark.skipif(
@@ -240,13 +241,13 @@ def test_sincos_of_the_kernels_matches_float64(limit, atol):
     # boundaries.
     import triton
     import triton.language as tl
-    node_terms_triton._kernels()
+    jitted(node_terms_triton.estimate_kernel)
 
     @triton.jit
     def sincos_kernel(theta, sin_out, cos_out, N, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < N
-        sin, cos = node_terms_triton._sincos(
+        sin, cos = node_terms_triton.sincos_step(
             tl.load(theta + offs, mask=mask, other=0.))
         tl.store(sin_out + offs, sin, mask=mask)
         tl.store(cos_out + offs, cos, mask=mask)

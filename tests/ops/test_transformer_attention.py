@@ -347,7 +347,7 @@ def test_points_per_source_kernel_with_and_without_prefetch(width, prefetch):
     with record_launches() as launches:
         fourier_values_and_gradients(leaves, edge_index, 7)
     [source] = [launch for launch in launches
-                if launch.name == '_backward_src_body']
+                if launch.name == 'backward_src_kernel']
     assert source.constexprs['PREFETCH'] == prefetch
     assert_points_path_matches_pytorch(leaves, edge_index, 7)
 
@@ -716,10 +716,10 @@ def test_a_kernel_that_does_not_build_is_one_line_naming_the_switch(
                              'Return type mismatch: <[8, 8], fp32> and fp32')
     outer = CompilationError('p = p * _keep(...)\n        ^', None, None)
     outer.__cause__ = inner
-    transformer_module.transformer_attention._kernels()
-    monkeypatch.setattr(transformer_module.transformer_attention, '_KERNELS', {
-        key: _FailingKernel(f'_{key}_body', outer)
-        for key in ('forward', 'backward_dst', 'backward_src')})
+    for name in ('forward_kernel', 'backward_dst_kernel',
+                 'backward_src_kernel'):
+        monkeypatch.setattr(transformer_module.transformer_attention, name,
+                            _FailingKernel(name, outer))
     layer = IKTransformerConv(5, 4, heads=2, kernel='rbf').to(DEVICE)
     layer.fused_attention = 'always'
     x = torch.randn(9, 5, device=DEVICE)
@@ -727,7 +727,7 @@ def test_a_kernel_that_does_not_build_is_one_line_naming_the_switch(
         layer(x, graph(9, 9, 20, seed=13))
     message = str(caught.value)
     assert '\n' not in message
-    assert '_forward_body' in message
+    assert 'forward_kernel' in message
     assert 'fused_attention=False' in message
     assert 'Return type mismatch' in message
     assert caught.value.__cause__ is None
