@@ -41,6 +41,10 @@ root_doc = 'index'
 
 html_theme = 'furo'
 html_title = f'ikgat {release}'
+# Wide tables scroll inside their own box; multi-panel figures take the
+# column's width (docs/_static/ikgat.css).
+html_static_path = ['_static']
+html_css_files = ['ikgat.css']
 
 myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence']
 myst_heading_anchors = 3
@@ -64,7 +68,9 @@ autodoc_typehints = 'signature'
 # torch.autograd.Function's forward/backward docstrings are torch's, not ours.
 autodoc_inherit_docstrings = False
 autodoc_member_order = 'bysource'
-autodoc_class_signature = 'separated'
+# The constructor's signature in the class's heading, at the top of a layer's
+# page ('separated' showed it as an __init__ entry among the members).
+autodoc_class_signature = 'mixed'
 
 # There is no internet at build time, so intersphinx cannot fetch torch's,
 # PyG's, numpy's or Python's inventories. References into those projects are
@@ -76,7 +82,7 @@ nitpick_ignore_regex = [
     (r'py:.*', r'(torch|torch_geometric|torch_sparse|torch_scatter|triton|tl'
      r'|numpy|np|scipy|matplotlib|sklearn|tqdm|ogb|argparse|collections|contextlib|typing'
      r'|typing_extensions|os|pathlib|io|enum|abc|types|weakref|warnings'
-     r'|dataclasses|functools|multiprocessing|threading)(\..*)?'),
+     r'|dataclasses|functools|multiprocessing|threading|sys|importlib)(\..*)?'),
     # Names that type hints and docstrings take from those projects without
     # their module (PyG's aliases, torch's and numpy's classes).
     (r'py:.*', r'(Tensor|Parameter|Module|Data|HeteroData|Adj|OptTensor'

@@ -2,7 +2,13 @@ r"""Sphinx extension of the ikgat documentation: pages generated at build time.
 
 - ``docs/api/``: one page per module of the installed package, found by
   walking :mod:`pkgutil` over ``ikgat.__path__`` (a new module gets its page
-  without editing the documentation), and an index grouping them.
+  without editing the documentation), and an index that opens with what
+  users import (read from the packages' ``__all__`` at build time, so that
+  a moved name stays listed) and then lists the modules by package, the
+  modules that define something users import before the helpers.
+- A module's page documents what users import from it first, then the
+  rest in source order; a class's bases name public classes only (an
+  internal base or mixin is replaced by its own public bases).
 - ``kernel-table``: a directive that renders :data:`ikgat.kernels.KERNELS`,
   the registry ``IKGATConv(kernel=...)`` resolves names with.
 - ``docs/_generated/cli_*.txt``: the command line's ``--help`` texts.
@@ -30,23 +36,28 @@ import ikgat
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOCS = os.path.dirname(HERE)
 
-#: The API index's sections: the first whose rule matches a module takes it;
-#: modules that match none are listed under 'Other modules', so nothing new
-#: is ever left out.
+#: The packages whose ``__all__`` says what users import, and the index's
+#: headings for them: the layers, the kernels, then the functions of
+#: :mod:`ikgat.nn` and of :mod:`ikgat.ops` that are not layers.
+IMPORTED: List[Tuple[str, str]] = [
+    ('Layers', 'ikgat'),
+    ('Kernels', 'ikgat.kernels'),
+    ('Functions and helpers of ikgat.nn', 'ikgat.nn'),
+    ('Operators (ikgat.ops)', 'ikgat.ops'),
+]
+
+#: The index's module sections: the first whose rule matches a module takes
+#: it; modules that match none are listed under 'Other modules', so nothing
+#: new is ever left out.
 GROUPS: List[Tuple[str, Callable[[str], bool]]] = [
-    ('Package', lambda name: name == 'ikgat'),
-    ('Layers', lambda name: name.startswith('ikgat.nn.conv')),
-    ('Kernels', lambda name: name.startswith('ikgat.kernels')),
-    ('Functional operators, norms and losses',
+    ('The package, training, data and the command line',
+     lambda name: name.count('.') <= 1 and name not in {
+         'ikgat.kernels', 'ikgat.nn', 'ikgat.ops'}),
+    ('Layers: ikgat.nn.conv', lambda name: name.startswith('ikgat.nn.conv')),
+    ('Kernels: ikgat.kernels', lambda name: name.startswith('ikgat.kernels')),
+    ('Operators: ikgat.ops', lambda name: name.startswith('ikgat.ops')),
+    ('Functions, norms and losses: ikgat.nn',
      lambda name: name.startswith('ikgat.nn')),
-    ('Training, models and data', lambda name: name in {
-        'ikgat.training', 'ikgat.models', 'ikgat.datasets',
-        'ikgat.checkpoints', 'ikgat.durable', 'ikgat.metrics'}),
-    ('Mini-batches and many processes', lambda name: name in {
-        'ikgat.sampling', 'ikgat.distributed'}),
-    ('Inspection, visualization and references', lambda name: name in {
-        'ikgat.inspection', 'ikgat.visualization', 'ikgat.reference'}),
-    ('Command line', lambda name: name == 'ikgat.cli'),
 ]
 
 
@@ -100,9 +111,62 @@ def module_page(name: str) -> str:
     return '\n'.join(text)
 
 
+def _summary(obj) -> str:
+    r"""The first sentence of an object's docstring, on one line."""
+    doc = inspect.getdoc(obj) or ''
+    paragraph = _first_paragraph(doc) if doc.strip() else ''
+    end = paragraph.find('. ')
+    return paragraph if end < 0 else paragraph[:end + 1]
+
+
+def imported_names() -> List[Tuple[str, List[Tuple[str, str, str]]]]:
+    r"""What users import, by package: for each of :data:`IMPORTED`, the
+    classes and functions of its ``__all__`` as (import path, documented
+    home, one-line summary), each name listed once (the layers that
+    :mod:`ikgat.nn` re-exports stay under 'Layers')."""
+    seen = set()
+    sections = []
+    for title, package_name in IMPORTED:
+        package = importlib.import_module(package_name)
+        rows = []
+        for name in getattr(package, '__all__', []):
+            obj = getattr(package, name, None)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            home = f'{obj.__module__}.{obj.__qualname__}'
+            if home in seen:
+                continue
+            seen.add(home)
+            rows.append((f'{package_name}.{name}', home, _summary(obj)))
+        if rows:
+            sections.append((title, rows))
+    return sections
+
+
+def _exported_homes() -> Dict[str, List[str]]:
+    r"""For each module, the names it defines that users import, in the
+    order of the packages' ``__all__``."""
+    homes: Dict[str, List[str]] = {}
+    for _, rows in imported_names():
+        for _, home, _ in rows:
+            module, _, name = home.rpartition('.')
+            homes.setdefault(module, []).append(name)
+    return homes
+
+
+def _reference_table(rows: List[Tuple[str, str, str]]) -> List[str]:
+    table = ['.. list-table::', '   :class: api-summary', '   :widths: 35 65',
+             '']
+    for path, home, summary in rows:
+        table += [f'   * - :py:obj:`{path} <{home}>`',
+                  f'     - {summary or "—"}']
+    return table + ['']
+
+
 def write_api_pages(app) -> None:
     api = os.path.join(DOCS, 'api')
     modules = public_modules()
+    exported = _exported_homes()
     grouped: Dict[str, List[str]] = {title: [] for title, _ in GROUPS}
     grouped['Other modules'] = []
     for name in modules:
@@ -115,16 +179,33 @@ def write_api_pages(app) -> None:
                 file[:-4] not in modules:
             os.remove(os.path.join(api, file))
     index = ['API reference', '=============', '',
-             'Every public module of the package, generated at build time '
-             'by walking ``ikgat.__path__`` (``docs/_ext/ikgat_docs.py``). '
-             'The layers are importable as ``from ikgat import IKGATConv``.',
+             'What you import, with the first sentence of its documentation; '
+             'every name links to its page. The tables are read from the '
+             'packages\' ``__all__`` and the pages generated by walking '
+             '``ikgat.__path__`` at build time (``docs/_ext/ikgat_docs.py``).',
              '']
+    for title, rows in imported_names():
+        index += [title, '-' * len(title), ''] + _reference_table(rows)
+    index += ['Modules', '-------', '',
+              'Every public module, by package: in each, the modules that '
+              'define what users import come first, then the helpers.', '']
     for title, names in grouped.items():
         if not names:
             continue
-        index += [title, '-' * len(title), '', '.. toctree::',
-                  '   :maxdepth: 1', '']
-        index += [f'   {name}' for name in names] + ['']
+        # Packages and the modules users import from first, helpers after;
+        # each part in the order the walk found them.
+        first = [n for n in names
+                 if n in exported or n.count('.') <= 1 or
+                 hasattr(importlib.import_module(n), '__path__')]
+        helpers = [n for n in names if n not in first]
+        index += [title, '~' * len(title), '']
+        for caption, part in (('', first), ('Helpers', helpers)):
+            if not part:
+                continue
+            if caption:
+                index += [f'*{caption}:*', '']
+            index += ['.. toctree::', '   :maxdepth: 1', '']
+            index += [f'   {name}' for name in part] + ['']
     _write_if_changed(os.path.join(api, 'index.rst'), '\n'.join(index))
 
 
@@ -293,7 +374,74 @@ def _restore_attribute_sentence(app, what, name, obj, options, lines):
         lines[:] = _SENTENCES.pop(name)
 
 
+_EXPORTED: Dict[str, List[str]] = {}
+
+
+def _exported_in(module: str) -> List[str]:
+    if not _EXPORTED:
+        _EXPORTED.update(_exported_homes())
+    return _EXPORTED.get(module, [])
+
+
+def _public_bases(app, name, obj, options, bases):
+    # An internal base or mixin of ikgat (a class that no package's __all__
+    # lists) is replaced by its own bases, down to public classes: the page
+    # of IKGATConv names MessagePassing, not the helpers it is built from.
+    _exported_in('ikgat')
+    public = {f'{module}.{name}' for module, names in _EXPORTED.items()
+              for name in names}
+
+    def expand(cls) -> list:
+        home = f'{cls.__module__}.{cls.__qualname__}'
+        if not cls.__module__.startswith('ikgat') or home in public:
+            return [cls]
+        return [found for base in cls.__bases__ for found in expand(base)]
+
+    kept: list = []
+    for base in bases:
+        for cls in expand(base) if inspect.isclass(base) else [base]:
+            if cls is not object and cls not in kept:
+                kept.append(cls)
+    bases[:] = kept
+
+
+def _exported_first_in_modules() -> None:
+    # A module's page starts with what users import from it (a layer, a
+    # kernel), then the rest in source order with the classes and functions
+    # before module constants. Sphinx 9's autodoc sorts members in one
+    # function; it is wrapped here (a newer Sphinx without it keeps plain
+    # source order).
+    try:
+        from sphinx.ext.autodoc._dynamic import _member_finder as finder
+        original = finder._sort_members
+    except (ImportError, AttributeError):
+        return
+    if getattr(original, 'ikgat_wrapped', False):
+        return
+
+    def sort_members(documenters, order, **kwargs):
+        documenters = original(documenters, order, **kwargs)
+        props = kwargs.get('props')
+        if getattr(props, 'obj_type', None) != 'module':
+            return documenters
+        exported = _exported_in(props.module_name)
+
+        def key(entry):
+            member = entry[0]
+            name = member.dotted_parts
+            if name in exported:
+                return (0, exported.index(name))
+            return (1, 0 if member._groupwise_order_key < 40 else 1)
+
+        return sorted(documenters, key=key)
+
+    sort_members.ikgat_wrapped = True
+    finder._sort_members = sort_members
+
+
 def setup(app):
+    _exported_first_in_modules()
+    app.connect('autodoc-process-bases', _public_bases)
     app.connect('builder-inited', write_api_pages)
     app.connect('builder-inited', write_cli_help)
     app.connect('missing-reference', resolve_ikgat_reference)
