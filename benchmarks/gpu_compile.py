@@ -147,8 +147,8 @@ _SM_LIMITS = {90: (65536, 2048, 32, 228 * 1024),
               80: (65536, 2048, 32, 164 * 1024)}
 
 #: The modules of the fused attention's kernels, and of the node terms'.
-ATTENTION_MODULES = ('ikgat.ops.gat_attention',
-                     'ikgat.ops.transformer_attention',
+ATTENTION_MODULES = ('ikgat.ops.gat_attention_triton',
+                     'ikgat.ops.transformer_attention_triton',
                      'ikgat.ops.transformer_fourier')
 NODE_TERMS_MODULE = 'ikgat.ops.node_terms_triton'
 
@@ -178,9 +178,10 @@ RULES: Dict[str, Tuple[str, Callable[[dict], bool]]] = {
                       _constant('BROADCAST', 1)),
     'attention weights': ('kernel of the attention weights (alpha_kernel)',
                           lambda launch: launch['name'] == 'alpha_kernel'),
-    'tables': ('kernel on gathered tables (ikgat.ops.transformer_attention)',
+    'tables': ('kernel on gathered tables '
+               '(ikgat.ops.transformer_attention_triton)',
                lambda launch: launch['module']
-               == 'ikgat.ops.transformer_attention'),
+               == 'ikgat.ops.transformer_attention_triton'),
     'points': ('kernel on spectral points (ikgat.ops.transformer_fourier)',
                lambda launch: launch['module']
                == 'ikgat.ops.transformer_fourier'),

@@ -650,8 +650,8 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     r"""The fused attention of IKTransformerConv
     (:mod:`ikgat.ops.transformer_attention`), one launch of each kernel per
     layer step, with the grid and blocks of its own
-    :func:`~ikgat.ops.transformer_attention.table_tiling`: one program per node
-    and block of :math:`B_H` heads; per edge tile each program loads the
+    :func:`~ikgat.ops.transformer_attention_triton.table_tiling`: one program
+    per node and block of :math:`B_H` heads; per edge tile each program loads the
     edge indices once, then per edge one contiguous row of :math:`B_H` heads:
     the forward gathers :math:`V_j` (:math:`B_H D` floats), :math:`s_j`
     and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
@@ -660,7 +660,7 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     kernels' per-node tables (:mod:`ikgat.ops.node_tables`; ``'log_square'``:
     one more log and division per edge and head), :math:`C` for ``rbf``.
     No self-loops (TransformerConv adds none)."""
-    from ikgat.ops.transformer_attention import table_tiling
+    from ikgat.ops.transformer_attention_triton import table_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     log_square = family != 'rbf'
     width = 2 * points if log_square else channels

@@ -55,7 +55,7 @@ def angle_product(grad_angles: Tensor, x: Tensor, one_product: bool
     but one that cuBLAS splits along :math:`N`.  On an H100 at arxiv size
     the batched product (8 products of 64 x 8 over 169,343 nodes) took 5.9
     ms per side, 12 of the layer step's 72 ms, and the one product about
-    0.25 ms per side (``benchmarks/results/cuda-2026-11-26-h100``).  Else
+    0.25 ms per side (``benchmarks/results/archive/cuda-2026-11-26-h100``).  Else
     the batched product (on CPU, the :math:`H` times fewer FLOPs)."""
     num_nodes, heads, num_sets, num_points = grad_angles.shape
     width = x.size(2)

@@ -97,27 +97,17 @@ Returned attention weights are supported
 the forward; the dropped weights, as GATConv returns them); edge features
 enter as the edge gate :math:`\epsilon`.
 
-**Registered operators.**  The forward and backward passes are the
-operators ``ikgat::fused_attention`` and ``ikgat::fused_attention_backward``
-(``torch.library.custom_op`` with fake implementations and registered
-autograd), so :func:`torch.compile` keeps each as one node, without a graph
-break or a guard on the graph.  Each has two implementations: the Triton
-kernels, and a PyTorch one on :math:`(E, H)` tensors (with
-:math:`E \times H \times C` temporaries) for CPU tensors under
-:func:`torch.compile`, whose dropout mask comes from a
-:class:`torch.Generator` seeded with the seed's value.
-
-Triton is imported lazily, the first time a kernel is needed, so that
-importing this module never needs it.  On CPU tensors the kernels run in
-Triton's interpreter, which must be switched on with ``TRITON_INTERPRET=1``
-before Triton is first imported (for tests; it is slow).  On the ``meta``
-device, whose tensors have shapes but no values, the fake implementations
-run: the outputs and gradients are allocated as on CUDA and nothing is
-launched, so a meta run shows the allocations (and the absence of host
-reads) of a CUDA run.
+**Registered operators** (:mod:`ikgat.ops.registration`):
+``ikgat::fused_attention`` and ``ikgat::fused_attention_backward``.  Each
+has two implementations: the Triton kernels
+(:mod:`ikgat.ops.gat_attention_triton`, run by Triton's interpreter on CPU
+tensors under ``TRITON_INTERPRET=1``: :mod:`ikgat.ops.runtime`), and a
+PyTorch one on :math:`(E, H)` tensors (with :math:`E \times H \times C`
+temporaries) for CPU tensors under :func:`torch.compile`, whose dropout
+mask comes from a :class:`torch.Generator` seeded with the seed's value.
+On the ``meta`` device the fake implementations run: a meta run shows the
+allocations (and the absence of host reads) of a CUDA run.
 """
-from __future__ import annotations  # keeps 'tl.constexpr' a string
-
 from typing import Optional, Tuple, Union
 
 import torch
@@ -125,15 +115,8 @@ from torch import Tensor
 
 from ikgat.ops.attention_steps import (
     TILE_ELEMENTS,
-    aggregate_step,
     edge_tiling,
-    finish_step,
     keep_scale,
-    keep_step,
-    logit_gradient_step,
-    node_program_step,
-    softmax_weight_step,
-    statistics_step,
     torch_keep,
     torch_softmax_aggregate,
 )
@@ -142,6 +125,12 @@ from ikgat.ops.csr import (  # prepare_csr: also importable from here
     csr_for,
     prepare_csr,  # noqa: F401
 )
+from ikgat.ops.gat_attention_triton import (
+    alpha_kernel,
+    backward_dst_kernel,
+    backward_src_kernel,
+    forward_kernel,
+)
 from ikgat.ops.registration import (
     CSR_ARGS,
     input_gradients,
@@ -149,259 +138,15 @@ from ikgat.ops.registration import (
 )
 from ikgat.ops.runtime import (
     ATTENTION_SWITCH,
-    check_triton_runs,
     dropout_seed,
     launch,
-    lazy_jit,
     next_power_of_2,
-    use_triton_default,
+    resolve_use_triton,
 )
 
-triton = None
-tl = None
-
-
 # ---------------------------------------------------------------------------
-# Kernel bodies (jitted on their first launch: ikgat.ops.runtime).  Tensors
-# are contiguous: scores (N, H, 3), features (N, H, C), edge tensors (E, H)
-# in CSR order.
-
-
-@lazy_jit
-def _edge_slope(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
-    # t = [gate <= 0]; returns gate > 0 (t = 0, slope c = 1).  The same
-    # additions in the same order as kernel_edge_softmax, so the same choice.
-    gate = g_src + g_dst
-    if HAS_GATE:
-        gate = gate + eps
-    return gate > 0
-
-
-@lazy_jit
-def _edge_logit(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
-                     negative_slope, HAS_GATE: tl.constexpr):
-    # logit = s_src[j, t] + s_dst[i, t] (+ c_t eps), as kernel_edge_softmax:
-    positive = _edge_slope(g_src, g_dst, eps, HAS_GATE)
-    logit = tl.where(positive, s0_src + s0_dst, s1_src + s1_dst)
-    if HAS_GATE:
-        logit = logit + tl.where(positive, eps, negative_slope * eps)
-    return logit, positive
-
-
-@lazy_jit
-def forward_kernel(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
-                  group_max, group_den, seed, negative_slope, dropout,
-                  keep_scale, H, C, BROADCAST: tl.constexpr,
-                  HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                  BLOCK_C: tl.constexpr):
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        rowptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
-    dst_ptr = score_dst + row * H * 3 + offs_h * 3
-    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
-    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
-    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
-
-    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
-    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
-    for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
-        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
-        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
-        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
-        eps = 0.
-        if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
-        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
-                                      s1_dst[None, :], g_dst[None, :], eps,
-                                      negative_slope, HAS_GATE)
-        logit = tl.where(mask_eh, logit, float('-inf'))
-        # Online softmax and dropout (ikgat.ops.attention_steps): the softmax
-        # sums the undropped terms, the output the dropped ones.
-        running_max, running_sum, acc = aggregate_step(
-            running_max, running_sum, acc, logit, x_src,
-            j[:, None] * H + offs_h[None, :], offs_c, C, mask_e, mask_hc,
-            seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
-    finish_step(out, group_max, group_den, acc, running_max, running_sum, i,
-            offs_h, offs_c, H, C, mask_h, mask_hc)
-
-
-@lazy_jit
-def alpha_kernel(score_src, score_dst, edge_gate, rowptr, src, group_max,
-                group_den, alpha, seed, negative_slope, dropout, keep_scale,
-                H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
-                HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
-                BLOCK_H: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_h = tl.arange(0, BLOCK_H)
-    mask_h = offs_h < H
-    row = i * (1 - BROADCAST)
-    dst_ptr = score_dst + row * H * 3 + offs_h * 3
-    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
-    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
-    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
-    m = tl.load(group_max + i * H + offs_h, mask=mask_h, other=0.)
-    den = tl.load(group_den + i * H + offs_h, mask=mask_h, other=1.)
-    for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
-        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
-        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
-        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
-        eps = 0.
-        if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
-        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
-                                      s1_dst[None, :], g_dst[None, :], eps,
-                                      negative_slope, HAS_GATE)
-        weight = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
-        if HAS_DROPOUT:
-            weight = weight * keep_step(seed, e, offs_h, H, dropout,
-                                        keep_scale)
-        tl.store(alpha + e[:, None] * H + offs_h[None, :], weight,
-                 mask=mask_eh)
-
-
-@lazy_jit
-def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
-                       csc_edge, csc_dst, group_max, group_den, delta,
-                       grad_out, grad_alpha, grad_x, grad_score_src,
-                       grad_logit, seed, negative_slope, dropout, keep_scale,
-                       H, C, stride_n, stride_h, stride_c,
-                       BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
-                       HAS_DROPOUT: tl.constexpr,
-                       HAS_GRAD_ALPHA: tl.constexpr,
-                       STORE_GRAD_LOGIT: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                       BLOCK_C: tl.constexpr):
-    j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        colptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_hc = offs_h[:, None] * C + offs_c[None, :]
-    src_ptr = score_src + j * H * 3 + offs_h * 3
-    s0_src = tl.load(src_ptr, mask=mask_h, other=0.).to(tl.float32)
-    s1_src = tl.load(src_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
-    g_src = tl.load(src_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
-    x_j = tl.load(x_src + j * H * C + offs_hc, mask=mask_hc,
-                  other=0.).to(tl.float32)
-
-    acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
-    acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
-    acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
-    for first in range(start, stop, BLOCK_E):
-        k = first + offs_e
-        mask_e = k < stop
-        # The CSR position and the target of each out-edge:
-        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
-        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        row = i * (1 - BROADCAST)
-        dst_ptr = score_dst + row[:, None] * H * 3 + offs_h[None, :] * 3
-        s0 = tl.load(dst_ptr, mask=mask_eh, other=0.).to(tl.float32)
-        s1 = tl.load(dst_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
-        g = tl.load(dst_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
-        eps = 0.
-        if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
-        logit, positive = _edge_logit(s0_src[None, :], s1_src[None, :],
-                                      g_src[None, :], s0, s1, g, eps,
-                                      negative_slope, HAS_GATE)
-        node_eh = i[:, None] * H + offs_h[None, :]
-        m, den, d = statistics_step(group_max, group_den, delta, node_eh,
-                                    mask_eh)
-        alpha = softmax_weight_step(logit, m, den, mask_eh)
-        g_out = tl.load(grad_out + i[:, None, None] * stride_n
-                        + offs_h[None, :, None] * stride_h
-                        + offs_c[None, None, :] * stride_c,
-                        mask=mask_e[:, None, None] & mask_hc[None, :, :],
-                        other=0.).to(tl.float32)
-        # With the dropped weights a~ = m alpha / (1 - p):
-        # dL/da~_e = <G_i, x_j> (+ g_e), dL/dalpha_e = m/(1-p) dL/da~_e,
-        # dL/dlogit = alpha (dL/dalpha - D_i), dL/dx_j = sum_e a~_e G_i.
-        d_alpha = tl.sum(g_out * x_j[None, :, :], axis=2)
-        if HAS_GRAD_ALPHA:
-            d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
-                               mask=mask_eh, other=0.).to(tl.float32)
-        d_logit, kept = logit_gradient_step(alpha, d_alpha, d, seed, e, offs_h,
-                                        H, dropout, keep_scale, HAS_DROPOUT)
-        acc_x += tl.sum(kept[:, :, None] * g_out, axis=0)
-        acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
-        acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
-        if STORE_GRAD_LOGIT:
-            tl.store(grad_logit + e[:, None] * H + offs_h[None, :], d_logit,
-                     mask=mask_eh)
-    tl.store(grad_x + j * H * C + offs_hc, acc_x, mask=mask_hc)
-    grad_ptr = grad_score_src + j * H * 3 + offs_h * 3
-    tl.store(grad_ptr, acc_pos, mask=mask_h)
-    tl.store(grad_ptr + 1, acc_neg, mask=mask_h)
-    tl.store(grad_ptr + 2, tl.zeros([BLOCK_H], dtype=tl.float32),
-             mask=mask_h)
-
-
-@lazy_jit
-def backward_dst_kernel(score_src, score_dst, edge_gate, rowptr, src,
-                       grad_logit, grad_score_dst, grad_edge_gate,
-                       negative_slope, H, BROADCAST: tl.constexpr,
-                       HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_h = tl.arange(0, BLOCK_H)
-    mask_h = offs_h < H
-    row = i * (1 - BROADCAST)
-    g_dst = tl.load(score_dst + row * H * 3 + offs_h * 3 + 2, mask=mask_h,
-                    other=0.).to(tl.float32)
-    acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
-    acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
-    for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        g = tl.load(score_src + j[:, None] * H * 3 + offs_h[None, :] * 3 + 2,
-                    mask=mask_eh, other=0.).to(tl.float32)
-        eps = 0.
-        if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
-        positive = _edge_slope(g, g_dst[None, :], eps, HAS_GATE)
-        d_logit = tl.load(grad_logit + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.)
-        acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
-        acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
-        if NEED_GATE_GRAD:
-            tl.store(grad_edge_gate + e[:, None] * H + offs_h[None, :],
-                     tl.where(positive, d_logit, negative_slope * d_logit),
-                     mask=mask_eh)
-    tl.store(grad_score_dst + i * H * 2 + offs_h * 2, acc_pos, mask=mask_h)
-    tl.store(grad_score_dst + i * H * 2 + offs_h * 2 + 1, acc_neg,
-             mask=mask_h)
-
-
-# ---------------------------------------------------------------------------
-# The registered operators.  The attention is one opaque operator
-# (ikgat::fused_attention, and ikgat::fused_attention_backward for its
-# gradients) under torch.compile; their fake implementations give the shapes
-# (and serve the 'meta' device, where nothing is launched).  'use_triton'
-# picks the Triton kernels, else the PyTorch implementation below.
+# Launch and registration: 'use_triton' picks the Triton kernels, else the
+# PyTorch implementation below.
 
 _FORWARD_SCHEMA = (
     '(Tensor score_src, Tensor score_dst, Tensor x_src, Tensor? edge_gate, '
@@ -731,19 +476,13 @@ def fused_attention(
         raise ValueError(f"fused_attention: 'edge_gate' must be (E, H) = "
                          f"({num_edges}, {heads}) (got "
                          f"{tuple(edge_gate.shape)})")
-    if not 0.0 <= dropout <= 1.0:
-        raise ValueError(f"fused_attention: 'dropout' must lie in [0, 1] "
-                         f"(got {dropout!r})")
     device = x_src.device
-    if use_triton is None:
-        use_triton = use_triton_default(device)
-    if use_triton:
-        check_triton_runs('fused_attention', device)
+    use_triton = resolve_use_triton('fused_attention', use_triton, device)
     if edge_gate is not None:
         # CSR order; autograd scatters its gradient back to the edge order.
         edge_gate = edge_gate.index_select(0, csr.perm).contiguous()
     broadcast = score_dst.size(0) == 1 and num_dst != 1
-    seed = dropout_seed(dropout, device, csr.rowptr)
+    seed = dropout_seed('fused_attention', dropout, device, csr.rowptr)
     out, alpha, _, _ = _forward_op(
         score_src.contiguous(), score_dst.contiguous(), x_src.contiguous(),
         edge_gate, csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge,

@@ -35,7 +35,7 @@ tables, :math:`O(N H R)` floats per side, instead of the spectral points
 (whose kernels make :math:`\phi` per edge, :math:`O(E H)` memory): on an
 H100 at arxiv size a layer step of ``direct`` took 22.0-22.4 ms with
 tables against 48.9 ms with points, and 3.2 GB of peak memory against 2.0
-GB (``benchmarks/results/cuda-2026-11-27-h100``).  :func:`uses_tables` is the
+GB (``benchmarks/results/archive/cuda-2026-11-27-h100``).  :func:`uses_tables` is the
 rule: off the CPU while :data:`ENABLED`.
 """
 from typing import Tuple

@@ -113,180 +113,17 @@ from torch import Tensor
 
 import ikgat.ops.node_terms_triton as node_terms_triton
 from ikgat.deprecation import renamed_argument
-from ikgat.ops.compiled import CompiledOrEager
+from ikgat.ops.node_terms_chunks import (
+    CHUNK_ELEMENTS,  # noqa: F401 (documented here)
+    chunk_size_for,
+    chunked_estimate,
+    chunked_estimate_backward,
+)
 from ikgat.ops.runtime import triton_usable
-from ikgat.ops.trigonometry import cos_sin
-
-#: Elements of one :math:`(H, mR, n)` chunk of angles (float32: 1 MiB);
-#: the node chunk is this divided by :math:`H m R`.
-CHUNK_ELEMENTS = 1 << 18
 
 #: The node paths of :func:`fused_fourier_log_similarity` (those of
 #: :data:`~ikgat.kernels.random_features.NODE_PATHS` without ``'plain'``).
 BACKENDS = ('eager', 'compile', 'triton')
-
-
-def _chunk_size(heads: int, num_angles: int,
-                chunk_size: Optional[int]) -> int:
-    if chunk_size is not None:
-        return chunk_size
-    return max(1, CHUNK_ELEMENTS // max(1, heads * num_angles))
-
-
-# --------------------------------------------------------------------------
-# Chunk kernels.  Shapes: points u [H, mR, C]; x_chunk [H, C, n];
-# cos_weight, sin_weight = A^c, A^s tiled over the sets [H, T, mR];
-# grad_chunk G [H, T, n].
-# --------------------------------------------------------------------------
-
-
-def _forward_chunk(points: Tensor, x_chunk: Tensor, cos_weight: Tensor,
-                   sin_weight: Tensor) -> Tensor:
-    r""":math:`f` of the chunk, :math:`(H, T, n)`, written as reductions
-    that Inductor fuses with the cosines and sines."""
-    angle = torch.bmm(points, x_chunk)  # theta [H, mR, n]
-    cos, sin = angle.cos(), angle.sin()
-    return torch.stack([
-        (cos * cos_weight[:, t, :, None] +
-         sin * sin_weight[:, t, :, None]).sum(1)
-        for t in range(cos_weight.size(1))
-    ], dim=1)
-
-
-def _backward_chunk(points: Tensor, x_chunk: Tensor, grad_chunk: Tensor,
-                    cos_weight: Tensor, sin_weight: Tensor
-                    ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    r"""The chunk's :math:`\partial L/\partial x^\top` :math:`(H, C, n)`
-    and its contributions to :math:`\partial L/\partial u` :math:`(H, mR,
-    C)` and :math:`\partial L/\partial A^c, \partial L/\partial A^s`
-    :math:`(H, T, mR)`."""
-    angle = torch.bmm(points, x_chunk)
-    cos, sin = angle.cos(), angle.sin()
-    num_slopes = cos_weight.size(1)
-    rows = [grad_chunk[:, t:t + 1] for t in range(num_slopes)]  # [H, 1, n]
-    u = sum(cos_weight[:, t, :, None] * rows[t] for t in range(num_slopes))
-    v = sum(sin_weight[:, t, :, None] * rows[t] for t in range(num_slopes))
-    grad_angle = cos * v - sin * u  # D
-    grad_x = torch.bmm(points.transpose(1, 2), grad_angle)
-    grad_points = torch.bmm(grad_angle, x_chunk.transpose(1, 2))
-    grad_cos = torch.stack([(cos * row).sum(-1) for row in rows], dim=1)
-    grad_sin = torch.stack([(sin * row).sum(-1) for row in rows], dim=1)
-    return grad_x, grad_points, grad_cos, grad_sin
-
-
-_COMPILED_FORWARD = CompiledOrEager(
-    _forward_chunk, 'fused_fourier_log_similarity: torch.compile of the '
-    'forward chunk kernel', "using node_path='eager'")
-_COMPILED_BACKWARD = CompiledOrEager(
-    _backward_chunk, 'fused_fourier_log_similarity: torch.compile of the '
-    'backward chunk kernel', "using node_path='eager'")
-
-
-def _workspace(like: Tensor, count: int, size: int) -> List[Tensor]:
-    r"""Flat buffers reused by every chunk of the eager kernel."""
-    return [like.new_empty(size) for _ in range(count)]
-
-
-def _view(buffer: Tensor, *shape: int) -> Tensor:
-    numel = 1
-    for dim in shape:
-        numel *= dim
-    return buffer[:numel].view(shape)
-
-
-def _chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
-                      sin_weight: Tensor, chunk_size: int,
-                      backend: str) -> Tensor:
-    r""":math:`f` :math:`(N, H, T)` in node chunks on the host (the CPU
-    path), from :math:`A^c, A^s` tiled over the sets :math:`(H, T, mR)`."""
-    num_nodes, heads, _ = x.shape
-    num_angles = points.size(1)
-    out = x.new_empty(num_nodes, heads, cos_weight.size(1))
-    if backend == 'eager':
-        angle_buf, cos_buf = _workspace(
-            x, 2, heads * num_angles * min(chunk_size, num_nodes))
-    for start in range(0, num_nodes, chunk_size):
-        stop = min(start + chunk_size, num_nodes)
-        x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n], a view
-        if backend == 'compile':
-            estimate = _COMPILED_FORWARD(points, x_chunk, cos_weight,
-                                         sin_weight)
-        else:
-            angle = _view(angle_buf, heads, num_angles, stop - start)
-            cos = _view(cos_buf, heads, num_angles, stop - start)
-            torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
-            cos, sin = cos_sin(angle, cos, angle)  # sin in place
-            estimate = torch.bmm(cos_weight, cos)  # [H, T, n]
-            estimate.baddbmm_(sin_weight, sin)
-        out[start:stop] = estimate.permute(2, 0, 1)
-    return out
-
-
-def _chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
-                               cos_weight: Tensor, sin_weight: Tensor,
-                               chunk_size: int, backend: str,
-                               needs: List[bool]
-                               ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    r"""The gradients of :func:`_chunked_estimate` with respect to
-    :math:`x`, :math:`u` and the tiled :math:`A^c, A^s`, walking the same
-    chunks and recomputing their cosines and sines (those not in
-    :obj:`needs` are left zero)."""
-    num_nodes, heads, channels = x.shape
-    num_slopes, num_angles = cos_weight.shape[1:]
-    need_x, need_points, need_cos, need_sin = needs
-    # Nodes last and contiguous, so that the broadcast products below
-    # run on unit-stride rows:
-    grad_t = grad_out.permute(1, 2, 0).contiguous()  # [H, T, N]
-
-    grad_x = torch.zeros_like(x)
-    grad_points = x.new_zeros(heads, num_angles, channels)
-    grad_cos = x.new_zeros(heads, num_slopes, num_angles)
-    grad_sin = x.new_zeros(heads, num_slopes, num_angles)
-    if backend == 'eager':
-        # Columns of A^c, A^s, [H, mR, 1] each:
-        cos_cols = cos_weight.unsqueeze(-1).unbind(1)
-        sin_cols = sin_weight.unsqueeze(-1).unbind(1)
-        points_t = points.transpose(1, 2)  # [H, C, mR]
-        buffers = _workspace(
-            x, 4, heads * num_angles * min(chunk_size, num_nodes))
-    for start in range(0, num_nodes, chunk_size):
-        stop = min(start + chunk_size, num_nodes)
-        x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n]
-        grad_chunk = grad_t[:, :, start:stop]  # [H, T, n]
-        if backend == 'compile':
-            chunk_x, chunk_points, chunk_cos, chunk_sin = _COMPILED_BACKWARD(
-                points, x_chunk, grad_chunk, cos_weight, sin_weight)
-            grad_x[start:stop] = chunk_x.permute(2, 0, 1)
-            grad_points += chunk_points
-            grad_cos += chunk_cos
-            grad_sin += chunk_sin
-            continue
-        shape = (heads, num_angles, stop - start)
-        angle, cos, u, v = [_view(buffer, *shape) for buffer in buffers]
-        torch.bmm(points, x_chunk, out=angle)  # theta
-        cos, sin = cos_sin(angle, cos, angle)  # sin in place
-        if need_cos:  # dL/dA^c = sum_n G cos(theta)
-            grad_cos.baddbmm_(grad_chunk, cos.transpose(1, 2))
-        if need_sin:
-            grad_sin.baddbmm_(grad_chunk, sin.transpose(1, 2))
-        if not (need_x or need_points):
-            continue
-        # U = sum_t G_t A^c_t, V = sum_t G_t A^s_t (T is 2: broadcast
-        # products beat a matrix product with an inner size of 2).
-        rows = [row.unsqueeze(1) for row in grad_chunk.unbind(1)]
-        torch.mul(cos_cols[0], rows[0], out=u)
-        torch.mul(sin_cols[0], rows[0], out=v)
-        for t in range(1, num_slopes):
-            u.addcmul_(cos_cols[t], rows[t])
-            v.addcmul_(sin_cols[t], rows[t])
-        # D = cos(theta) V - sin(theta) U = dL/dtheta, in place:
-        grad_angle = cos.mul_(v).sub_(sin.mul_(u))
-        if need_x:  # dL/dx = sum_{s,r} D u
-            grad_x[start:stop] = torch.bmm(points_t,
-                                           grad_angle).permute(2, 0, 1)
-        if need_points:  # dL/du = sum_n D x
-            grad_points.baddbmm_(grad_angle, x_chunk.transpose(1, 2))
-    return grad_x, grad_points, grad_cos, grad_sin
 
 
 # The estimate as a pair of registered operators (forward, backward): one
@@ -313,7 +150,7 @@ def fourier_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
         return node_terms_triton.estimate(x, points, cos_weight, sin_weight,
                                        is_source, eps, scale)
     num_sets = points.size(0)
-    estimate = _chunked_estimate(x, node_side_points(points, is_source),
+    estimate = chunked_estimate(x, node_side_points(points, is_source),
                                  cos_weight.repeat(1, 1, num_sets),
                                  sin_weight.repeat(1, 1, num_sets),
                                  chunk_size, node_path).mul_(scale)
@@ -349,7 +186,7 @@ def fourier_estimate_backward(grad_log: Tensor, x: Tensor, points: Tensor,
     # G = kappa dL/dl * dl/df, dl/df = 2f / (f^2 + eps):
     grad_out = grad_log * (2.0 * scale) * estimate / (estimate * estimate +
                                                        eps)
-    grad_x, grad_u, grad_cos, grad_sin = _chunked_estimate_backward(
+    grad_x, grad_u, grad_cos, grad_sin = chunked_estimate_backward(
         grad_out, x, node_side_points(points, is_source),
         cos_weight.repeat(1, 1, num_sets), sin_weight.repeat(1, 1, num_sets),
         chunk_size, node_path, needs)
@@ -537,7 +374,7 @@ def _log_similarity(x: Tensor, points: Tensor,
     the anchor features."""
     anchor_cos, anchor_sin = features
     node_path = _resolve_node_path(node_path, x)
-    size = _chunk_size(x.size(1), points.size(0) * points.size(2),
+    size = chunk_size_for(x.size(1), points.size(0) * points.size(2),
                        chunk_size)
     log_similarity, _ = fourier_estimate(x.contiguous(), points,
                                          anchor_cos.contiguous(),

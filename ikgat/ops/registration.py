@@ -13,8 +13,8 @@ from typing import Callable, Optional, Sequence, Tuple
 
 import torch
 
-#: The schema of the six index arguments of an :class:`~ikgat.ops.csr.
-#: AttentionCSR` (its tensors, in this order).
+#: The schema of the six index arguments of a CSR
+#: (:class:`~ikgat.ops.csr.AttentionCSR`'s tensors, in this order).
 CSR_ARGS = ('Tensor rowptr, Tensor src, Tensor dst, Tensor colptr, '
             'Tensor csc_edge, Tensor csc_dst')
 

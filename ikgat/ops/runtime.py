@@ -124,11 +124,17 @@ def _bind(namespace: Dict[str, Any], triton, tl, bound: set) -> None:
             namespace[name] = _JITTED[value]
 
 
-def use_triton_default(device: torch.device) -> bool:
-    r"""Whether an operator runs its Triton kernels unless told: on CUDA
-    (and ``meta``, standing for it) tensors, and on CPU tensors when
-    Triton's interpreter is on (``TRITON_INTERPRET=1``)."""
-    return device.type in ('cuda', 'meta') or interpreter_on()
+def resolve_use_triton(owner: str, use_triton: Optional[bool],
+                       device: torch.device) -> bool:
+    r"""Whether :obj:`owner` runs its Triton kernels: :obj:`use_triton` if
+    given, else on CUDA (and ``meta``, standing for it) tensors, and on CPU
+    tensors when Triton's interpreter is on (``TRITON_INTERPRET=1``).
+    Kernels that cannot run raise (:func:`check_triton_runs`)."""
+    if use_triton is None:
+        use_triton = device.type in ('cuda', 'meta') or interpreter_on()
+    if use_triton:
+        check_triton_runs(owner, device)
+    return bool(use_triton)
 
 
 def interpreter_on() -> bool:
@@ -152,12 +158,16 @@ def check_triton_runs(owner: str, device: torch.device) -> None:
                            f"tests), or use_triton=False")
 
 
-def dropout_seed(dropout: float, device: torch.device,
+def dropout_seed(owner: str, dropout: float, device: torch.device,
                  unused: Tensor) -> Tensor:
     r"""The seed of an attention dropout mask: drawn on :obj:`device` from
     torch's generator (no host synchronisation; :func:`torch.manual_seed`
     makes runs repeatable).  Without dropout it is never read, and
-    :obj:`unused`, any tensor of the device, stands for it."""
+    :obj:`unused`, any tensor of the device, stands for it.  A probability
+    :obj:`dropout` outside :math:`[0, 1]` raises naming :obj:`owner`."""
+    if not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"{owner}: 'dropout' must lie in [0, 1] (got "
+                         f"{dropout!r})")
     if dropout > 0:
         return torch.randint(2**31 - 1, (1, ), device=device)
     return unused

@@ -64,15 +64,10 @@ the angles are accumulated over :math:`d` from single columns, so that no
 tile carries the :math:`D` axis.  The loops over :math:`d` (``D`` is a
 compile-time constant) are unrolled :data:`D_STEP` columns at a time, and
 those over the chunks whole (``tl.static_range``), so that a step's loads
-issue together: on an H100 the arxiv-size layer step (D = 8, whole loops
-then) went from 71.6 to 59.6 ms
-(``benchmarks/results/cuda-2026-11-26-h100``).  Each kernel still takes
-about 7.8 ms per set of 64 points there, about 4.6 TFLOP/s at the FLOPs of
-the cost model: most likely instruction issue (addresses, masks, the
-chunks' one-hot selects, layout conversions), inferred from the kernels'
-times, not from an instruction-level profile.  The kernels and their
-tiling (:func:`fourier_tiling`) are here; the launches and the registered
-operator are :mod:`ikgat.ops.transformer_attention`'s.
+issue together (on an H100 at arxiv size, D = 8: 71.6 to 59.6 ms a layer
+step, ``benchmarks/results/archive/cuda-2026-11-26-h100``).  The kernels
+and their tiling (:func:`fourier_tiling`) are here; the launches and the
+registered operator are :mod:`ikgat.ops.transformer_attention`'s.
 """
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
@@ -431,9 +426,8 @@ def backward_src_kernel(q, k, points, s, values, colptr, csc_edge, csc_dst,
                     BLOCK_H, BLOCK_R, BLOCK_D, CHUNKS)
 
 
-#: The row of the kernels of :mod:`ikgat.ops.transformer_fourier` with
-#: wide value rows (:math:`B_H \times B_R`, one half of :math:`\phi`;
-#: their edge tiles stay :data:`ROW_ELEMENTS`, at 4 warps), and the
+#: The row of the kernels with wide value rows (:math:`B_H \times B_R`,
+#: half of :math:`\phi`; edge tiles of :data:`ROW_ELEMENTS`, 4 warps), and the
 #: per-source kernel's chunk of points: three live tiles per edge (angles,
 #: cosines, sines) besides the softmax's.  With rows of
 #: :data:`ROW_ELEMENTS` the per-source backward, when it still made its
@@ -449,7 +443,7 @@ FOURIER_ROW_ELEMENTS = ROW_ELEMENTS // 4
 #: (``benchmarks.gpu_compile``, degrees 2 and 4).
 FOURIER_MIN_EDGES = 4
 #: The head rows (:math:`B_H \times R`) and smallest edge block of the
-#: three kernels of :mod:`ikgat.ops.transformer_fourier`.  The forward
+#: three kernels.  The forward
 #: stores each edge's t and both backward kernels read it, so that no
 #: backward kernel makes its own node's features before the sum; each makes
 #: the other end's :math:`\phi` once per edge, in ``CHUNKS`` chunks of
@@ -492,10 +486,9 @@ def fourier_tiling(num_edges: int, num_nodes: int, heads: int,
 
 
 #: The widest gathered rows (:math:`B_H \times \max(B_C, B_D)` floats) at
-#: which the per-source kernel of :mod:`ikgat.ops.transformer_fourier` loads
-#: the next tile's targets ahead: at 8 heads x 8 (R = 64) and 1 x 64 (R =
-#: 128) it builds without spill (``benchmarks.gpu_compile``); wider rows
-#: are outside that check's grid and load them in the tile.
+#: which the per-source kernel loads the next tile's targets ahead: at 8
+#: heads x 8 (R = 64) and 1 x 64 (R = 128) it builds without spill
+#: (``benchmarks.gpu_compile``); wider rows load them in the tile.
 PREFETCH_ROW = 64
 
 

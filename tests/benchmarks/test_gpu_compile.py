@@ -365,7 +365,7 @@ def test_the_capture_has_the_launch_only_cuda_makes():
         'IKTransformerConv-implicit 1x7 eval dropout=0 R=16 degree=8 tables')
     assert gpu_compile.coverage_failures(calls, launches) == []
     forward = [launch for launch in launches
-               if launch['module'] == 'ikgat.ops.transformer_attention'
+               if launch['module'] == 'ikgat.ops.transformer_attention_triton'
                and launch['name'] == 'forward_kernel']
     assert len(forward) == 1
     assert forward[0]['constexprs'] == dict(
@@ -407,7 +407,7 @@ def test_a_layer_whose_launches_vanish_fails_the_check(monkeypatch):
 def test_the_coverage_rules():
     from benchmarks.gpu_compile import NO_KERNEL, coverage_failures
 
-    def launch(key, module='ikgat.ops.gat_attention', name='forward_kernel',
+    def launch(key, module='ikgat.ops.gat_attention_triton', name='forward_kernel',
                **constexprs):
         return dict(key=key, module=module, name=name, constexprs=constexprs,
                     signature={})

@@ -190,7 +190,7 @@ def test_transformer_random_feature_kernels_follow_the_layers_cuda_path():
     # (ikgat.ops.node_tables): the model prices those kernels, with the
     # tiling the wrapper takes for tables, and both sides' table passes;
     # tables=False prices the points kernels instead.
-    from ikgat.ops.transformer_attention import table_tiling
+    from ikgat.ops.transformer_attention_triton import table_tiling
     tables = gpu_model.transformer_kernels(ARXIV, family='direct')
     for cost in tables:
         tile = table_tiling(ARXIV.edges, ARXIV.nodes, 8, 128, 8,

@@ -37,8 +37,8 @@ def test_every_kernel_module_calls_the_same_jitted_steps():
     # the one jitted version of attention_steps' function.
     pytest.importorskip('triton')
     import ikgat.ops.attention_steps as attention_steps
-    import ikgat.ops.gat_attention as gat_attention
-    import ikgat.ops.transformer_attention as transformer_attention
+    import ikgat.ops.gat_attention_triton as gat_attention
+    import ikgat.ops.transformer_attention_triton as transformer_attention
     import ikgat.ops.transformer_fourier as transformer_fourier
     from ikgat.ops.runtime import jitted
     modules = (gat_attention, transformer_attention, transformer_fourier)

@@ -8,6 +8,7 @@ import torch
 
 from ikgat.ops import compiled_features as cf
 from ikgat.ops import edge_fourier as pf
+from ikgat.ops import edge_fourier_tables
 from tests.ops.test_edge_fourier import case
 
 
@@ -103,10 +104,10 @@ def test_the_estimate_is_the_same_through_compiled_tables(
     expected, expected_grads = run_estimate(num_graphs, edge_key)
     if small_chunks:  # one head per group, edge and row chunks of
         # unequal sizes (the compiled functions on row chunks too)
-        monkeypatch.setattr(pf, 'TABLE_ELEMENTS', 1)
-        monkeypatch.setattr(pf, 'CHUNK_ELEMENTS', 150)
-        monkeypatch.setattr(pf, 'COMPILED_WHOLE_ANGLES', 0)
-        monkeypatch.setattr(pf, 'COMPILED_CHUNK_ANGLES', 25)
+        monkeypatch.setattr(edge_fourier_tables, 'TABLE_ELEMENTS', 1)
+        monkeypatch.setattr(edge_fourier_tables, 'CHUNK_ELEMENTS', 150)
+        monkeypatch.setattr(edge_fourier_tables, 'COMPILED_WHOLE_ANGLES', 0)
+        monkeypatch.setattr(edge_fourier_tables, 'COMPILED_CHUNK_ANGLES', 25)
     monkeypatch.setattr(cf, 'ENABLED', True)
     monkeypatch.setattr(cf, 'MIN_ANGLES', 0)
     calls = []

@@ -11,6 +11,7 @@ import torch
 from ikgat.kernels import RandomFourierKernel
 from ikgat.kernels.random_features import fourier_estimate
 from ikgat.ops import edge_fourier as pf
+from ikgat.ops import edge_fourier_tables
 from tests.helpers import DEVICE
 
 
@@ -101,8 +102,8 @@ def test_small_chunks_and_head_groups_change_nothing(num_graphs, edge_key,
 
     whole, whole_grads = run()
     # One head per group and a few edges (and rows) per chunk:
-    monkeypatch.setattr(pf, 'TABLE_ELEMENTS', 1)
-    monkeypatch.setattr(pf, 'CHUNK_ELEMENTS', 64)
+    monkeypatch.setattr(edge_fourier_tables, 'TABLE_ELEMENTS', 1)
+    monkeypatch.setattr(edge_fourier_tables, 'CHUNK_ELEMENTS', 64)
     chunked, chunked_grads = run()
     torch.testing.assert_close(chunked, whole, atol=1e-12, rtol=1e-10)
     for got, expected in zip(chunked_grads, whole_grads):

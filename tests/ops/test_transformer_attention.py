@@ -24,8 +24,8 @@ from ikgat.ops.transformer_attention import (  # noqa: E402
     LOG_SQUARE,
     _tiling,
     fused_transformer_attention,
-    table_tiling,
 )
+from ikgat.ops.transformer_attention_triton import table_tiling  # noqa: E402
 from ikgat.ops.transformer_fourier import (  # noqa: E402
     fourier_tiling,
     prefetches_targets,
