@@ -32,7 +32,7 @@ TOLERANCE = 1e-5
 #: an H100 the two paths' IKAN gradients differed by up to 2.1e-5 of that
 #: scale; where they differed by 1.1e-5, the fused gradient was 1.8e-5 and
 #: the unfused one 6.8e-6 from float64 with the same draws
-#: (benchmarks/results/cuda-2026-11-27-h100, run 6).
+#: (benchmarks/results/archive/cuda-2026-11-27-h100, run 6).
 GRAD_TOLERANCE = 3e-5
 
 
