@@ -124,7 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(json.dumps(_measure(*json.loads(args.one))))
         return 0
     if args.output is not None:
-        from ikgat.durable import check_writable
+        from ikgat.atomic_writes import check_writable
         try:
             check_writable(args.output)
         except OSError as error:

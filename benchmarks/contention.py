@@ -126,7 +126,7 @@ def main(argv: List[str] = None) -> str:
     text = '\n'.join(lines)
     print(text)
     if args.output:
-        from ikgat.durable import write_text_atomic
+        from ikgat.atomic_writes import write_text_atomic
         write_text_atomic(args.output, text + '\n')
     return text
 

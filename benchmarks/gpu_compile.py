@@ -93,7 +93,7 @@ from typing import (
     Tuple,
 )
 
-from ikgat.durable import check_writable
+from ikgat.atomic_writes import check_writable
 from ikgat.ops.runtime import MAX_REGISTERS
 
 #: The targets: compute capability 9.0 (H100) and 8.0 (A100).

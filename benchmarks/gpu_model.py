@@ -94,7 +94,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ikgat.durable import check_writable
+from ikgat.atomic_writes import check_writable
 from ikgat.ops.attention_steps import TILE_ELEMENTS, edge_tiling
 from ikgat.ops.node_terms_triton import (
     MAX_PARTIALS,

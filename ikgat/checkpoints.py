@@ -29,7 +29,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from ikgat.durable import atomic_open
+from ikgat.atomic_writes import atomic_open
 
 #: The ``format`` field that marks a file as an ikgat checkpoint.
 FORMAT = 'ikgat-checkpoint'
@@ -103,7 +103,7 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
                     state_dict: Optional[Dict[str, Any]] = None) -> None:
     r"""Write :obj:`model` to :obj:`path` (folders are created), through
     a temporary file that replaces :obj:`path` only once it is complete
-    (:func:`ikgat.durable.atomic_open`).
+    (:func:`ikgat.atomic_writes.atomic_open`).
 
     Args:
         path: The file to write.

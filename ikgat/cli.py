@@ -11,19 +11,19 @@ import torch
 import torch_geometric.transforms as T
 from torch.nn.parallel import DistributedDataParallel
 
+from ikgat.atomic_writes import check_writable
 from ikgat.datasets import load_planetoid, planetoid_name
 from ikgat.distributed import init_from_environment, world
-from ikgat.durable import check_writable
 from ikgat.kernels import KERNELS, vector_kernels
-from ikgat.models import TwoLayerGAT
-from ikgat.ops.runtime import KernelBuildError
-from ikgat.sampling import minibatch_training, require_sampler
-from ikgat.train_layers import (
+from ikgat.layer_recipes import (
     LAYER_OPTIONS,
     TRAIN_LAYERS,
     evaluate_draws,
     resolve_settings,
 )
+from ikgat.models import TwoLayerGAT
+from ikgat.ops.runtime import KernelBuildError
+from ikgat.sampling import minibatch_training, require_sampler
 from ikgat.training import train_node_classifier, variational_adam
 
 

@@ -2,7 +2,8 @@ r"""Old names that still work for one release, each with a
 :class:`DeprecationWarning` that says what to use instead.
 
 * :data:`MOVED_MODULES`: modules that moved (the backends went from
-  :mod:`ikgat.nn` and :mod:`ikgat.kernels` to :mod:`ikgat.ops`).
+  :mod:`ikgat.nn` and :mod:`ikgat.kernels` to :mod:`ikgat.ops`) or were
+  renamed.
   ``import ikgat.nn.triton_attention`` still works: the old name is an
   alias of the new module, found by :class:`MovedModuleFinder`, which
   :mod:`ikgat` installs on :data:`sys.meta_path`.
@@ -34,6 +35,9 @@ MOVED_MODULES: Dict[str, str] = {
     'ikgat.kernels.trigonometry': 'ikgat.ops.trigonometry',
     'ikgat.kernels.compiled': 'ikgat.ops.compiled',
     'ikgat.nn.kl': 'ikgat.nn.losses',
+    # Renamed to say what they hold:
+    'ikgat.train_layers': 'ikgat.layer_recipes',
+    'ikgat.durable': 'ikgat.atomic_writes',
 }
 
 

@@ -19,7 +19,7 @@ with :math:`W` ranks, :math:`B = |S|` seeds in the global batch and
 :math:`S_r` those of rank :math:`r`.  The KL term depends on the parameters
 (and, for per-batch densities, on the batch) and is added whole on every
 rank, so DDP's average counts it once.  Only rank 0 writes checkpoints and
-results (:func:`save_on_main`), atomically (:mod:`ikgat.durable`).
+results (:func:`save_on_main`), atomically (:mod:`ikgat.atomic_writes`).
 """
 import os
 from typing import Optional
@@ -29,7 +29,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor
 
-from ikgat.durable import atomic_open
+from ikgat.atomic_writes import atomic_open
 from ikgat.nn.losses import kl_divergence
 
 

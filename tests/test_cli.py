@@ -126,7 +126,7 @@ def _must_not_train(*args, **kwargs):
 
 
 def test_atomic_open_keeps_the_old_file_when_a_write_fails(tmp_path):
-    from ikgat.durable import atomic_open, write_text_atomic
+    from ikgat.atomic_writes import atomic_open, write_text_atomic
     path = tmp_path / 'results.md'
     write_text_atomic(str(path), 'old')
     with pytest.raises(RuntimeError, match='killed'):
@@ -341,7 +341,7 @@ def test_transformer_takes_only_the_kernels_that_pair_two_vectors(
     # is refused in one line naming those that do, before any training:
     import dataclasses
 
-    from ikgat.train_layers import TRAIN_LAYERS
+    from ikgat.layer_recipes import TRAIN_LAYERS
     monkeypatch.setitem(TRAIN_LAYERS, 'transformer', dataclasses.replace(
         TRAIN_LAYERS['transformer'], kernels=('direct', 'rbf')))
     monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)

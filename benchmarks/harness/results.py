@@ -7,7 +7,7 @@ import os.path as osp
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ikgat.durable import write_text_atomic
+from ikgat.atomic_writes import write_text_atomic
 
 #: Where the committed results live, relative to the checkout.
 RESULTS_DIR = osp.join('benchmarks', 'results')
@@ -151,7 +151,7 @@ class ResultsWriter:
 
 def write_text(path: str, text: str) -> None:
     r"""Write a report through a temporary file, fsync and rename
-    (:func:`ikgat.durable.write_text_atomic`), creating its folder."""
+    (:func:`ikgat.atomic_writes.write_text_atomic`), creating its folder."""
     folder = osp.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -172,7 +172,7 @@ def table_study_main(argv: Optional[Sequence[str]], module: str,
 
     import torch
 
-    from ikgat.durable import check_writable
+    from ikgat.atomic_writes import check_writable
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--out', default=default_output)
