@@ -36,14 +36,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
+from ikgat.attention_capture import _layer_label
+from ikgat.attention_terms import _check_terms_log
 from ikgat.inspection import (
     AttentionLike,
     AttentionTermsRecorder,
     LayerSelector,
     _alpha_and_index,
-    _check_terms_log,
     _copula_layer,
-    _layer_label,
     _spectral_layer,
     attention_layers,
     attention_weights,

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from ikgat import MIKANConv, inspection
+from ikgat.attention_terms import _group_spread
 from ikgat.training import train_node_classifier
 from tests.helpers import CHANNELS, HEADS, R, tiny_graph, tiny_model
 
@@ -142,7 +143,7 @@ def test_group_spread_by_hand():
     values = torch.tensor([[1.0], [3.0], [5.0]])
     index = torch.tensor([0, 0, 1])
     # Node 0: std of (1, 3) = 1; node 1: one edge, std 0; mean 0.5.
-    assert inspection._group_spread(values, index, 2) == pytest.approx(0.5)
+    assert _group_spread(values, index, 2) == pytest.approx(0.5)
 
 
 @pytest.mark.slow  # a fresh interpreter (4 s)

@@ -1,5 +1,6 @@
 """Imports inside the library flow one way: deprecation -> ops -> kernels ->
-nn -> models -> inspection -> visualization (the CLI and the lab sit above
+nn -> models -> attention_capture -> attention_terms -> inspection ->
+visualization, and metric_inputs -> metrics (the CLI and the lab sit above
 them)."""
 import ast
 from pathlib import Path
@@ -15,9 +16,16 @@ LAYERS = {
     'nn': _BELOW_KERNELS | {'kernels', 'nn'},
     'reference': _BELOW_KERNELS | {'kernels', 'nn'},
     'models': _BELOW_KERNELS | {'kernels', 'nn'},
-    'inspection': _BELOW_KERNELS | {'kernels', 'nn', 'models'},
+    'attention_capture': _BELOW_KERNELS | {'kernels', 'nn', 'models'},
+    'attention_terms': _BELOW_KERNELS | {'kernels', 'nn', 'models',
+                                         'attention_capture'},
+    'inspection': _BELOW_KERNELS | {'kernels', 'nn', 'models',
+                                    'attention_capture', 'attention_terms'},
     'visualization': _BELOW_KERNELS | {'kernels', 'nn', 'models',
+                                       'attention_capture', 'attention_terms',
                                        'inspection'},
+    'metric_inputs': set(),
+    'metrics': {'metric_inputs'},
 }
 
 
