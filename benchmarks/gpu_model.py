@@ -7,11 +7,14 @@ For each Triton kernel (the fused attention's ``forward_kernel``,
 ``alpha_kernel``, ``backward_src_kernel``, ``backward_dst_kernel``; the node
 terms' ``estimate_kernel``, ``grad_x_kernel``, ``grad_points_kernel``) at a
 graph size, it counts the bytes moved, the FLOPs and the transcendental
-operations of one launch, takes the launch's grid and block constants from
-the wrappers' own functions (:func:`~ikgat.ops.attention_steps.edge_tiling`,
-:func:`~ikgat.ops.node_terms_triton.block_sizes`, :data:`MAX_PARTIALS`, ...),
-its registers from the compile check (``benchmarks/results/gpu_compile.json``
-of :mod:`benchmarks.gpu_compile`), and predicts its time on an H100.
+operations of one launch, reads the launch's grid, block constants and
+warps from the code itself (the operators' launch code run on ``meta``
+tensors of the graph's size inside
+:func:`~ikgat.ops.runtime.record_launches`: :func:`attention_launches`,
+:func:`node_term_launches`, :func:`transformer_launches`; nothing here
+restates a tiling rule), its registers from the compile check
+(``benchmarks/results/gpu_compile.json`` of :mod:`benchmarks.gpu_compile`),
+and predicts its time on an H100.
 
 **Time of one launch.**
 
@@ -87,6 +90,7 @@ attention kernels and block-size rule are those of today's code, see
 :data:`H100_6257EFE`); nothing here is fitted to those numbers.
 """
 import argparse
+import functools
 import json
 import math
 import os.path as osp
@@ -95,12 +99,11 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ikgat.atomic_writes import check_writable
-from ikgat.ops.attention_steps import TILE_ELEMENTS, edge_tiling
+from ikgat.ops.attention_steps import TILE_ELEMENTS
 from ikgat.ops.node_terms_triton import (
-    MAX_PARTIALS,
-    block_sizes,
     next_power_of_2,
 )
+from ikgat.ops.runtime import KernelLaunch
 
 
 @dataclass(frozen=True)
@@ -279,108 +282,208 @@ def tiling_6257efe(num_edges: int, num_nodes: int, row: int,
                 num_warps=4)
 
 
+def recorded_launches(run) -> Dict[str, KernelLaunch]:
+    r"""The launches that :obj:`run` makes, by kernel name: its operators'
+    own launch code run on ``meta`` tensors inside
+    :func:`~ikgat.ops.runtime.record_launches`, so that the grid, block
+    constants and warps below are the code's, not restated here (nothing
+    is allocated or launched)."""
+    from ikgat.ops.runtime import record_launches
+    with record_launches() as launches:
+        run()
+    return {launch.name: launch for launch in launches}
+
+
+def _meta(*shape: int, dtype=None):
+    import torch
+    return torch.empty(*shape, dtype=dtype, device='meta')
+
+
+def _csr_args(nodes: int, edges: int, self_loops: bool) -> tuple:
+    import torch
+
+    from ikgat.ops.csr import prepare_csr
+    csr = prepare_csr(_meta(2, edges, dtype=torch.long), nodes, nodes,
+                      self_loops=nodes if self_loops else None)
+    return (csr.rowptr, csr.src, csr.dst, csr.colptr, csr.csc_edge,
+            csr.csc_dst, _meta(1, dtype=torch.long))
+
+
+@functools.cache
+def attention_launches(nodes: int, edges: int, heads: int, channels: int,
+                       need_alpha: bool) -> Dict[str, KernelLaunch]:
+    r"""The fused GAT attention's launches of one layer step (forward and
+    backward, GATConv's self-loops added in the sort) on a graph of
+    :obj:`nodes` and :obj:`edges`, recorded (:func:`recorded_launches`)."""
+    from ikgat.ops import gat_attention
+    scores, x = _meta(nodes, heads, 3), _meta(nodes, heads, channels)
+    *index, seed = _csr_args(nodes, edges, self_loops=True)
+
+    def run():
+        out, alpha, row_max, row_den = gat_attention._attention_forward(
+            scores, scores, x, None, *index, seed, 0.2, 0.0, False,
+            need_alpha, True)
+        gat_attention._attention_backward(
+            out, None, scores, scores, x, None, *index, seed, out, row_max,
+            row_den, alpha, 0.2, 0.0, False, need_alpha, True,
+            [True, True, True, False])
+    return recorded_launches(run)
+
+
+@functools.cache
+def node_term_launches(nodes: int, heads: int, channels: int, points: int,
+                       sets: int, slopes: int) -> Dict[str, KernelLaunch]:
+    r"""The Triton node terms' launches of one side, forward and backward,
+    recorded (:func:`recorded_launches`)."""
+    from ikgat.ops import node_terms_triton
+    x = _meta(nodes, heads, channels)
+    stacked = _meta(sets, heads, points, 2 * channels)
+    weights = _meta(heads, slopes, sets * points)
+
+    def run():
+        out, estimate = node_terms_triton.estimate(
+            x, stacked, weights, weights, True, 1e-5, 1.0)
+        node_terms_triton.estimate_backward(out, x, stacked, weights,
+                                            weights, estimate, 1e-5, 1.0,
+                                            True)
+    return recorded_launches(run)
+
+
+@functools.cache
+def transformer_launches(nodes: int, edges: int, heads: int, width: int,
+                         channels: int, points: Optional[int], sets: int,
+                         learned: bool) -> Dict[str, KernelLaunch]:
+    r"""The fused transformer attention's launches of one layer step: on
+    node tables :math:`(N, H, \text{width})` when :obj:`points` is
+    :obj:`None`, else with :obj:`sets` sets of :obj:`points` spectral
+    points made inside the kernels (:obj:`learned`: their gradient is
+    stored); recorded (:func:`recorded_launches`)."""
+    from ikgat.ops import transformer_attention
+    u = _meta(nodes, heads, width)
+    stacked = None if points is None else _meta(sets, heads, points, width)
+    s, values = _meta(nodes, heads), _meta(nodes, heads, channels)
+    *index, seed = _csr_args(nodes, edges, self_loops=False)
+    log_square = points is not None or width != channels
+
+    def run():
+        out, row_max, row_den, t = transformer_attention._forward(
+            u, u, stacked, s, values, *index, seed, 1.0, 1e-5, 0.0,
+            log_square, True)
+        transformer_attention._backward(
+            out, u, u, stacked, s, values, *index, seed, out, row_max,
+            row_den, t, 1.0, 1e-5, 0.0, log_square, True,
+            [True, True, learned, True, True])
+    return recorded_launches(run)
+
+
+def _setup(launch: KernelLaunch) -> Tuple[Tuple[int, ...], dict, int]:
+    r"""A recorded launch's grid, block constants (its upper-case
+    compile-time constants) and warps."""
+    return (launch.grid, {name: value for name, value in
+                          launch.constexprs.items() if name.isupper()},
+            launch.options.get('num_warps', 4))  # Triton's default
+
+
+def attention_setups_by_rule(tiling, nodes: int, edges: int, heads: int,
+                             channels: int, need_alpha: bool) -> dict:
+    r"""The launches' grids, block constants and warps that an edge-block
+    rule :obj:`tiling` gives (:func:`tiling_6257efe`: the code of that
+    commit, which :func:`attention_launches` cannot record), in the form of
+    :func:`_setup`."""
+    block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
+    flags = dict(BROADCAST=0, HAS_GATE=False)
+    rows = dict(forward_kernel=(block_h * block_c, dict(
+                    flags, HAS_DROPOUT=False, BLOCK_H=block_h,
+                    BLOCK_C=block_c)),
+                alpha_kernel=(block_h, dict(flags, HAS_DROPOUT=False,
+                                            BLOCK_H=block_h)),
+                backward_src_kernel=(block_h * block_c, dict(
+                    flags, HAS_DROPOUT=False, HAS_GRAD_ALPHA=False,
+                    STORE_GRAD_LOGIT=True, BLOCK_H=block_h,
+                    BLOCK_C=block_c)),
+                backward_dst_kernel=(block_h, dict(
+                    flags, NEED_GATE_GRAD=False, BLOCK_H=block_h)))
+    setups = {}
+    for name, (row, constexprs) in rows.items():
+        if name == 'alpha_kernel' and not need_alpha:
+            continue
+        budget = TILE_ELEMENTS if row == block_h * block_c else (
+            2 * TILE_ELEMENTS)
+        tile = tiling(edges, nodes, row, budget)
+        setups[name] = ((nodes, ), dict(constexprs, BLOCK_E=tile['BLOCK_E']),
+                        tile['num_warps'])
+    return setups
+
+
 def attention_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                       index_bytes: int = 4, need_alpha: bool = False,
-                      hw: Hardware = H100, tiling=edge_tiling
-                      ) -> List[KernelCost]:
+                      hw: Hardware = H100, tiling=None) -> List[KernelCost]:
     r"""The fused attention's launches of one layer step (forward and
     backward, every target and source a node of :obj:`graph`), with the
-    block constants of :func:`~ikgat.ops.gat_attention._attention_forward`
-    and ``_attention_backward`` (:obj:`tiling`: today's
-    :func:`~ikgat.ops.attention_steps.edge_tiling`, or
-    :func:`tiling_6257efe`)."""
+    grids, block constants and warps that the code itself launches
+    (:func:`attention_launches`), or those of an old edge-block rule
+    :obj:`tiling` (:func:`attention_setups_by_rule`)."""
     n, e = graph.nodes, graph.edges_with_loops
     lam = graph.edges / max(1, graph.nodes)
+    if tiling is None:
+        setups = {name: _setup(launch) for name, launch in
+                  attention_launches(n, graph.edges, heads, channels,
+                                     need_alpha).items()}
+    else:
+        setups = attention_setups_by_rule(tiling, n, e, heads, channels,
+                                          need_alpha)
     block_h, block_c = next_power_of_2(heads), next_power_of_2(channels)
     f32 = 4
     scores_row = sector_bytes(3 * heads * f32, hw)  # (H, 3) of a node
     features_row = sector_bytes(heads * channels * f32, hw)
     head_row = sector_bytes(heads * f32, hw)
-    flags = dict(BROADCAST=0, HAS_GATE=False)
-    out = []
 
-    def flops(ops, tiles, block_e):
+    def cost(name, label, node_bytes, edge_bytes):
+        grid, constexprs, warps = setups[name]
+        block_e = constexprs['BLOCK_E']
+        tiles = n * mean_tiles(lam, block_e)
+        ops = OPS[name]
         issued_eh = tiles * block_e * block_h
-        return (ops.get('edge_head', 0) * issued_eh
-                + ops.get('edge_head_channel', 0) * issued_eh * block_c
-                + ops.get('tile_head', 0) * tiles * block_h
-                + ops.get('tile_head_channel', 0) * tiles * block_h * block_c
-                + ops.get('node_head_channel', 0) * n * block_h * block_c
-                + 2 * ops.get('div_per_node_head', 0) * n * block_h
-                + 2 * ops.get('div_per_edge_head', 0) * issued_eh)
-
-    def transcendentals(ops, tiles, block_e):
-        issued_eh = tiles * block_e * block_h
-        return ((ops.get('exp_per_edge_head', 0)
-                 + ops.get('div_per_edge_head', 0)) * issued_eh
-                + ops.get('exp_per_tile_head', 0) * tiles * block_h
-                + ops.get('div_per_node_head', 0) * n * block_h)
+        flops = (ops.get('edge_head', 0) * issued_eh
+                 + ops.get('edge_head_channel', 0) * issued_eh * block_c
+                 + ops.get('tile_head', 0) * tiles * block_h
+                 + ops.get('tile_head_channel', 0) * tiles * block_h
+                 * block_c
+                 + ops.get('node_head_channel', 0) * n * block_h * block_c
+                 + 2 * ops.get('div_per_node_head', 0) * n * block_h
+                 + 2 * ops.get('div_per_edge_head', 0) * issued_eh)
+        transcendentals = ((ops.get('exp_per_edge_head', 0)
+                            + ops.get('div_per_edge_head', 0)) * issued_eh
+                           + ops.get('exp_per_tile_head', 0) * tiles * block_h
+                           + ops.get('div_per_node_head', 0) * n * block_h)
+        return KernelCost(name, label, grid, constexprs,
+                          bytes=n * node_bytes + e * edge_bytes, flops=flops,
+                          transcendentals=transcendentals,
+                          round_trips=n + 2 * tiles, warps=warps)
 
     # Forward: per target, rowptr, its scores; per edge the source index,
     # the source's scores and features (gathered); out, max, den stored.
-    name = 'forward_kernel'
-    tile = tiling(e, n, block_h * block_c)
-    block_e = tile['BLOCK_E']
-    tiles = n * mean_tiles(lam, block_e)
-    out.append(KernelCost(
-        name, 'attention forward', (n, ),
-        dict(flags, HAS_DROPOUT=False, BLOCK_E=block_e, BLOCK_H=block_h,
-             BLOCK_C=block_c),
-        bytes=n * (index_bytes + 3 * heads * f32 + heads * channels * f32
-                   + 2 * heads * f32)
-        + e * (index_bytes + scores_row + features_row),
-        flops=flops(OPS[name], tiles, block_e),
-        transcendentals=transcendentals(OPS[name], tiles, block_e),
-        round_trips=n + 2 * tiles, warps=tile['num_warps']))
+    out = [cost('forward_kernel', 'attention forward',
+                index_bytes + 3 * heads * f32 + heads * channels * f32
+                + 2 * heads * f32, index_bytes + scores_row + features_row)]
     if need_alpha:
-        name = 'alpha_kernel'
-        tile = tiling(e, n, block_h, 2 * TILE_ELEMENTS)
-        block_e = tile['BLOCK_E']
-        tiles = n * mean_tiles(lam, block_e)
-        out.append(KernelCost(
-            name, 'attention weights', (n, ),
-            dict(flags, HAS_DROPOUT=False, BLOCK_E=block_e,
-                 BLOCK_H=block_h),
-            bytes=n * (index_bytes + 5 * heads * f32)
-            + e * (index_bytes + scores_row + heads * f32),
-            flops=flops(OPS[name], tiles, block_e),
-            transcendentals=transcendentals(OPS[name], tiles, block_e),
-            round_trips=n + 2 * tiles, warps=tile['num_warps']))
+        out.append(cost('alpha_kernel', 'attention weights',
+                        index_bytes + 5 * heads * f32,
+                        index_bytes + scores_row + heads * f32))
     # Backward per source: colptr, its scores and features; per out-edge
     # the CSR position and target (streamed), the target's scores, max,
     # den, D and grad_out (gathered), dL/dlogit stored (scattered);
     # grad_x and grad_score_src stored.
-    name = 'backward_src_kernel'
-    tile = tiling(e, n, block_h * block_c)
-    block_e = tile['BLOCK_E']
-    tiles = n * mean_tiles(lam, block_e)
-    out.append(KernelCost(
-        name, 'attention backward, per source', (n, ),
-        dict(flags, HAS_DROPOUT=False, HAS_GRAD_ALPHA=False,
-             STORE_GRAD_LOGIT=True, BLOCK_E=block_e, BLOCK_H=block_h,
-             BLOCK_C=block_c),
-        bytes=n * (index_bytes + 2 * (3 * heads + heads * channels) * f32)
-        + e * (2 * index_bytes + scores_row + 3 * head_row + features_row
-               + head_row),
-        flops=flops(OPS[name], tiles, block_e),
-        transcendentals=transcendentals(OPS[name], tiles, block_e),
-        round_trips=n + 2 * tiles, warps=tile['num_warps']))
+    out.append(cost('backward_src_kernel', 'attention backward, per source',
+                    index_bytes + 2 * (3 * heads + heads * channels) * f32,
+                    2 * index_bytes + scores_row + 3 * head_row
+                    + features_row + head_row))
     # Backward per target: rowptr, its gate; per edge the source index,
     # the source's gate (its whole scores row of sectors), dL/dlogit
     # (streamed); the per-slope sums stored.
-    name = 'backward_dst_kernel'
-    tile = tiling(e, n, block_h, 2 * TILE_ELEMENTS)
-    block_e = tile['BLOCK_E']
-    tiles = n * mean_tiles(lam, block_e)
-    out.append(KernelCost(
-        name, 'attention backward, per target', (n, ),
-        dict(flags, NEED_GATE_GRAD=False, BLOCK_E=block_e,
-             BLOCK_H=block_h),
-        bytes=n * (index_bytes + 3 * heads * f32 + 2 * heads * f32)
-        + e * (index_bytes + scores_row + heads * f32),
-        flops=flops(OPS[name], tiles, block_e),
-        transcendentals=transcendentals(OPS[name], tiles, block_e),
-        round_trips=n + 2 * tiles, warps=tile['num_warps']))
+    out.append(cost('backward_dst_kernel', 'attention backward, per target',
+                    index_bytes + 3 * heads * f32 + 2 * heads * f32,
+                    index_bytes + scores_row + heads * f32))
     return out
 
 
@@ -388,17 +491,22 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
                       points: int = 64, sets: int = 2, slopes: int = 2,
                       hw: Hardware = H100) -> List[KernelCost]:
     r"""The node-term launches of one side (targets or sources: the layer
-    launches each twice) of one layer step, with the blocks and grids of
-    :func:`~ikgat.ops.node_terms_triton.estimate` and
-    :func:`~ikgat.ops.node_terms_triton.estimate_backward`."""
+    launches each twice) of one layer step, with the grids, blocks and
+    warps that :func:`~ikgat.ops.node_terms_triton.estimate` and
+    :func:`~ikgat.ops.node_terms_triton.estimate_backward` launch
+    (:func:`node_term_launches`)."""
     if sets == 0:
         return []
     f32 = 4
     n, h, c, t = nodes, heads, channels, slopes
     mr = sets * points
-    block_n, block_r, block_c, block_t = block_sizes(mr, c, t)
-    node_blocks = -(-n // block_n)
-    point_blocks = -(-mr // block_r)
+    setups = {name: _setup(launch) for name, launch in
+              node_term_launches(n, h, c, points, sets, t).items()}
+    block_n, block_r, block_c, block_t = (
+        setups['grad_x_kernel'][1][name]
+        for name in ('BLOCK_N', 'BLOCK_R', 'BLOCK_C', 'BLOCK_T'))
+    node_blocks = setups['estimate_kernel'][0][0]
+    programs, _, point_blocks = setups['grad_points_kernel'][0]
     issued_angles = node_blocks * block_n * h * point_blocks * block_r
     sincos = OPS['sincos']['flops']
     x_bytes = n * h * c * f32
@@ -406,9 +514,9 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
     out = []
     name = 'estimate_kernel'
     ops = OPS[name]
+    grid, constexprs, warps = setups[name]
     out.append(KernelCost(
-        name, 'node terms forward', (node_blocks, h),
-        dict(BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_T=block_t),
+        name, 'node terms forward', grid, constexprs, warps=warps,
         bytes=x_bytes + 2 * nt_bytes,
         flops=issued_angles * (ops['angle_channel'] * c + sincos
                                + ops['angle_slope'] * block_t)
@@ -418,10 +526,9 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
 
     name = 'grad_x_kernel'
     ops = OPS[name]
+    grid, constexprs, warps = setups[name]
     out.append(KernelCost(
-        name, 'node terms backward, dx', (node_blocks, h),
-        dict(BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
-             BLOCK_T=block_t),
+        name, 'node terms backward, dx', grid, constexprs, warps=warps,
         bytes=2 * x_bytes + 2 * nt_bytes,
         flops=issued_angles * (ops['angle_channel'] * c + sincos
                                + ops['angle_slope'] * block_t + ops['angle'])
@@ -433,13 +540,13 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
 
     name = 'grad_points_kernel'
     ops = OPS[name]
-    blocks_per_program = max(1, -(-node_blocks // MAX_PARTIALS))
-    programs = max(1, -(-node_blocks // blocks_per_program))
+    # Node blocks per program, as the wrapper spreads them (at most
+    # MAX_PARTIALS programs):
+    blocks_per_program = -(-node_blocks // programs)
     partial_bytes = programs * h * mr * (2 * c + 2 * t) * f32
+    grid, constexprs, warps = setups[name]
     out.append(KernelCost(
-        name, 'node terms backward, dw dA', (programs, h, point_blocks),
-        dict(BLOCK_N=block_n, BLOCK_R=block_r, BLOCK_C=block_c,
-             BLOCK_T=block_t),
+        name, 'node terms backward, dw dA', grid, constexprs, warps=warps,
         bytes=point_blocks * (x_bytes + 2 * nt_bytes) + partial_bytes,
         flops=issued_angles * (ops['angle_channel'] * c + sincos
                                + ops['angle_slope'] * block_t + ops['angle'])
@@ -585,7 +692,7 @@ def ikgat_layer(graph: Graph, family: str, heads: int = 8,
                 channels: int = 8, in_features: Optional[int] = None,
                 points: int = 64, input_grad: bool = False,
                 rows: Sequence[dict] = (), ops_key: Optional[str] = None,
-                hw: Hardware = H100, tiling=edge_tiling) -> Step:
+                hw: Hardware = H100, tiling=None) -> Step:
     r"""One IKGATConv layer's forward + backward of kernel family
     :obj:`family` (``'rbf'``, ``'direct'``, ``'implicit'``, ``'rff'``) on
     :obj:`graph`."""
@@ -649,10 +756,12 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                   ) -> List[KernelCost]:
     r"""The fused attention of IKTransformerConv
     (:mod:`ikgat.ops.transformer_attention`), one launch of each kernel per
-    layer step, with the grid and blocks of its own
-    :func:`~ikgat.ops.transformer_attention_triton.table_tiling`: one program
-    per node and block of :math:`B_H` heads; per edge tile each program loads the
-    edge indices once, then per edge one contiguous row of :math:`B_H` heads:
+    layer step, with the grids, blocks and warps it launches
+    (:func:`transformer_launches`, its
+    :func:`~ikgat.ops.transformer_attention_triton.table_tiling`): one
+    program per node and block of :math:`B_H` heads; per edge tile each
+    program loads the edge indices once, then per edge one contiguous row
+    of :math:`B_H` heads:
     the forward gathers :math:`V_j` (:math:`B_H D` floats), :math:`s_j`
     and :math:`X_j`; the per-target backward :math:`V_j`, :math:`s_j` and
     :math:`X_j`; the per-source backward :math:`U_i`, the target's
@@ -660,15 +769,15 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     kernels' per-node tables (:mod:`ikgat.ops.node_tables`; ``'log_square'``:
     one more log and division per edge and head), :math:`C` for ``rbf``.
     No self-loops (TransformerConv adds none)."""
-    from ikgat.ops.transformer_attention_triton import table_tiling
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     log_square = family != 'rbf'
     width = 2 * points if log_square else channels
     f32 = 4
-    tile = table_tiling(e, n, heads, width, channels)
-    block_h, block_d, block_c = (tile[name] for name in
-                                 ('BLOCK_H', 'BLOCK_D', 'BLOCK_C'))
-    head_blocks = -(-heads // block_h)
+    setups = {name: _setup(launch) for name, launch in transformer_launches(
+        n, e, heads, width, channels, None, 0, False).items()}
+    block_h, block_d, block_c = (setups['forward_kernel'][1][name] for name
+                                 in ('BLOCK_H', 'BLOCK_D', 'BLOCK_C'))
+    head_blocks = setups['forward_kernel'][0][1]
     heads_in = min(block_h, heads)  # the real heads of a block
     programs = n * head_blocks
     table_row = sector_bytes(heads_in * width * f32, hw)
@@ -690,22 +799,17 @@ def table_kernels(graph: Graph, heads: int = 8, channels: int = 8,
              2 * width + 2 * channels + 2,
              table_row + 3 * head_row + value_row, 2,
              4 * block_d + 4 * block_c + 8, 2 + link)):
-        # The forward kernel's edge tiles are its own (table_tiling):
-        tile = table_tiling(e, n, heads, width, channels,
-                            forward=name == 'forward_kernel')
-        block_e = tile['BLOCK_E']
+        grid, flags, warps = setups[name]  # the forward's tiles are its own
+        block_e = flags['BLOCK_E']
         tiles = programs * mean_tiles(lam - 1, block_e)
         issued = tiles * block_e * block_h  # edge-head lanes issued
-        flags = dict(LOG_SQUARE=log_square, HAS_DROPOUT=False,
-                     BLOCK_E=block_e, BLOCK_H=block_h, BLOCK_D=block_d,
-                     BLOCK_C=block_c)
         costs.append(KernelCost(
-            name, label, (n, head_blocks), flags,
+            name, label, grid, flags,
             bytes=n * (2 * index_bytes + heads * per_program * f32)
             + e * head_blocks * (index * index_bytes + per_edge),
             flops=issued * flops, transcendentals=issued * sfu
             + 2 * tiles * block_h, round_trips=programs + 2 * tiles,
-            warps=tile['num_warps']))
+            warps=warps))
     return costs
 
 
@@ -715,8 +819,9 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
                          learned: bool = True) -> List[KernelCost]:
     r"""The fused attention of IKTransformerConv with a random-feature
     kernel (:mod:`ikgat.ops.transformer_fourier`), one launch of each
-    kernel per layer step, with the blocks of
-    :func:`~ikgat.ops.transformer_fourier.fourier_tiling`: one program per
+    kernel per layer step, with the grids, blocks and warps it launches
+    (:func:`transformer_launches`, its
+    :func:`~ikgat.ops.transformer_fourier.fourier_tiling`): one program per
     node and block of :math:`B_H` heads; per edge tile the edge indices,
     then per edge the other end's :math:`D` floats of :math:`B_H` heads
     (instead of a :math:`2R` table row) and the rows of the tables kernels
@@ -740,16 +845,14 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     adding (backward) each block of its :math:`[B_H, \text{CHUNKS}, B_R]`
     own-node tiles of cos and sin through a one-hot select: a select and an
     add per element of each tile and chunk, per edge tile."""
-    from ikgat.ops.transformer_fourier import (
-        fourier_tiling,
-        prefetches_targets,
-    )
     n, e, lam = graph.nodes, graph.edges, graph.edges / max(1, graph.nodes)
     f32, d = 4, channels
     block_d = next_power_of_2(d)
     angles = n * heads * sets * points * f32 if learned else 0
     feature = sets * (2 * d + OPS['sincos']['flops'] + 2)  # per lane
-    tile = fourier_tiling(e, n, heads, points, channels)
+    setups = {name: _setup(launch) for name, launch in transformer_launches(
+        n, e, heads, d, channels, points, sets, learned).items()}
+    tile = setups['forward_kernel'][1]
     # R whole, walked in CHUNKS blocks:
     block_h = tile['BLOCK_H']
     block_r = tile['BLOCK_R'] * tile['CHUNKS']
@@ -759,17 +862,13 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     issued = tiles * tile['BLOCK_E'] * block_h  # edge-head lanes
     lanes = issued * block_r
     own = programs * block_h * block_r  # own angles per set
-    head_blocks = -(-heads // block_h)
+    head_blocks = setups['forward_kernel'][0][1]
     angle_grads = sets * (own * (2 * d + OPS['sincos']['flops'] + 3 + 2 * d)
                           + programs * block_h * d * 2 * block_d)
     x_row = sector_bytes(heads_in * d * f32, hw)
     value_row = sector_bytes(heads_in * channels * f32, hw)
     head_row = sector_bytes(heads_in * f32, hw)
-    flags = dict(HAS_DROPOUT=False, BLOCK_E=tile['BLOCK_E'], BLOCK_H=block_h,
-                 BLOCK_R=tile['BLOCK_R'], BLOCK_C=tile['BLOCK_C'],
-                 CHUNKS=tile['CHUNKS'])
-    backward_flags = dict(STORE_ANGLES=learned, **flags, BLOCK_D=block_d)
-    prefetch = prefetches_targets(backward_flags)
+    prefetch = setups['backward_src_kernel'][1]['PREFETCH']
     # The one-hot selects or adds of each chunk of the [B_H, CHUNKS, B_R]
     # tiles of cos and sin (a select and an add per element), per edge tile:
     chunk_ops = tiles * 2 * 2 * block_h * block_r * tile['CHUNKS']
@@ -781,32 +880,31 @@ def fourier_pair_kernels(graph: Graph, heads: int = 8, channels: int = 8,
     # edge-head lane (exp, log, divisions); node_flops: per program and
     # per tile outside the lanes; stored: bytes of t and dL/da.
     # trips: dependent round trips per tile.
-    for name, label, constexprs, per_program, per_edge, index, \
+    for name, label, per_program, per_edge, index, \
             lane_flops, flops, sfu, node_flops, stored, trips in (
             ('forward_kernel', 'transformer attention forward (features '
-             'inside)', flags, d + channels + 2,
+             'inside)', d + channels + 2,
              x_row + head_row + value_row, 1,
              feature + 4, 2 * tile['BLOCK_C'] + 6, 3,
              sets * own * (2 * d + 27) + chunk_ops, saved_t, 1),
             ('backward_dst_kernel', 'transformer backward, per target '
-             '(features inside)', backward_flags, 2 * d + channels + 3,
+             '(features inside)', 2 * d + channels + 3,
              x_row + 2 * head_row + value_row, 1,
              feature + 4, 2 * tile['BLOCK_C'] + 8, 4,
              chunk_ops + angle_grads, angles, 1),
             ('backward_src_kernel', 'transformer backward, per source '
-             '(features inside)', dict(backward_flags, PREFETCH=prefetch),
-             2 * d + 2 * channels + 2,
+             '(features inside)', 2 * d + 2 * channels + 2,
              x_row + 4 * head_row + value_row, 2,
              feature + 4, 4 * tile['BLOCK_C'] + 8, 4,
              chunk_ops + angle_grads, angles, 1 if prefetch else 2)):
+        grid, constexprs, warps = setups[name]
         costs.append(KernelCost(
-            name, label, (n, head_blocks), dict(constexprs),
+            name, label, grid, constexprs,
             bytes=n * (2 * index_bytes + heads * per_program * f32) + stored
             + e * head_blocks * (index * index_bytes + per_edge),
             flops=lanes * lane_flops + issued * flops + node_flops,
             transcendentals=issued * sfu + 2 * tiles * block_h,
-            round_trips=programs + trips * tiles,
-            warps=tile['num_warps']))
+            round_trips=programs + trips * tiles, warps=warps))
     return costs
 
 

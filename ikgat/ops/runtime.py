@@ -199,6 +199,9 @@ class KernelLaunch(NamedTuple):
     #: Launch options (``num_warps``, ``num_stages``, ``maxnreg``) given
     #: explicitly.
     options: Dict[str, int]
+    #: The grid: programs along each axis (not part of :attr:`key`: it
+    #: follows the graph's size).
+    grid: Tuple[int, ...] = ()
 
     @property
     def key(self) -> str:
@@ -273,7 +276,8 @@ def _triton_type(value: Any) -> Tuple[str, bool]:
     raise TypeError(f"record_launches: no Triton type for {type(value)}")
 
 
-def _record(kernel, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+def _record(kernel, grid: Tuple[int, ...], args: Tuple[Any, ...],
+            kwargs: Dict[str, Any]) -> None:
     parameters = inspect.signature(kernel.fn).parameters
     names = list(parameters)
     options = {name: kwargs.pop(name) for name in ('num_warps', 'num_stages',
@@ -294,7 +298,7 @@ def _record(kernel, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
             aligned.append(name)
     _RECORDING.append(KernelLaunch(kernel.fn.__module__, kernel.fn.__name__,
                                    signature, constexprs, tuple(aligned),
-                                   options))
+                                   options, tuple(int(n) for n in grid)))
 
 
 def _build_errors() -> Tuple[type, ...]:
@@ -316,7 +320,7 @@ def launch(kernel, grid: Tuple[int, ...], *args: Any, switch: str,
     kwargs.setdefault('maxnreg', MAX_REGISTERS)
     kernel = jitted(kernel)
     if _RECORDING is not None:
-        _record(kernel, args, dict(kwargs))
+        _record(kernel, grid, args, dict(kwargs))
         return
     try:
         kernel[grid](*args, **kwargs)
