@@ -1,10 +1,8 @@
 r"""The ``ikgat`` command line: ``ikgat train`` and ``ikgat plot ...``.
 The benchmarks run from a checkout: ``python -m benchmarks.<study>``."""
 import argparse
-import pickle
 import sys
 import time
-from contextlib import contextmanager
 from typing import List, Optional
 
 import torch
@@ -12,7 +10,27 @@ import torch_geometric.transforms as T
 from torch.nn.parallel import DistributedDataParallel
 
 from ikgat.atomic_writes import check_writable
-from ikgat.datasets import load_planetoid, planetoid_name
+from ikgat.cli_arguments import (  # noqa: F401 (OneLineParser ...: re-exports)
+    CommandError,
+    OneLineParser,
+    dataset_name,
+    fan_out,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+    user_input,
+)
+from ikgat.cli_plot import (  # noqa: F401 (PLOT_KINDS ...: re-exports)
+    PLOT_KINDS,
+    PLOT_NEEDS,
+    TRANSFORMER_LAYERS,
+    TRANSFORMER_OPTIONS,
+    add_plot_parser,
+    run_plot,
+)
+from ikgat.datasets import load_planetoid
 from ikgat.distributed import init_from_environment, world
 from ikgat.kernels import KERNELS, vector_kernels
 from ikgat.layer_recipes import (
@@ -26,102 +44,8 @@ from ikgat.ops.runtime import KernelBuildError
 from ikgat.sampling import minibatch_training, require_sampler
 from ikgat.training import train_node_classifier, variational_adam
 
-
-def positive_int(text: str) -> int:
-    r"""An argparse type: an integer of at least 1."""
-    value = int(text) if text.lstrip('-').isdigit() else None
-    if value is None or value < 1:
-        raise argparse.ArgumentTypeError(
-            f'must be a positive integer (got {text!r})')
-    return value
-
-
-def _number(text: str) -> float:
-    r""":obj:`text` as a float, NaN when it is not a number (so that every
-    range check below rejects it)."""
-    try:
-        return float(text)
-    except ValueError:
-        return float('nan')
-
-
-def non_negative_int(text: str) -> int:
-    r"""An argparse type: an integer of at least 0."""
-    value = int(text) if text.isdigit() else None
-    if value is None:
-        raise argparse.ArgumentTypeError(
-            f'must be a non-negative integer (got {text!r})')
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    r"""An argparse type: a finite number of at least 0."""
-    value = _number(text)
-    if not 0 <= value < float('inf'):
-        raise argparse.ArgumentTypeError(
-            f'must be a non-negative number (got {text!r})')
-    return value
-
-
-def positive_float(text: str) -> float:
-    r"""An argparse type: a finite number above 0."""
-    value = _number(text)
-    if not 0 < value < float('inf'):
-        raise argparse.ArgumentTypeError(
-            f'must be a positive number (got {text!r})')
-    return value
-
-
-def probability(text: str) -> float:
-    r"""An argparse type: a number in [0, 1)."""
-    value = _number(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(
-            f'must lie in [0, 1) (got {text!r})')
-    return value
-
-
-def fan_out(text: str) -> int:
-    r"""An argparse type: a positive number of neighbours, or -1 for all."""
-    value = int(text) if text.lstrip('-').isdigit() else 0
-    if value == 0 or value < -1:
-        raise argparse.ArgumentTypeError(
-            f'must be a positive number of neighbours or -1 for all (got '
-            f'{text!r})')
-    return value
-
-
-def dataset_name(text: str) -> str:
-    r"""An argparse type: a Planetoid name in any case."""
-    try:
-        return planetoid_name(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-class OneLineParser(argparse.ArgumentParser):
-    r"""argparse's parser whose usage errors are one line on stderr (exit
-    status 2), pointing to ``--help`` instead of printing the usage."""
-    def error(self, message: str):
-        self.exit(2, f'{self.prog}: error: {message}; see {self.prog} '
-                  f'--help\n')
-
-
-class CommandError(Exception):
-    r"""A mistake in what the user asked for: one line on stderr and exit
-    status 2 (tracebacks only with ``--debug``)."""
-
-
-@contextmanager
-def user_input(what: str = ''):
-    r"""Turn the errors that bad input raises in the block (a file or
-    folder that is missing or damaged, a value out of range) into a
-    :class:`CommandError`; :obj:`what` prefixes the message."""
-    try:
-        yield
-    except (ValueError, TypeError, OSError, RuntimeError, EOFError,
-            pickle.UnpicklingError) as error:
-        raise CommandError(f'{what}{error}') from error
+# The options' types and the user errors are in ikgat.cli_arguments, the
+# plot command in ikgat.cli_plot; every name of theirs imports from here too.
 
 
 def add_train_parser(subparsers, common: argparse.ArgumentParser) -> None:
@@ -340,183 +264,6 @@ def run_train(args: argparse.Namespace) -> None:
         # they wait for the GIL (a deadlock at exit, 3 runs in 6 here).
         del trained
         torch.distributed.destroy_process_group()
-
-
-#: The figures of ``ikgat plot --kind``, with what each shows.
-PLOT_KINDS = {
-    'tsne': 't-SNE of the spectral points per head against GAT\'s '
-            'Gaussian spectral density',
-    'copula': "MIKAN's copula correlation across heads",
-    'heads': 'std of the attention weights across heads (one curve per '
-             'checkpoint)',
-    'sparsity': 'histograms and sparsity statistics of the attention '
-                'weights (one panel per checkpoint, keyed by its p)',
-    'terms': 'similarity and magnitude terms over the training epochs',
-}
-
-
-#: What each plot kind draws from a model, the layers that have it and
-#: the ``ikgat train`` options that make such a checkpoint.
-PLOT_NEEDS = {
-    'tsne': ('spectral points', 'MIKANConv, MIKANTransformerConv, or '
-             'IKGATConv or IKTransformerConv with the kernel rff, rff_ns, '
-             'direct or implicit', '--layer mikan'),
-    'copula': ('a copula correlation', 'MIKANConv and '
-               'MIKANTransformerConv', '--layer mikan'),
-    'heads': ('attention weights', 'GATConv and every ikgat layer',
-              '--layer ikgat'),
-    'sparsity': ('attention weights', 'GATConv and every ikgat layer',
-                 '--layer ikgat'),
-    'terms': ('similarity and magnitude terms', 'IKGATConv, MIKANConv, '
-              'IKTransformerConv and MIKANTransformerConv', '--layer ikgat'),
-}
-
-
-#: The transformer form of a ``PLOT_NEEDS`` command, suggested for a
-#: checkpoint of a transformer layer.
-TRANSFORMER_OPTIONS = {'--layer ikgat': '--layer transformer',
-                       '--layer mikan': '--layer mikan-transformer'}
-TRANSFORMER_LAYERS = ('IKTransformerConv', 'MIKANTransformerConv',
-                      'TransformerConv')
-
-
-def _has_what_it_draws(kind: str, model: torch.nn.Module) -> bool:
-    r"""Whether :obj:`model` has a layer with what ``ikgat plot``
-    :obj:`kind` draws (:data:`PLOT_NEEDS`), read from the kernels'
-    declared capabilities."""
-    from ikgat.inspection import (
-        COPULA_LAYERS,
-        KERNEL_LAYERS,
-        weighting_layers,
-    )
-    if kind in ('heads', 'sparsity'):
-        return bool(weighting_layers(model))
-    wanted = COPULA_LAYERS if kind == 'copula' else KERNEL_LAYERS
-    return any(isinstance(module, wanted) and (
-        kind != 'tsne' or module.kernel.has_spectral_points)
-        for module in model.modules())
-
-
-def add_plot_parser(subparsers, common: argparse.ArgumentParser) -> None:
-    r"""Add ``ikgat plot`` and its options to :obj:`subparsers`."""
-    parser = subparsers.add_parser(
-        'plot', parents=[common],
-        help='plot what a trained model learned, from checkpoints written '
-        'by `ikgat train --save-checkpoint`',
-        description='Kinds: ' + '; '.join(
-            f'{kind}: {text}' for kind, text in PLOT_KINDS.items()))
-    parser.add_argument('kind', choices=list(PLOT_KINDS))
-    parser.add_argument('--checkpoint', action='append', required=True,
-                        metavar='PATH',
-                        help='a checkpoint; sparsity and heads take several '
-                        '(repeat the option)')
-    parser.add_argument('--out', required=True, metavar='FIG.png',
-                        help='the PNG to write')
-    parser.add_argument('--layer', default=None,
-                        help='the layer to plot, e.g. conv1 (default: the '
-                        'first one that applies)')
-    parser.add_argument('--root', default=None,
-                        help='folder holding Planetoid/<Name>/raw/ '
-                        '(default: $IKGAT_DATA)')
-    parser.set_defaults(run=run_plot)
-
-
-def run_plot(args: argparse.Namespace) -> None:
-    r"""``ikgat plot``: draw the figure of ``--kind`` from checkpoints
-    into ``--out``."""
-    with user_input('--out: '):
-        check_writable(args.out)
-    with user_input():
-        _plot(args)
-
-
-def _plot(args: argparse.Namespace) -> None:
-    import os.path as osp
-
-    from ikgat import visualization as viz
-    from ikgat.checkpoints import load_checkpoint
-    from ikgat.inspection import attention_weights
-
-    kind, paths = args.kind, args.checkpoint
-    if kind not in ('sparsity', 'heads') and len(paths) != 1:
-        raise CommandError(f'ikgat plot {kind} takes one --checkpoint '
-                           f'(got {len(paths)})')
-    checkpoints = [load_checkpoint(path) for path in paths]
-    for path, checkpoint in zip(paths, checkpoints):
-        if not _has_what_it_draws(kind, checkpoint.model):
-            what, layers, options = PLOT_NEEDS[kind]
-            if checkpoint.layer in TRANSFORMER_LAYERS:  # same family
-                options = TRANSFORMER_OPTIONS.get(options, options)
-            held = checkpoint.layer + (
-                f'(kernel={checkpoint.conv_kwargs["kernel"]})'
-                if 'kernel' in checkpoint.conv_kwargs else '')
-            raise CommandError(
-                f'ikgat plot {kind} draws {what}, found in {layers}; the '
-                f'{held} model of {path} has none; make a checkpoint with '
-                f'`ikgat train {options} --save-checkpoint PATH`')
-    first = checkpoints[0]
-    if kind == 'terms':
-        if not first.log:
-            raise CommandError(f'{paths[0]} has no training log; write it '
-                               f'with `ikgat train --save-checkpoint`')
-        viz.plot_terms(first.log, path=args.out,
-                       layers=None if args.layer is None else [args.layer])
-    elif kind == 'copula':
-        viz.plot_copula_correlation(first.model, layer=args.layer,
-                                    path=args.out)
-    else:
-        graphs = {}
-
-        def graph_of(checkpoint):
-            key = (checkpoint.dataset, checkpoint.normalize_features)
-            if key not in graphs:
-                graphs[key] = checkpoint.load_dataset(args.root)[0]
-            return graphs[key]
-
-        if kind == 'tsne':
-            data = graph_of(first)
-            viz.plot_spectral_tsne(first.model, layer=args.layer, x=data.x,
-                                   edge_index=data.edge_index, path=args.out)
-        else:
-            labels = _checkpoint_labels(paths, checkpoints,
-                                        numeric=kind == 'sparsity')
-            if kind == 'heads':
-                models = {label: checkpoint.model for label, checkpoint in
-                          zip(labels, checkpoints)}
-                data = graph_of(first)
-                viz.plot_head_attention_std(models, data.x, data.edge_index,
-                                            layer=args.layer, path=args.out)
-            else:
-                attention = {}
-                for label, checkpoint in zip(labels, checkpoints):
-                    data = graph_of(checkpoint)
-                    _, alpha, edges = attention_weights(
-                        checkpoint.model, data.x, data.edge_index,
-                        args.layer)
-                    attention[label] = (alpha, edges[1])
-                viz.plot_sparsity(attention, path=args.out)
-    print(f'wrote {osp.abspath(args.out)}')
-
-
-def _checkpoint_labels(paths, checkpoints, numeric: bool) -> list:
-    r"""One label per checkpoint: its p (a number if :obj:`numeric`) when
-    every checkpoint has a distinct p, else its layer and kernel when those
-    differ, else its file name."""
-    import os.path as osp
-
-    ps = [checkpoint.conv_kwargs.get('p') for checkpoint in checkpoints]
-    names = []
-    for checkpoint in checkpoints:
-        kernel = checkpoint.conv_kwargs.get('kernel')
-        names.append(checkpoint.layer + (f'({kernel})' if kernel else ''))
-    distinct_p = None not in ps and len(set(ps)) == len(ps)
-    if numeric and distinct_p:
-        return [float(p) for p in ps]
-    if len(set(names)) == len(names):
-        return names
-    if distinct_p:
-        return [f'{name} p={float(p):g}' for name, p in zip(names, ps)]
-    return [osp.basename(path) for path in paths]
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -1,7 +1,7 @@
 """Imports inside the library flow one way: deprecation -> ops -> kernels ->
 nn -> models -> attention_capture -> attention_terms -> inspection ->
-visualization, and metric_inputs -> metrics (the CLI and the lab sit above
-them)."""
+visualization, and metric_inputs -> metrics; the command line sits above
+them (cli_arguments -> cli_plot -> cli), and the lab above it."""
 import ast
 from pathlib import Path
 
@@ -27,6 +27,12 @@ LAYERS = {
     'metric_inputs': set(),
     'metrics': {'metric_inputs'},
 }
+#: The command line may import the whole library, and its parts one way.
+_CLI = ('cli_arguments', 'cli_plot', 'cli')
+_LIBRARY = {path.name.removesuffix('.py') for path in PACKAGE.iterdir()
+            if not path.name.startswith('_')} - set(_CLI)
+for _position, _part in enumerate(_CLI):
+    LAYERS[_part] = _LIBRARY | set(_CLI[:_position])
 
 
 def layer_of(path: Path) -> str:
