@@ -93,7 +93,7 @@ def emulate_self_loops(model: torch.nn.Module) -> None:
     from torch_geometric.nn import GATConv
 
     from ikgat import IKGATConv
-    from ikgat.nn.conv.gat_base import GATStyleConv
+    from ikgat.nn.conv.gat_base import GATConvBase
 
     def each_forward(module, args):
         x, edge_index = args[:2]
@@ -115,7 +115,7 @@ def emulate_self_loops(model: torch.nn.Module) -> None:
         elif isinstance(module, IKGATConv) and module.fused_attention:
             module.fused_attention = 'always'  # True means "on CUDA"
             module.add_self_loops = True
-        elif isinstance(module, GATStyleConv):
+        elif isinstance(module, GATConvBase):
             module.register_forward_pre_hook(cached)
 
 

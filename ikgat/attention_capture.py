@@ -159,9 +159,9 @@ def weighting_layers(model: torch.nn.Module) -> List[Tuple[str, Any]]:
     layers extend), as ``(name, layer)`` pairs in module order."""
     from torch_geometric.nn import GATConv, TransformerConv
 
-    from ikgat.nn.conv.gat_base import GATStyleConv
+    from ikgat.nn.conv.gat_base import GATConvBase
     return [(name, module) for name, module in model.named_modules()
-            if isinstance(module, (GATStyleConv, GATConv, TransformerConv))]
+            if isinstance(module, (GATConvBase, GATConv, TransformerConv))]
 
 
 @torch.no_grad()

@@ -23,7 +23,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from ikgat.distributed import seed_nodes_for_rank, world
-from ikgat.nn.conv.gat_base import GATStyleConv
+from ikgat.nn.conv.gat_base import GATConvBase
 from ikgat.nn.conv.ik_transformer_conv import IKTransformerConv
 
 #: How to get a neighbour sampler, named by the error of
@@ -110,7 +110,7 @@ def warn_sampling_caveats(model: torch.nn.Module) -> None:
     outputs on sampled subgraphs differ from its full-graph outputs in more
     than the neighbours left out (its ``sampling_caveat``)."""
     for module in model.modules():
-        if (isinstance(module, (GATStyleConv, IKTransformerConv))
+        if (isinstance(module, (GATConvBase, IKTransformerConv))
                 and module.sampling_caveat):
             warnings.warn(module.sampling_caveat, UserWarning, stacklevel=2)
 

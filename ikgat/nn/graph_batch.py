@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 import torch
 from torch import Tensor
 
-from ikgat.nn.conv.gat_base import GATStyleConv
+from ikgat.nn.conv.gat_base import GATConvBase
 from ikgat.nn.conv.ik_transformer_conv import IKTransformerConv
 
 
@@ -43,7 +43,7 @@ def graph_batch(model: torch.nn.Module, batch: Tensor,
             host synchronisation on CUDA). (default: :obj:`None`)
     """
     layers = [module for module in model.modules()
-              if isinstance(module, (GATStyleConv, IKTransformerConv))]
+              if isinstance(module, (GATConvBase, IKTransformerConv))]
     before = [layer.graph_batch for layer in layers]
     for layer in layers:
         layer.graph_batch = (batch, batch_size)

@@ -1,9 +1,12 @@
 r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
+import inspect
+import warnings
 from contextlib import nullcontext
 from typing import (
     Any,
+    Callable,
     ContextManager,
     Dict,
     Optional,
@@ -73,11 +76,15 @@ def without_autocast(device: torch.device) -> ContextManager:
     return torch.autocast(device.type, enabled=False)
 
 
-class GATStyleConv(AttentionLayer, MessagePassing):
+class GATConvBase(AttentionLayer, MessagePassing):
     r"""The part of :class:`torch_geometric.nn.conv.GATConv` that does not
     depend on how attention is computed.  Subclasses add their own
     parameters, call :meth:`reset_parameters` at the end of their
-    constructor and implement :meth:`forward`.
+    constructor and implement :meth:`forward`; a subclass whose
+    constructor only passes GATConv's parameters on declares them with
+    :func:`takes_gat_conv_parameters` instead of writing them again.
+    (Formerly ``GATStyleConv``, a name still importable from here for one
+    release, with a :class:`DeprecationWarning`.)
 
     Parameters keep GATConv's names (``lin`` or ``lin_src``/``lin_dst``,
     ``att_src``, ``att_dst``, ``lin_edge``, ``att_edge``, ``res``,
@@ -374,6 +381,24 @@ class GATStyleConv(AttentionLayer, MessagePassing):
                 f'{self.out_channels}, heads={self.heads})')
 
 
+def takes_gat_conv_parameters(init: Callable) -> Callable:
+    r"""Decorator of a subclass's constructor written
+    ``__init__(self, *args, <its own keyword-only parameters>, **kwargs)``
+    that passes ``*args`` and the remaining ``**kwargs`` on to
+    :meth:`GATConvBase.__init__` unchanged: its signature (what
+    :func:`inspect.signature` and the docs show) becomes GATConv's
+    parameters followed by its own, so that GATConv's are written once."""
+    given = inspect.signature(init)
+    own = list(given.parameters.values())
+    if (len(own) < 3 or own[1].kind is not inspect.Parameter.VAR_POSITIONAL
+            or own[-1].kind is not inspect.Parameter.VAR_KEYWORD):
+        raise TypeError(f'{init.__qualname__} must be written (self, *args, '
+                        f'<keyword-only parameters>, **kwargs)')
+    gat = list(inspect.signature(GATConvBase.__init__).parameters.values())
+    init.__signature__ = given.replace(parameters=gat[:-1] + own[2:])
+    return init
+
+
 def check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],
                 out_channels: int, heads: int,
                 edge_dim: Optional[int]) -> None:
@@ -396,3 +421,13 @@ def check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],
     if edge_dim is not None and not valid(edge_dim, False):
         raise ValueError(f"{name}: 'edge_dim' must be a positive integer or "
                          f"None (got {edge_dim!r})")
+
+
+def __getattr__(name: str) -> Any:
+    # GATStyleConv, the former name of GATConvBase, for one release:
+    if name == 'GATStyleConv':
+        warnings.warn(
+            'ikgat.nn.conv.gat_base.GATStyleConv is deprecated; use '
+            'GATConvBase', DeprecationWarning, stacklevel=2)
+        return GATConvBase
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -25,15 +25,18 @@ import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.gat_attention as gat_attention
 from ikgat.kernels import Kernel
 from ikgat.kernels.base import DeprecatedNumFeatures, renamed_argument
+from ikgat.kernels.draws import Draws
 from ikgat.nn.conv.decomposition import (
     AttentionDecomposition,
     attention_decomposition,
 )
+from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import (
-    GATStyleConv,
-    accumulation_dtype,
+    GATConvBase,
+    takes_gat_conv_parameters,
     without_autocast,
 )
+from ikgat.nn.conv.gat_node_scores import GATNodeScores
 from ikgat.nn.conv.kernel_attention import (  # noqa: F401 (public here)
     CSR,
     CSR_WITH_SELF_LOOPS,
@@ -42,7 +45,6 @@ from ikgat.nn.conv.kernel_attention import (  # noqa: F401 (public here)
     implicit_full_graph_summary,
     implicit_sampling_caveat,
 )
-from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.aggregation import attention_aggregate
 from ikgat.ops.edge_softmax import edge_logit, kernel_edge_softmax
 
@@ -65,7 +67,9 @@ class GATRoute(NamedTuple):
     lean_aggregation: bool
 
 
-class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
+@shared_docstring
+class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
+                GATConvBase):
     r"""Graph attention whose attention is a similarity kernel times an
     :math:`L^p` magnitude, from the `"Implicit Kernel Attention"
     <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in replacement for
@@ -80,7 +84,8 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
     With :math:`q_i = [\mathbf{\Theta}_t\mathbf{x}_i \,\|\, 0]`,
     :math:`k_j = [0 \,\|\, \mathbf{\Theta}_s\mathbf{x}_j]`,
     :math:`a = [\mathbf{a}_t \,\|\, \mathbf{a}_s]` and :math:`c_{ij} = 1` if
-    :math:`e_{ij} = a^\top(q_i + k_j) > 0`, else the negative slope,
+    :math:`e_{ij} = a^\top(q_i + k_j) > 0`, else the negative slope
+    (:obj:`negative_slope`),
     GAT's attention factorises exactly as
 
     .. math::
@@ -125,30 +130,7 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
     fused kernels run".
 
     Args:
-        in_channels (int or tuple): Size of each input sample, or :obj:`-1`
-            to derive the size from the first input(s) to the forward method.
-            A tuple corresponds to the sizes of source and target
-            dimensionalities in case of a bipartite graph.
-        out_channels (int): Size of each output sample per head :math:`C`.
-        heads (int, optional): Number of attention heads :math:`H`.
-            (default: :obj:`1`)
-        concat (bool, optional): If set to :obj:`False`, the heads are
-            averaged instead of concatenated. (default: :obj:`True`)
-        negative_slope (float, optional): LeakyReLU angle of the negative
-            slope, the second value of :math:`c`. (default: :obj:`0.2`)
-        dropout (float, optional): Dropout probability of the normalized
-            attention coefficients. (default: :obj:`0`)
-        add_self_loops (bool, optional): If set to :obj:`False`, will not add
-            self-loops to the input graph. (default: :obj:`True`)
-        edge_dim (int, optional): Edge feature dimensionality (in case there
-            are any). (default: :obj:`None`)
-        fill_value (float or torch.Tensor or str, optional): The way to
-            generate edge features of self-loops (in case
-            :obj:`edge_dim != None`), as in GATConv. (default: :obj:`"mean"`)
-        bias (bool, optional): If set to :obj:`False`, the layer will not
-            learn an additive bias. (default: :obj:`True`)
-        residual (bool, optional): If set to :obj:`True`, the layer will add
-            a learnable skip-connection. (default: :obj:`False`)
+        {gatconv_arguments}
         kernel (str or ikgat.kernels.Kernel, optional): The similarity, a
             name of :obj:`ikgat.kernels.KERNELS` (:obj:`"rbf"`,
             :obj:`"rbf_only"`, :obj:`"rff"`, :obj:`"rff_ns"`,
@@ -170,21 +152,7 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
         **kwargs (optional): Additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
-    Shapes:
-        - **input:**
-          node features :math:`(|\mathcal{V}|, F_{in})` or
-          :math:`((|\mathcal{V_s}|, F_{s}), (|\mathcal{V_t}|, F_{t}))`
-          if bipartite,
-          edge indices :math:`(2, |\mathcal{E}|)` or a sparse adjacency
-          :math:`(|\mathcal{V_t}|, |\mathcal{V_s}|)`,
-          edge features :math:`(|\mathcal{E}|, D)` *(optional)*
-        - **output:** node features :math:`(|\mathcal{V}|, H * F_{out})` or
-          :math:`((|\mathcal{V}_t|, H * F_{out})` if bipartite.
-          If :obj:`return_attention_weights=True`, then
-          :math:`((|\mathcal{V}|, H * F_{out}),
-          ((2, |\mathcal{E}|), (|\mathcal{E}|, H)))`
-          or :math:`((|\mathcal{V_t}|, H * F_{out}), ((2, |\mathcal{E}|),
-          (|\mathcal{E}|, H)))` if bipartite
+    {gatconv_shapes}
     """
     #: Whether :meth:`forward` may aggregate through
     #: :func:`~ikgat.ops.aggregation.attention_aggregate` instead of PyG's
@@ -195,20 +163,10 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
     #: :meth:`edge_updater` (the same guide).
     lean_edge_softmax: bool = True
 
+    @takes_gat_conv_parameters
     def __init__(
         self,
-        in_channels: Union[int, Tuple[int, int]],
-        out_channels: int,
-        heads: int = 1,
-        concat: bool = True,
-        negative_slope: float = 0.2,
-        dropout: float = 0.0,
-        add_self_loops: bool = True,
-        edge_dim: Optional[int] = None,
-        fill_value: Union[float, Tensor, str] = 'mean',
-        bias: bool = True,
-        residual: bool = False,
-        *,
+        *args,
         kernel: Union[str, Kernel] = 'direct',
         num_spectral_points: int = 64,
         p: float = 2.0,
@@ -221,11 +179,9 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
         num_spectral_points = renamed_argument(
             name, 'num_features', 'num_spectral_points', num_features,
             num_spectral_points, 64)
-        super().__init__(in_channels, out_channels, heads, concat,
-                         negative_slope, dropout, add_self_loops, edge_dim,
-                         fill_value, bias, residual, **kwargs)
-        self._init_kernel(kernel, heads, out_channels, num_spectral_points,
-                          p, magnitude, kernel_kwargs)
+        super().__init__(*args, **kwargs)  # GATConv's parameters
+        self._init_kernel(kernel, self.heads, self.out_channels,
+                          num_spectral_points, p, magnitude, kernel_kwargs)
         self.reset_parameters()
 
     def redraw_spectral_points(self,
@@ -343,15 +299,16 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
         A stochastic kernel in evaluation averages its :obj:`num_samples`
         draws."""
         draws = self._draws()
-        self._prepare_kernel(x_src, x_dst, batch,
-                             sample=self.training or draws > 1,
-                             batch_size=batch_size, num_draws=draws)
+        kernel_draws = self._prepare_kernel(
+            x_src, x_dst, batch, sample=self.training or draws > 1,
+            batch_size=batch_size, num_draws=draws)
         if route.fused is not None:
             return self._fused_attention(route, x_src, x_dst, edge_index,
                                          edge_attr, size, draws,
-                                         weights_asked)
-        alpha = self._mean_over_draws(draws, lambda: self._attention(
-            route, edge_index, x_src, x_dst, edge_attr, size))
+                                         weights_asked, kernel_draws)
+        alpha = self._mean_over_draws(kernel_draws, lambda one: (
+            self._attention(route, edge_index, x_src, x_dst, edge_attr, size,
+                            one)))
         if route.lean_aggregation:
             assert isinstance(edge_index, Tensor)
             out = attention_aggregate(alpha, x_src, edge_index,
@@ -363,11 +320,12 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
         return out, alpha
 
     def _attention(self, route: GATRoute, edge_index: Adj, x_src: Tensor,
-                   x_dst: OptTensor, edge_attr: OptTensor,
-                   size: Size) -> Tensor:
-        r"""The attention weights :math:`(E, H)` of the kernel's current
-        draw, after dropout."""
-        score_src, score_dst = self._node_scores(x_src, x_dst)
+                   x_dst: OptTensor, edge_attr: OptTensor, size: Size,
+                   kernel_draws: Optional[Draws] = None) -> Tensor:
+        r"""The attention weights :math:`(E, H)` of the kernel's draw
+        :obj:`kernel_draws` (of a stochastic kernel), after dropout."""
+        score_src, score_dst = self._node_scores(x_src, x_dst,
+                                                 kernel_draws=kernel_draws)
         if route.lean_softmax:
             assert isinstance(edge_index, Tensor)
             # edge_update's logit and softmax, chunked over the edges: no
@@ -389,7 +347,9 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
     def _fused_attention(self, route: GATRoute, x_src: Tensor,
                          x_dst: OptTensor, edge_index: Adj,
                          edge_attr: OptTensor, size: Size, draws: int,
-                         weights_asked: bool) -> Tuple[Tensor, OptTensor]:
+                         weights_asked: bool,
+                         kernel_draws: Optional[Draws] = None
+                         ) -> Tuple[Tensor, OptTensor]:
         r"""The logits, softmax and aggregation of :meth:`_attention` and
         :func:`~ikgat.ops.aggregation.attention_aggregate` in one pass of
         :func:`~ikgat.ops.gat_attention.fused_attention` over the edges
@@ -413,7 +373,8 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
                 edge_index, CSR, key,
                 lambda: gat_attention.prepare_csr(edge_index, *key))
         edge_gate = self._edge_gate(edge_attr)
-        score_src, score_dst = self._node_scores(x_src, x_dst, draws)
+        score_src, score_dst = self._node_scores(x_src, x_dst, draws,
+                                                 kernel_draws)
         values = x_src
         if edge_gate is not None:
             edge_gate = edge_gate.to(score_src.dtype)
@@ -494,78 +455,6 @@ class IKGATConv(DeprecatedNumFeatures, KernelAttention, GATStyleConv):
         return attention_decomposition(self, x, edge_index, edge_attr, size,
                                        batch, batch_size)
 
-    def _accumulation_inputs(self, x_src: Tensor, x_dst: OptTensor
-                             ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-        r"""Source and target projections (a zero target row for
-        :obj:`x_dst=None`), the anchors :math:`(H, 2C)` and the slopes
-        :math:`c_t`, all in :func:`~ikgat.ops.dtypes.accumulation_dtype`
-        (float32 for a float16 or bfloat16 model)."""
-        H, C = self.heads, self.out_channels
-        dtype = accumulation_dtype(x_src.dtype)
-        anchor = torch.cat([self.att_dst, self.att_src],
-                           dim=-1).view(H, 2 * C).to(dtype)
-        # [1, negative_slope], made on the device: a host value written into
-        # a device tensor (torch.tensor of a list, or slopes[0] = 1.0) is a
-        # host-to-device copy, a synchronisation on CUDA.  One operation:
-        # linspace computes its last point from the end (exactly the slope).
-        slopes = torch.linspace(1.0, self.negative_slope, 2,
-                                device=anchor.device, dtype=anchor.dtype)
-        x_src = x_src.to(dtype)
-        # A missing target projection is q_i = 0 for every target:
-        q = x_src.new_zeros(1, H, C) if x_dst is None else x_dst.to(dtype)
-        return x_src, q, anchor, slopes
-
-    def _anchor_norm(self, anchor: Tensor, slopes: Tensor) -> Tensor:
-        r""":math:`\|c_t a_h\|_p^2` of shape :math:`(H, T)`."""
-        scaled_anchor = slopes.view(-1, 1, 1) * anchor  # [T, H, 2C]
-        return lp_norm_squared(scaled_anchor, self.p).t()
-
-    def _node_scores(self, x_src: Tensor, x_dst: OptTensor,
-                     draws: int = 1) -> Tuple[Tensor, Tensor]:
-        r"""Everything of the logit that depends on one endpoint, packed per
-        node as [logit part for :math:`c = 1`, for :math:`c =`
-        :obj:`negative_slope`, gate]: :math:`(N_s, H, 3)` and
-        :math:`(N_t, H, 3)` (or :math:`(1, H, 3)` without target features),
-        in :func:`~ikgat.ops.dtypes.accumulation_dtype`; with :obj:`draws`
-        :math:`S > 1`, for the kernel's :math:`S` draws stacked along the
-        heads (:math:`S H` heads, the projections and anchors repeated)."""
-        x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
-        if draws > 1:
-            x_src, q = x_src.repeat(1, draws, 1), q.repeat(1, draws, 1)
-            anchor = anchor.repeat(draws, 1)
-        C = self.out_channels
-        kernel = self.kernel
-        # Targets: the kernel's gamma |q_i|^2 and the magnitude's ½‖q_i‖_p²
-        # are the same for both slopes, hence constant over the softmax
-        # group of i: they cancel and are left out.
-        gamma = kernel.node_norm_coefficient
-        # log sim(c a, k_j) + ½‖k_j‖² = r_j + (gamma + ½)‖k_j‖²: for the RBF
-        # kernel of length-scale 1, gamma = -½ and the squared norms cancel
-        # exactly, leaving c a_s^T x_j + ½‖c a‖² here and c a_d^T x_i -
-        # ½‖c a‖² on the target side: the logit is GAT's c e_ij at any input
-        # scale.
-        reduced_source = self.magnitude and self.p == 2.0 and gamma != 0.0
-        logit_dst, logit_src = kernel.node_log_similarities(
-            q, x_src, anchor, slopes, reduced_source)
-        if reduced_source:
-            if gamma != -0.5:
-                logit_src = logit_src + (
-                    (gamma + 0.5) * (x_src * x_src).sum(-1)).unsqueeze(-1)
-        elif self.magnitude:
-            logit_src = logit_src + 0.5 * lp_norm_squared(
-                x_src, self.p).unsqueeze(-1)
-        if self.magnitude:
-            logit_src = logit_src + self._anchor_norm(anchor, slopes)
-        # GAT's logits a_s^T x_j and a_d^T q_i (the gate), in one product
-        # where sources and targets share one projection:
-        if q is x_src:
-            gat_logits = (x_src.unsqueeze(-2) * anchor.view(-1, 2, C)).sum(-1)
-            gat_logit_dst, gat_logit_src = gat_logits.split(1, dim=-1)
-        else:
-            gat_logit_src = (x_src * anchor[:, C:]).sum(-1, keepdim=True)
-            gat_logit_dst = (q * anchor[:, :C]).sum(-1, keepdim=True)
-        return (torch.cat([logit_src, gat_logit_src], dim=-1),
-                torch.cat([logit_dst, gat_logit_dst], dim=-1))
 
 def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     r"""The number of target nodes, as :meth:`propagate` infers it: from

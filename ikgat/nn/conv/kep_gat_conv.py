@@ -1,12 +1,10 @@
 r"""Bayesian graph attention through kernel-eigen pair sparse variational
 Gaussian processes (KEP-SVGP adapted to sparse neighbourhoods)."""
-import math
 from typing import Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn import Parameter
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
@@ -20,18 +18,21 @@ from torch_geometric.utils import (
     to_edge_index,
 )
 
+from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import (
-    GATStyleConv,
-    accumulation_dtype,
+    GATConvBase,
+    takes_gat_conv_parameters,
     without_autocast,
 )
+from ikgat.nn.conv.kep_posterior import KEPPosterior
 
 # ksvd_loss lives in ikgat.nn.losses; importable from here as documented:
 from ikgat.nn.losses import ksvd_loss  # noqa: F401
-from ikgat.nn.svgp_sample import scale_tril, svgp_pair_sample
+from ikgat.nn.svgp_sample import svgp_pair_sample
 
 
-class KEPGATConv(GATStyleConv):
+@shared_docstring
+class KEPGATConv(KEPPosterior, GATConvBase):
     r"""Bayesian graph attention after the `"Self-Attention through
     Kernel-Eigen Pair Sparse Variational Gaussian Processes"
     <https://arxiv.org/abs/2402.01476>`_ paper (KEP-SVGP, ICML 2024),
@@ -50,7 +51,9 @@ class KEPGATConv(GATStyleConv):
         \,(+\, \mathbf{a}_e^\top\mathbf{\Theta}_e\mathbf{e}_{i,j})\right)
         \right),
 
-    an asymmetric, non-negative kernel that is non-zero on edges only; write
+    an asymmetric, non-negative kernel that is non-zero on edges only (edge
+    features, with :obj:`edge_dim`, enter the logits as in GATConv, and
+    the attention dropout acts in all the neighbourhood sums below); write
     :math:`K = [\kappa_{ij}]` (targets :math:`\times` sources).  It has an
     exact feature-space factorisation :math:`\kappa_{ij} =
     \phi_q(i)^\top\phi_k(j)` in the space of edges:
@@ -92,7 +95,8 @@ class KEPGATConv(GATStyleConv):
         q_i \;(= (K^\top H_e)_j), \qquad
         \operatorname{Tr}(W_e^\top W_r) = \sum_i h_e(i)^\top e(i).
 
-    :meth:`ksvd_loss` is :math:`\sum_h (J_h / N_t)^2` over the heads, with
+    :meth:`~ikgat.nn.conv.kep_posterior.KEPPosterior.ksvd_loss` is
+    :math:`\sum_h (J_h / N_t)^2` over the heads, with
     :math:`N_t` target nodes: zero at the KSVD stationary points (the
     authors minimise :math:`J^2` too).  Its gradient reaches the singular
     values only (:math:`e`, :math:`r` and :math:`h_e` enter it detached):
@@ -188,7 +192,9 @@ class KEPGATConv(GATStyleConv):
                 + eta_ksvd * ikgat.nn.ksvd_loss(model)
                 + beta * ikgat.nn.kl_divergence(model) / num_train)
 
-    where the helpers sum :meth:`ksvd_loss` and :meth:`kl_divergence` over
+    where the helpers sum the layers'
+    :meth:`~ikgat.nn.conv.kep_posterior.KEPPosterior.ksvd_loss` and
+    :meth:`~ikgat.nn.conv.kep_posterior.KEPPosterior.kl_divergence` over
     the model's layers (the authors use :math:`\eta_{ksvd} = 1` with the
     summed branches).  Leave :obj:`inducing_log_scale_diag`,
     :obj:`inducing_scale_offdiag` and :obj:`log_singular_values` out of
@@ -224,32 +230,7 @@ class KEPGATConv(GATStyleConv):
     and with the same seed the first graph gets the output it gets alone.
 
     Args:
-        in_channels (int or tuple): Size of each input sample, or :obj:`-1`
-            to derive the size from the first input(s) to the forward method.
-            A tuple corresponds to the sizes of source and target
-            dimensionalities in case of a bipartite graph.
-        out_channels (int): Size of each output sample per head :math:`C`.
-        heads (int, optional): Number of attention heads :math:`H`.
-            (default: :obj:`1`)
-        concat (bool, optional): If set to :obj:`False`, the heads are
-            averaged instead of concatenated. (default: :obj:`True`)
-        negative_slope (float, optional): LeakyReLU angle of the negative
-            slope. (default: :obj:`0.2`)
-        dropout (float, optional): Dropout probability of the normalized
-            attention coefficients (used in all the neighbourhood sums).
-            (default: :obj:`0`)
-        add_self_loops (bool, optional): If set to :obj:`False`, will not add
-            self-loops to the input graph. (default: :obj:`True`)
-        edge_dim (int, optional): Edge feature dimensionality (in case there
-            are any); they enter the attention logits as in GATConv.
-            (default: :obj:`None`)
-        fill_value (float or torch.Tensor or str, optional): The way to
-            generate edge features of self-loops (in case
-            :obj:`edge_dim != None`), as in GATConv. (default: :obj:`"mean"`)
-        bias (bool, optional): If set to :obj:`False`, the layer will not
-            learn an additive bias. (default: :obj:`True`)
-        residual (bool, optional): If set to :obj:`True`, the layer will add
-            a learnable skip-connection. (default: :obj:`False`)
+        {gatconv_arguments}
         num_samples (int, optional): Monte-Carlo draws averaged in
             evaluation; :obj:`0` returns the posterior mean.
             (default: :obj:`1`)
@@ -259,76 +240,19 @@ class KEPGATConv(GATStyleConv):
         **kwargs (optional): Additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
-    Shapes:
-        - **input:**
-          node features :math:`(|\mathcal{V}|, F_{in})` or
-          :math:`((|\mathcal{V_s}|, F_{s}), (|\mathcal{V_t}|, F_{t}))`
-          if bipartite,
-          edge indices :math:`(2, |\mathcal{E}|)` or a sparse adjacency
-          :math:`(|\mathcal{V_t}|, |\mathcal{V_s}|)`,
-          edge features :math:`(|\mathcal{E}|, D)` *(optional)*
-        - **output:** node features :math:`(|\mathcal{V}|, H * F_{out})` or
-          :math:`((|\mathcal{V}_t|, H * F_{out})` if bipartite.
-          If :obj:`return_attention_weights=True`, then
-          :math:`((|\mathcal{V}|, H * F_{out}),
-          ((2, |\mathcal{E}|), (|\mathcal{E}|, H)))`
-          or :math:`((|\mathcal{V_t}|, H * F_{out}), ((2, |\mathcal{E}|),
-          (|\mathcal{E}|, H)))` if bipartite
+    {gatconv_shapes}
     """
+    @takes_gat_conv_parameters
     def __init__(
         self,
-        in_channels: Union[int, Tuple[int, int]],
-        out_channels: int,
-        heads: int = 1,
-        concat: bool = True,
-        negative_slope: float = 0.2,
-        dropout: float = 0.0,
-        add_self_loops: bool = True,
-        edge_dim: Optional[int] = None,
-        fill_value: Union[float, Tensor, str] = 'mean',
-        bias: bool = True,
-        residual: bool = False,
-        *,
+        *args,
         num_samples: int = 1,
         init_scale: float = 0.1,
         **kwargs,
     ):
-        super().__init__(in_channels, out_channels, heads, concat,
-                         negative_slope, dropout, add_self_loops, edge_dim,
-                         fill_value, bias, residual, **kwargs)
-        name = type(self).__name__
-        self.num_samples = num_samples  # validated by the property setter
-        if isinstance(init_scale, bool) or not isinstance(
-                init_scale, (int, float)) or not 0.0 < init_scale < math.inf:
-            raise ValueError(f"{name}: 'init_scale' must be a positive "
-                             f"number (got {init_scale!r})")
-
-        self.rank = out_channels  # s: the dual vectors are the values
-        self.init_scale = float(init_scale)
-
-        # KSVD: log singular values; the SVGP pair, branch 0 = e, 1 = r.
-        s, C, H = self.rank, out_channels, heads
-        self.log_singular_values = Parameter(torch.empty(H, s))
-        self.inducing_mean = Parameter(torch.empty(2, H, s, C))
-        self.inducing_scale_offdiag = Parameter(torch.empty(2, H, C, s, s))
-        self.inducing_log_scale_diag = Parameter(torch.empty(2, H, C, s))
-
-        self._ksvd_loss: Optional[Tensor] = None
+        super().__init__(*args, **kwargs)  # GATConv's parameters
+        self._init_posterior(num_samples, init_scale)
         self.reset_parameters()
-
-    @property
-    def num_samples(self) -> int:
-        r"""Monte-Carlo draws averaged in evaluation; :obj:`0` gives the
-        posterior mean."""
-        return self._num_samples
-
-    @num_samples.setter
-    def num_samples(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{type(self).__name__}: 'num_samples' must be a "
-                             f"non-negative integer, 0 for the posterior "
-                             f"mean (got {value!r})")
-        self._num_samples = value
 
     local_to_in_neighbourhood = False
 
@@ -339,72 +263,6 @@ class KEPGATConv(GATStyleConv):
                 f'outputs on sampled subgraphs differ from full-graph '
                 f'outputs even with fan-out -1; layer-wise evaluation '
                 f'(TwoLayerGAT.inference) runs this layer on the whole graph')
-
-    def reset_parameters(self):
-        super().reset_parameters()
-        with torch.no_grad():
-            self.log_singular_values.zero_()  # Lambda = I
-            # m = Lambda: the mean read-out b^T Lambda^-1 m starts as b.
-            self.inducing_mean.copy_(torch.eye(self.rank).expand_as(
-                self.inducing_mean))
-            self.inducing_scale_offdiag.zero_()
-            # L_d = init_scale * Lambda:
-            self.inducing_log_scale_diag.copy_(
-                math.log(self.init_scale) +
-                self.log_singular_values.view(1, self.heads, 1, self.rank))
-        self._ksvd_loss = None
-
-    def __getstate__(self):
-        # The last forward's KSVD loss is part of an autograd graph: copies
-        # and pickles of the module start without it (ksvd_loss() is zero
-        # until their first forward pass).
-        state = super().__getstate__()
-        state['_ksvd_loss'] = None
-        return state
-
-    # ------------------------------------------------------------ parameters
-
-    @property
-    def singular_values(self) -> Tensor:
-        r"""The singular values :math:`\Lambda`, shape :math:`(H, s)`."""
-        return self.log_singular_values.exp()
-
-    def inducing_scale_tril(self) -> Tensor:
-        r"""The Cholesky factors :math:`L_d` of the posterior covariances
-        :math:`S_d = L_d L_d^\top`, shape :math:`(2, H, C, s, s)` (branch
-        :math:`e` first)."""
-        return scale_tril(self.inducing_scale_offdiag,
-                          self.inducing_log_scale_diag)
-
-    def kl_divergence(self) -> Tensor:
-        r"""The KL divergence :math:`\sum_{b,h,d}\mathrm{KL}(q(u_d) \,\|\,
-        \mathcal{N}(0, \Lambda^2))` of both branches, summed over heads and
-        channels.  It depends on the parameters only, so it is the same
-        for every forward pass (and available before any).  It accumulates
-        in at least float32 (a sum over :math:`2HCs^2` terms)."""
-        s = self.rank
-        dtype = accumulation_dtype(self.log_singular_values.dtype)
-        log_singular_values = self.log_singular_values.to(dtype)
-        inv = (-log_singular_values).exp()  # [H, s]
-        scale = self.inducing_scale_tril().to(dtype)  # [2, H, C, s, s]
-        trace = (inv.view(1, self.heads, 1, s, 1) * scale).square().sum()
-        mahalanobis = (inv.view(1, self.heads, s, 1) *
-                       self.inducing_mean.to(dtype)).square().sum()
-        count = 2 * self.heads * self.out_channels
-        # log|Lambda^2| for each of the 2 * C GPs of a head:
-        log_det_prior = 2 * self.out_channels * 2 * (
-            log_singular_values.sum())
-        log_det_posterior = 2 * self.inducing_log_scale_diag.to(dtype).sum()
-        return 0.5 * (trace + mahalanobis - count * s + log_det_prior -
-                      log_det_posterior)
-
-    def ksvd_loss(self) -> Tensor:
-        r"""The KSVD loss :math:`\sum_h (J_h / N_t)^2` of the last forward
-        pass (a zero scalar before the first one).  It carries the graph of
-        that pass, so call the forward pass first in each training step."""
-        if self._ksvd_loss is None:
-            return self.log_singular_values.new_zeros(())
-        return self._ksvd_loss
 
     # --------------------------------------------------------------- forward
 
@@ -539,35 +397,6 @@ class KEPGATConv(GATStyleConv):
         out = self.propagate(coo, x=(f_r, None), alpha=alpha,
                              size=pair_size) + f_e
         return alpha, out
-
-    def _noise(self, num_dst: int, num_src: int, like: Tensor,
-               generator: Optional[torch.Generator]
-               ) -> Optional[Tuple[Tensor, Tensor]]:
-        r"""The noise :math:`\varepsilon / \sqrt{S}` of both branches for
-        the average of :math:`S` draws (one in training; :obj:`None` for the
-        posterior mean): one standard normal per node, head and channel.
-        The average of :math:`S` draws of the output, which is linear in
-        the noise, has exactly that distribution.
-
-        The noise is drawn node by node, both branches of node :math:`n`
-        side by side (:math:`(N, 2, H, C)`), so that node :math:`n` gets
-        the same numbers from the same seed whatever follows it: the first
-        graph of a mini-batch gets the draws it gets alone."""
-        draws = 1 if self.training else self.num_samples
-        if draws == 0:
-            return None
-        num_nodes = max(num_dst, num_src)
-        noise = torch.randn(num_nodes, 2, self.heads, self.out_channels,
-                            generator=generator, dtype=like.dtype,
-                            device=like.device)
-        if draws > 1:
-            noise = noise.mul_(1.0 / math.sqrt(draws))
-        noise_e, noise_r = noise.unbind(1)
-        if num_dst < num_nodes:  # bipartite: fewer targets than sources
-            noise_e = noise_e[:num_dst]
-        if num_src < num_nodes:
-            noise_r = noise_r[:num_src]
-        return noise_e, noise_r
 
     def edge_update(self, gate_j: Tensor, gate_i: OptTensor,
                     edge_attr: OptTensor, index: Tensor, ptr: OptTensor,

@@ -5,7 +5,7 @@ replace.
   (the graph batch supplied by :func:`ikgat.nn.graph_batch`, whether a
   target's output is local to its in-neighbourhood, what sampled
   subgraphs change, the full-graph summary), for the GATConv family
-  (:class:`~ikgat.nn.conv.gat_base.GATStyleConv`) and the TransformerConv
+  (:class:`~ikgat.nn.conv.gat_base.GATConvBase`) and the TransformerConv
   family (:class:`~ikgat.IKTransformerConv`) alike.
 * :class:`LeanPathSwitches`: the switches of the steps that replace PyG's
   message passing, and the hook bookkeeping that turns them off.

@@ -4,10 +4,12 @@ from torch import Tensor
 
 from ikgat.kernels import ImplicitSpectralKernel
 from ikgat.kernels.base import renamed_argument
+from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import check_sizes
 from ikgat.nn.conv.ikgat_conv import IKGATConv
 
 
+@shared_docstring
 class MIKANConv(IKGATConv):
     r"""Multi-head implicit kernel attention (MIKAN) from the `"Implicit
     Kernel Attention" <https://arxiv.org/abs/2006.06147>`_ paper; a drop-in
@@ -47,20 +49,7 @@ class MIKANConv(IKGATConv):
     "Batches of graphs" section).
 
     Args:
-        in_channels (int or tuple): As in GATConv.
-        out_channels (int): Size of each output sample per head :math:`C`.
-        heads (int, optional): Number of heads :math:`H`. (default: :obj:`1`)
-        concat (bool, optional): As in GATConv. (default: :obj:`True`)
-        negative_slope (float, optional): As in GATConv.
-            (default: :obj:`0.2`)
-        dropout (float, optional): As in GATConv. (default: :obj:`0`)
-        add_self_loops (bool, optional): As in GATConv.
-            (default: :obj:`True`)
-        edge_dim (int, optional): As in GATConv. (default: :obj:`None`)
-        fill_value (float or torch.Tensor or str, optional): As in GATConv.
-            (default: :obj:`"mean"`)
-        bias (bool, optional): As in GATConv. (default: :obj:`True`)
-        residual (bool, optional): As in GATConv. (default: :obj:`False`)
+        {gatconv_arguments}
         num_spectral_points (int, optional): Spectral points per head
             :math:`R`, even (formerly ``num_features``, still accepted for
             one release with a :class:`DeprecationWarning`).
@@ -81,6 +70,8 @@ class MIKANConv(IKGATConv):
             ``eps``). (default: :obj:`None`)
         **kwargs (optional): Additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
+
+    {gatconv_shapes}
     """
     def __init__(
         self,
