@@ -122,7 +122,7 @@ def _features_backward(grad: Tensor, cos: Tensor, sin: Tensor,
 
 
 def fused_side(x: Tensor, graph: Optional[Tensor], heads: int,
-                angles: int) -> bool:
+               angles: int) -> bool:
     r"""Whether the features of rows :obj:`x` in a group of :obj:`heads`
     heads, :obj:`angles` angles per head, come from
     :mod:`ikgat.ops.compiled_features` (points shared by all rows)."""
@@ -132,7 +132,7 @@ def fused_side(x: Tensor, graph: Optional[Tensor], heads: int,
 def fuses(x: Tensor, points: Points, graph: Optional[Tensor]) -> bool:
     r""":func:`fused_side` for a head group's :class:`Points`."""
     return fused_side(x, graph, points.matrix.size(1),
-                       points.matrix.size(3))
+                      points.matrix.size(3))
 
 
 def compiled_whole(rows: int, angles: int) -> bool:

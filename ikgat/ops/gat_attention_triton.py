@@ -44,7 +44,7 @@ def _edge_slope(g_src, g_dst, eps, HAS_GATE: tl.constexpr):
 
 @lazy_jit
 def _edge_logit(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
-                     negative_slope, HAS_GATE: tl.constexpr):
+                negative_slope, HAS_GATE: tl.constexpr):
     # logit = s_src[j, t] + s_dst[i, t] (+ c_t eps), as kernel_edge_softmax:
     positive = _edge_slope(g_src, g_dst, eps, HAS_GATE)
     logit = tl.where(positive, s0_src + s0_dst, s1_src + s1_dst)
@@ -54,40 +54,62 @@ def _edge_logit(s0_src, s1_src, g_src, s0_dst, s1_dst, g_dst, eps,
 
 
 @lazy_jit
+def _scores(scores, offsets, mask):
+    # The three packed scores (slope 1, slope c, gate) at element offsets
+    # (row * H + head) * 3, upcast:
+    s0 = tl.load(scores + offsets, mask=mask, other=0.).to(tl.float32)
+    s1 = tl.load(scores + offsets + 1, mask=mask, other=0.).to(tl.float32)
+    g = tl.load(scores + offsets + 2, mask=mask, other=0.).to(tl.float32)
+    return s0, s1, g
+
+
+@lazy_jit
+def _edge_values(values, e, offs_h, H, mask_eh):
+    # An (E, H) edge tensor at a block of CSR positions, upcast:
+    return tl.load(values + e[:, None] * H + offs_h[None, :], mask=mask_eh,
+                   other=0.).to(tl.float32)
+
+
+@lazy_jit
+def _in_edge_logits(score_src, edge_gate, src, e, mask_e, mask_h, offs_h, H,
+                    s0_dst, s1_dst, g_dst, negative_slope,
+                    HAS_GATE: tl.constexpr):
+    # A target's block of in-edges e: their sources j, the mask and the
+    # logits from the gathered source scores and the target's own.
+    j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+    mask_eh = mask_e[:, None] & mask_h[None, :]
+    s0, s1, g = _scores(score_src, (j[:, None] * H + offs_h[None, :]) * 3,
+                        mask_eh)
+    eps = 0.
+    if HAS_GATE:
+        eps = _edge_values(edge_gate, e, offs_h, H, mask_eh)
+    logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :], s1_dst[None, :],
+                           g_dst[None, :], eps, negative_slope, HAS_GATE)
+    return j, mask_eh, logit
+
+
+@lazy_jit
 def forward_kernel(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
-                  group_max, group_den, seed, negative_slope, dropout,
-                  keep_scale, H, C, BROADCAST: tl.constexpr,
-                  HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                  BLOCK_C: tl.constexpr):
+                   group_max, group_den, seed, negative_slope, dropout,
+                   keep_scale, H, C, BROADCAST: tl.constexpr,
+                   HAS_GATE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                   BLOCK_C: tl.constexpr):
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
-    dst_ptr = score_dst + row * H * 3 + offs_h * 3
-    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
-    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
-    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
-
+    s0_dst, s1_dst, g_dst = _scores(score_dst, (row * H + offs_h) * 3,
+                                    mask_h)
     running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
     running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
-        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
-        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
-        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
-        eps = 0.
-        if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
-        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
-                                      s1_dst[None, :], g_dst[None, :], eps,
-                                      negative_slope, HAS_GATE)
+        j, mask_eh, logit = _in_edge_logits(
+            score_src, edge_gate, src, e, mask_e, mask_h, offs_h, H, s0_dst,
+            s1_dst, g_dst, negative_slope, HAS_GATE)
         logit = tl.where(mask_eh, logit, float('-inf'))
         # Online softmax and dropout (ikgat.ops.attention_steps): the softmax
         # sums the undropped terms, the output the dropped ones.
@@ -96,15 +118,15 @@ def forward_kernel(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
             j[:, None] * H + offs_h[None, :], offs_c, C, mask_e, mask_hc,
             seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
     finish_step(out, group_max, group_den, acc, running_max, running_sum, i,
-            offs_h, offs_c, H, C, mask_h, mask_hc)
+                offs_h, offs_c, H, C, mask_h, mask_hc)
 
 
 @lazy_jit
 def alpha_kernel(score_src, score_dst, edge_gate, rowptr, src, group_max,
-                group_den, alpha, seed, negative_slope, dropout, keep_scale,
-                H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
-                HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
-                BLOCK_H: tl.constexpr):
+                 group_den, alpha, seed, negative_slope, dropout, keep_scale,
+                 H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                 HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                 BLOCK_H: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
     start = tl.load(rowptr + i).to(tl.int64)
     stop = tl.load(rowptr + i + 1).to(tl.int64)
@@ -112,28 +134,16 @@ def alpha_kernel(score_src, score_dst, edge_gate, rowptr, src, group_max,
     offs_h = tl.arange(0, BLOCK_H)
     mask_h = offs_h < H
     row = i * (1 - BROADCAST)
-    dst_ptr = score_dst + row * H * 3 + offs_h * 3
-    s0_dst = tl.load(dst_ptr, mask=mask_h, other=0.).to(tl.float32)
-    s1_dst = tl.load(dst_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
-    g_dst = tl.load(dst_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+    s0_dst, s1_dst, g_dst = _scores(score_dst, (row * H + offs_h) * 3,
+                                    mask_h)
     m = tl.load(group_max + i * H + offs_h, mask=mask_h, other=0.)
     den = tl.load(group_den + i * H + offs_h, mask=mask_h, other=1.)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        src_ptr = score_src + j[:, None] * H * 3 + offs_h[None, :] * 3
-        s0 = tl.load(src_ptr, mask=mask_eh, other=0.).to(tl.float32)
-        s1 = tl.load(src_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
-        g = tl.load(src_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
-        eps = 0.
-        if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
-        logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :],
-                                      s1_dst[None, :], g_dst[None, :], eps,
-                                      negative_slope, HAS_GATE)
+        _, mask_eh, logit = _in_edge_logits(
+            score_src, edge_gate, src, e, mask_e, mask_h, offs_h, H, s0_dst,
+            s1_dst, g_dst, negative_slope, HAS_GATE)
         weight = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
         if HAS_DROPOUT:
             weight = weight * keep_step(seed, e, offs_h, H, dropout,
@@ -144,24 +154,21 @@ def alpha_kernel(score_src, score_dst, edge_gate, rowptr, src, group_max,
 
 @lazy_jit
 def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
-                       csc_edge, csc_dst, group_max, group_den, delta,
-                       grad_out, grad_alpha, grad_x, grad_score_src,
-                       grad_logit, seed, negative_slope, dropout, keep_scale,
-                       H, C, stride_n, stride_h, stride_c,
-                       BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
-                       HAS_DROPOUT: tl.constexpr,
-                       HAS_GRAD_ALPHA: tl.constexpr,
-                       STORE_GRAD_LOGIT: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                       BLOCK_C: tl.constexpr):
+                        csc_edge, csc_dst, group_max, group_den, delta,
+                        grad_out, grad_alpha, grad_x, grad_score_src,
+                        grad_logit, seed, negative_slope, dropout, keep_scale,
+                        H, C, stride_n, stride_h, stride_c,
+                        BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
+                        HAS_DROPOUT: tl.constexpr,
+                        HAS_GRAD_ALPHA: tl.constexpr,
+                        STORE_GRAD_LOGIT: tl.constexpr,
+                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                        BLOCK_C: tl.constexpr):
     j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
     offs_hc = offs_h[:, None] * C + offs_c[None, :]
-    src_ptr = score_src + j * H * 3 + offs_h * 3
-    s0_src = tl.load(src_ptr, mask=mask_h, other=0.).to(tl.float32)
-    s1_src = tl.load(src_ptr + 1, mask=mask_h, other=0.).to(tl.float32)
-    g_src = tl.load(src_ptr + 2, mask=mask_h, other=0.).to(tl.float32)
+    s0_src, s1_src, g_src = _scores(score_src, (j * H + offs_h) * 3, mask_h)
     x_j = tl.load(x_src + j * H * C + offs_hc, mask=mask_hc,
                   other=0.).to(tl.float32)
 
@@ -176,14 +183,11 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
         i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
         mask_eh = mask_e[:, None] & mask_h[None, :]
         row = i * (1 - BROADCAST)
-        dst_ptr = score_dst + row[:, None] * H * 3 + offs_h[None, :] * 3
-        s0 = tl.load(dst_ptr, mask=mask_eh, other=0.).to(tl.float32)
-        s1 = tl.load(dst_ptr + 1, mask=mask_eh, other=0.).to(tl.float32)
-        g = tl.load(dst_ptr + 2, mask=mask_eh, other=0.).to(tl.float32)
+        s0, s1, g = _scores(score_dst,
+                            (row[:, None] * H + offs_h[None, :]) * 3, mask_eh)
         eps = 0.
         if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
+            eps = _edge_values(edge_gate, e, offs_h, H, mask_eh)
         logit, positive = _edge_logit(s0_src[None, :], s1_src[None, :],
                                       g_src[None, :], s0, s1, g, eps,
                                       negative_slope, HAS_GATE)
@@ -201,10 +205,9 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
         # dL/dlogit = alpha (dL/dalpha - D_i), dL/dx_j = sum_e a~_e G_i.
         d_alpha = tl.sum(g_out * x_j[None, :, :], axis=2)
         if HAS_GRAD_ALPHA:
-            d_alpha += tl.load(grad_alpha + e[:, None] * H + offs_h[None, :],
-                               mask=mask_eh, other=0.).to(tl.float32)
+            d_alpha += _edge_values(grad_alpha, e, offs_h, H, mask_eh)
         d_logit, kept = logit_gradient_step(alpha, d_alpha, d, seed, e, offs_h,
-                                        H, dropout, keep_scale, HAS_DROPOUT)
+                                            H, dropout, keep_scale, HAS_DROPOUT)
         acc_x += tl.sum(kept[:, :, None] * g_out, axis=0)
         acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
         acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
@@ -221,10 +224,10 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
 
 @lazy_jit
 def backward_dst_kernel(score_src, score_dst, edge_gate, rowptr, src,
-                       grad_logit, grad_score_dst, grad_edge_gate,
-                       negative_slope, H, BROADCAST: tl.constexpr,
-                       HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+                        grad_logit, grad_score_dst, grad_edge_gate,
+                        negative_slope, H, BROADCAST: tl.constexpr,
+                        HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
+                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
     i = tl.program_id(0).to(tl.int64)
     start = tl.load(rowptr + i).to(tl.int64)
     stop = tl.load(rowptr + i + 1).to(tl.int64)
@@ -245,11 +248,9 @@ def backward_dst_kernel(score_src, score_dst, edge_gate, rowptr, src,
                     mask=mask_eh, other=0.).to(tl.float32)
         eps = 0.
         if HAS_GATE:
-            eps = tl.load(edge_gate + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.).to(tl.float32)
+            eps = _edge_values(edge_gate, e, offs_h, H, mask_eh)
         positive = _edge_slope(g, g_dst[None, :], eps, HAS_GATE)
-        d_logit = tl.load(grad_logit + e[:, None] * H + offs_h[None, :],
-                          mask=mask_eh, other=0.)
+        d_logit = _edge_values(grad_logit, e, offs_h, H, mask_eh)
         acc_pos += tl.sum(tl.where(positive, d_logit, 0.), axis=0)
         acc_neg += tl.sum(tl.where(positive, 0., d_logit), axis=0)
         if NEED_GATE_GRAD:

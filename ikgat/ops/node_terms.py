@@ -148,12 +148,12 @@ def fourier_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     needs."""
     if node_path == 'triton':
         return node_terms_triton.estimate(x, points, cos_weight, sin_weight,
-                                       is_source, eps, scale)
+                                          is_source, eps, scale)
     num_sets = points.size(0)
     estimate = chunked_estimate(x, node_side_points(points, is_source),
-                                 cos_weight.repeat(1, 1, num_sets),
-                                 sin_weight.repeat(1, 1, num_sets),
-                                 chunk_size, node_path).mul_(scale)
+                                cos_weight.repeat(1, 1, num_sets),
+                                sin_weight.repeat(1, 1, num_sets),
+                                chunk_size, node_path).mul_(scale)
     return (estimate * estimate + eps).log(), estimate
 
 
@@ -178,14 +178,14 @@ def fourier_estimate_backward(grad_log: Tensor, x: Tensor, points: Tensor,
     (see the module docstring for their derivation)."""
     if node_path == 'triton':
         return node_terms_triton.estimate_backward(grad_log.contiguous(), x,
-                                                points, cos_weight,
-                                                sin_weight, estimate, eps,
-                                                scale, is_source)
+                                                   points, cos_weight,
+                                                   sin_weight, estimate, eps,
+                                                   scale, is_source)
     num_sets, heads, num_points, width = points.shape
     channels = width // 2
     # G = kappa dL/dl * dl/df, dl/df = 2f / (f^2 + eps):
     grad_out = grad_log * (2.0 * scale) * estimate / (estimate * estimate +
-                                                       eps)
+                                                      eps)
     grad_x, grad_u, grad_cos, grad_sin = chunked_estimate_backward(
         grad_out, x, node_side_points(points, is_source),
         cos_weight.repeat(1, 1, num_sets), sin_weight.repeat(1, 1, num_sets),
@@ -375,7 +375,7 @@ def _log_similarity(x: Tensor, points: Tensor,
     anchor_cos, anchor_sin = features
     node_path = _resolve_node_path(node_path, x)
     size = chunk_size_for(x.size(1), points.size(0) * points.size(2),
-                       chunk_size)
+                          chunk_size)
     log_similarity, _ = fourier_estimate(x.contiguous(), points,
                                          anchor_cos.contiguous(),
                                          anchor_sin.contiguous(),

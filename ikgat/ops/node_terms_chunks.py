@@ -21,7 +21,7 @@ CHUNK_ELEMENTS = 1 << 18
 
 
 def chunk_size_for(heads: int, num_angles: int,
-                chunk_size: Optional[int]) -> int:
+                   chunk_size: Optional[int]) -> int:
     if chunk_size is not None:
         return chunk_size
     return max(1, CHUNK_ELEMENTS // max(1, heads * num_angles))
@@ -89,8 +89,8 @@ def _view(buffer: Tensor, *shape: int) -> Tensor:
 
 
 def chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
-                      sin_weight: Tensor, chunk_size: int,
-                      backend: str) -> Tensor:
+                     sin_weight: Tensor, chunk_size: int,
+                     backend: str) -> Tensor:
     r""":math:`f` :math:`(N, H, T)` in node chunks on the host (the CPU
     path), from :math:`A^c, A^s` tiled over the sets :math:`(H, T, mR)`."""
     num_nodes, heads, _ = x.shape
@@ -117,9 +117,9 @@ def chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
 
 
 def chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
-                               cos_weight: Tensor, sin_weight: Tensor,
-                               chunk_size: int, backend: str,
-                               needs: List[bool]
+                              cos_weight: Tensor, sin_weight: Tensor,
+                              chunk_size: int, backend: str,
+                              needs: List[bool]
                                ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     r"""The gradients of :func:`_chunked_estimate` with respect to
     :math:`x`, :math:`u` and the tiled :math:`A^c, A^s`, walking the same

@@ -139,8 +139,8 @@ def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
 
 @lazy_jit
 def estimate_kernel(x, points, cos_weight, sin_weight, out, estimate, eps,
-                   scale, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
-                   BLOCK_R: tl.constexpr, BLOCK_T: tl.constexpr):
+                    scale, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
+                    BLOCK_R: tl.constexpr, BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_t = tl.arange(0, BLOCK_T)
@@ -190,9 +190,9 @@ def _grad_angle(sin, cos, grad_tile, cos_w, sin_w):
 
 @lazy_jit
 def grad_x_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
-                 scale, grad_x, N, H, C, R, MR, T, OFFSET,
-                 BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
-                 BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+                  scale, grad_x, N, H, C, R, MR, T, OFFSET,
+                  BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                  BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_c = tl.arange(0, BLOCK_C)
@@ -226,10 +226,10 @@ def grad_x_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
 
 @lazy_jit
 def grad_points_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
-                      scale, partial_points, partial_cos, partial_sin, N, H,
-                      C, R, MR, T, OFFSET, NODES_PER_PROGRAM,
-                      BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
-                      BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+                       scale, partial_points, partial_cos, partial_sin, N, H,
+                       C, R, MR, T, OFFSET, NODES_PER_PROGRAM,
+                       BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                       BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
     program = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)
     offs_k = tl.program_id(2).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -351,7 +351,7 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
                BLOCK_R=block_r, BLOCK_C=block_c, BLOCK_T=block_t,
                switch=NODE_TERMS_SWITCH)
         launch(grad_points_kernel, (num_programs, heads,
-                                     -(-num_angles // block_r)),
+                                    -(-num_angles // block_r)),
                x, points, cos_weight, sin_weight, grad, estimate, float(eps),
                float(scale), partial_points, partial_cos, partial_sin,
                num_nodes, heads, channels, num_points, num_angles,

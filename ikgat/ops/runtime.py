@@ -281,7 +281,7 @@ def _record(kernel, grid: Tuple[int, ...], args: Tuple[Any, ...],
     parameters = inspect.signature(kernel.fn).parameters
     names = list(parameters)
     options = {name: kwargs.pop(name) for name in ('num_warps', 'num_stages',
-                                                    'maxnreg')
+                                                   'maxnreg')
                if name in kwargs}
     values = dict(zip(names, args), **kwargs)
     signature, constexprs, aligned = {}, {}, []

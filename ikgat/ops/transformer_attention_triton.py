@@ -38,10 +38,10 @@ tl = None
 
 @lazy_jit
 def forward_kernel(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
-                  scale, eps, dropout, keep_scale, H, D, C,
-                  LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                  BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+                   scale, eps, dropout, keep_scale, H, D, C,
+                   LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                   BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
     # One program per target i and block of heads: each in-edge gathers
     # one contiguous row of B_H x D table floats and B_H x C values.
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
@@ -75,11 +75,11 @@ def forward_kernel(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
 
 @lazy_jit
 def backward_dst_kernel(u, v, s, values, rowptr, src, row_max, row_den, delta,
-                       grad_out, grad_u, seed, scale, eps, dropout,
-                       keep_scale, H, D, C, LOG_SQUARE: tl.constexpr,
-                       HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
-                       BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
-                       BLOCK_C: tl.constexpr):
+                        grad_out, grad_u, seed, scale, eps, dropout,
+                        keep_scale, H, D, C, LOG_SQUARE: tl.constexpr,
+                        HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                        BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+                        BLOCK_C: tl.constexpr):
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
@@ -114,11 +114,11 @@ def backward_dst_kernel(u, v, s, values, rowptr, src, row_max, row_den, delta,
 
 @lazy_jit
 def backward_src_kernel(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
-                       row_den, delta, grad_out, grad_v, grad_s, grad_values,
-                       seed, scale, eps, dropout, keep_scale, H, D, C,
-                       LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                       BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+                        row_den, delta, grad_out, grad_v, grad_s, grad_values,
+                        seed, scale, eps, dropout, keep_scale, H, D, C,
+                        LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                        BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
     j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)

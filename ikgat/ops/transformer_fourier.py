@@ -102,8 +102,8 @@ _D_STEP = TritonConstant(D_STEP)
 
 @lazy_jit
 def _features(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
-                   num_sets, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
-                   BLOCK_R: tl.constexpr):
+              num_sets, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+              BLOCK_R: tl.constexpr):
     # phi of the rows x[nodes, offs_h] of x (N, H, D): the sums over the
     # sets of cos and sin of the angles W_s x, [B_N, B_H, B_R] each, zero
     # outside the masks.
@@ -135,9 +135,9 @@ def _features(x, points, nodes, offs_h, offs_r, mask_n, H, D, R,
 
 @lazy_jit
 def _angle_gradients(x, points, node, offs_h, offs_r, offs_d, grad_cos,
-                          grad_sin, grad_angles, H, D, R, num_sets,
-                          STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
-                          BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+                     grad_sin, grad_angles, H, D, R, num_sets,
+                     STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
+                     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
     # From dL/dphi(x_node) = [grad_cos; grad_sin] at the points offs_r
     # ([B_H, B_R] each): the angles' dL/da_s = cos a_s grad_sin - sin a_s
     # grad_cos (stored in grad_angles (N, H, m, R) with STORE_ANGLES), and
@@ -191,8 +191,8 @@ def _chunk(acc, offs_chunk, chunk):
 
 @lazy_jit
 def _own_features(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
-                       num_sets, BLOCK_H: tl.constexpr,
-                       BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
+                  num_sets, BLOCK_H: tl.constexpr,
+                  BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
     # phi of the program's own node, [B_H, CHUNKS, B_R] each.
     nodes = node + tl.zeros([1], dtype=tl.int64)
     own_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
@@ -208,9 +208,9 @@ def _own_features(x, points, node, offs_h, offs_r, offs_chunk, H, D, R,
 
 @lazy_jit
 def _dot(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
-              mask_e, H, D, R, num_sets, BLOCK_E: tl.constexpr,
-              BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
-              CHUNKS: tl.constexpr):
+         mask_e, H, D, R, num_sets, BLOCK_E: tl.constexpr,
+         BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+         CHUNKS: tl.constexpr):
     # phi(own)^T phi(x_e) per edge e of the tile and head, [B_E, B_H], from
     # the own node's features [B_H, CHUNKS, B_R], the other ends' made one
     # chunk of points at a time.
@@ -227,9 +227,9 @@ def _dot(own_cos, own_sin, x, points, nodes, offs_h, offs_r, offs_chunk,
 
 @lazy_jit
 def _accumulate(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
-                     offs_chunk, mask_e, H, D, R, num_sets,
-                     BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                     BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
+                offs_chunk, mask_e, H, D, R, num_sets,
+                BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                BLOCK_R: tl.constexpr, CHUNKS: tl.constexpr):
     # dL/dphi(own) += sum_e dL/dt_e phi(x_e) (the scale in d_t [B_E, B_H]),
     # into [B_H, CHUNKS, B_R], the other ends' features made one chunk of
     # points at a time.
@@ -246,10 +246,10 @@ def _accumulate(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
 
 @lazy_jit
 def _store_gradient(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
-                         acc_cos, acc_sin, grad_angles, H, D, R, num_sets,
-                         STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
-                         BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
-                         CHUNKS: tl.constexpr):
+                    acc_cos, acc_sin, grad_angles, H, D, R, num_sets,
+                    STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
+                    BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
+                    CHUNKS: tl.constexpr):
     # dL/dx of the own node from dL/dphi(x) [B_H, CHUNKS, B_R] each, chunk
     # by chunk, stored into grad_x (N, H, D) (and dL/da with STORE_ANGLES).
     offs_d = tl.arange(0, BLOCK_D)
@@ -266,11 +266,11 @@ def _store_gradient(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
 
 @lazy_jit
 def forward_kernel(q, k, points, s, values, rowptr, src, out, row_max,
-                  row_den, t_out, seed, scale, eps, dropout, keep_scale, H,
-                  D: tl.constexpr, R, C, num_sets, HAS_DROPOUT: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                  BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                  CHUNKS: tl.constexpr):
+                   row_den, t_out, seed, scale, eps, dropout, keep_scale, H,
+                   D: tl.constexpr, R, C, num_sets, HAS_DROPOUT: tl.constexpr,
+                   BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                   CHUNKS: tl.constexpr):
     # One program per target i and block of heads: phi(q_i) once, in
     # [B_H, CHUNKS, B_R]; phi(k_j) per in-edge, a chunk at a time.
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
@@ -312,13 +312,13 @@ def forward_kernel(q, k, points, s, values, rowptr, src, out, row_max,
 
 @lazy_jit
 def backward_dst_kernel(q, k, points, s, values, rowptr, src, row_max,
-                       row_den, delta, grad_out, grad_q, grad_angles, t_saved,
-                       seed, scale, eps, dropout, keep_scale, H,
-                       D: tl.constexpr, R, C, num_sets, STORE_ANGLES: tl.constexpr,
-                       HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
-                       BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
-                       BLOCK_C: tl.constexpr, BLOCK_D: tl.constexpr,
-                       CHUNKS: tl.constexpr):
+                        row_den, delta, grad_out, grad_q, grad_angles, t_saved,
+                        seed, scale, eps, dropout, keep_scale, H,
+                        D: tl.constexpr, R, C, num_sets, STORE_ANGLES: tl.constexpr,
+                        HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
+                        BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+                        BLOCK_C: tl.constexpr, BLOCK_D: tl.constexpr,
+                        CHUNKS: tl.constexpr):
     # One program per target i and block of heads; the edges' t comes from
     # the forward pass (contiguous in CSR order), and each in-edge's
     # phi(k_j) is made once, a chunk at a time.
@@ -364,14 +364,14 @@ def backward_dst_kernel(q, k, points, s, values, rowptr, src, row_max,
 
 @lazy_jit
 def backward_src_kernel(q, k, points, s, values, colptr, csc_edge, csc_dst,
-                       row_max, row_den, delta, grad_out, grad_k, grad_s,
-                       grad_values, grad_angles, t_saved, seed, scale, eps,
-                       dropout, keep_scale, H, D: tl.constexpr, R, C, num_sets,
-                       STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
-                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                       BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr,
-                       PREFETCH: tl.constexpr):
+                        row_max, row_den, delta, grad_out, grad_k, grad_s,
+                        grad_values, grad_angles, t_saved, seed, scale, eps,
+                        dropout, keep_scale, H, D: tl.constexpr, R, C, num_sets,
+                        STORE_ANGLES: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+                        BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
+                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                        BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr,
+                        PREFETCH: tl.constexpr):
     # One program per source j and block of heads; the edges' t comes from
     # the forward pass, and each out-edge's phi(q_i) is made once, a chunk
     # at a time.
