@@ -17,23 +17,12 @@ from torch import Tensor
 from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.nn.conv import TransformerConv
 from torch_geometric.typing import Adj, OptTensor, PairTensor, SparseTensor
-from torch_geometric.utils import (
-    is_torch_sparse_tensor,
-    scatter,
-    softmax,
-    to_edge_index,
-)
+from torch_geometric.utils import is_torch_sparse_tensor, softmax
 
 import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.node_tables as node_tables
 import ikgat.ops.transformer_attention as transformer_attention
 from ikgat.kernels import Kernel
-from ikgat.nn.conv.checks import (
-    check_batch,
-    check_edge_attr,
-    check_edge_index,
-    check_node_features,
-)
 from ikgat.nn.conv.decomposition import AttentionDecomposition
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
 from ikgat.nn.conv.kernel_attention import (
@@ -42,9 +31,9 @@ from ikgat.nn.conv.kernel_attention import (
     KernelAttention,
     implicit_full_graph_summary,
 )
+from ikgat.nn.conv.transformer_edge_path import TransformerEdgePath
+from ikgat.nn.conv.transformer_inputs import TransformerInputs
 from ikgat.nn.norms import lp_norm_squared
-from ikgat.nn.projections import project_together
-from ikgat.ops.aggregation import attention_aggregate
 from ikgat.ops.dtypes import accumulation_dtype
 from ikgat.ops.gat_attention import prepare_csr
 
@@ -60,7 +49,8 @@ class TransformerRoute(NamedTuple):
     propagate: bool
 
 
-class IKTransformerConv(KernelAttention, TransformerConv):
+class IKTransformerConv(KernelAttention, TransformerInputs,
+                        TransformerEdgePath, TransformerConv):
     r"""Graph transformer attention whose scaled dot product is a similarity
     kernel times an :math:`L^p` magnitude, from the `"Implicit Kernel
     Attention" <https://arxiv.org/abs/2006.06147>`_ paper (Proposition 1);
@@ -388,60 +378,6 @@ class IKTransformerConv(KernelAttention, TransformerConv):
 
         return self._mean_over_draws(draws, attention)
 
-    def _source_terms(self, key: Tensor, edge_key: OptTensor,
-                      src: Tensor) -> OptTensor:
-        r"""What the logit adds on the key side, :math:`(E, H)` or
-        :obj:`None`: the magnitude :math:`\tfrac12\|\tilde k\|_p^2` and the
-        kernel's :math:`\gamma\|\tilde k\|_2^2` that
-        :meth:`~ikgat.kernels.Kernel.reduced_pair_log_similarity` leaves
-        out (for the RBF kernel with :math:`l = 1` and :math:`p = 2` the
-        two cancel exactly).  The query's terms are constant over a
-        softmax group and are left out."""
-        if edge_key is not None:  # per edge, as the keys are
-            return self._key_terms(key.index_select(0, src) + edge_key)
-        terms = self._key_terms(key)
-        return None if terms is None else terms.index_select(0, src)
-
-    def _key_terms(self, keys: Tensor) -> OptTensor:
-        r"""The source terms of :meth:`_source_terms` of keys
-        :math:`(*, H, C)`, :math:`(*, H)`, or :obj:`None` where none
-        remain."""
-        gamma = self.kernel.node_norm_coefficient
-        squared = 0.0
-        if self.magnitude and self.p == 2.0:
-            squared = gamma + 0.5
-        elif gamma != 0.0:
-            squared = gamma
-        lp = self.magnitude and self.p != 2.0
-        if squared == 0.0 and not lp:
-            return None
-        terms: OptTensor = None
-        if squared != 0.0:
-            terms = squared * (keys * keys).sum(-1)
-        if lp:
-            norm = 0.5 * lp_norm_squared(keys, self.p)
-            terms = norm if terms is None else terms + norm
-        return terms
-
-    def _aggregate(self, alpha: Tensor, value: Tensor, edge_key: OptTensor,
-                   src: Tensor, dst: Tensor, ptr: OptTensor,
-                   num_dst: int) -> Tensor:
-        r""":math:`\sum_j \alpha_{ij}(v_j + e_{ij})`, :math:`(N_t, H, C)`:
-        the values in edge chunks that keep only :math:`\alpha` for
-        backward (a plain scatter under :func:`torch.compile`)."""
-        if torch.compiler.is_compiling():
-            message = value.index_select(0, src)
-            if edge_key is not None:
-                message = message + edge_key
-            return scatter(alpha.unsqueeze(-1) * message, dst, 0, num_dst,
-                           reduce='sum')
-        out = attention_aggregate(alpha, value, torch.stack([src, dst]),
-                                  num_dst)
-        if edge_key is not None:
-            out = out + scatter(alpha.unsqueeze(-1) * edge_key, dst, 0,
-                                num_dst, reduce='sum')
-        return out
-
     def full_graph_summary(self, x: Union[Tensor, PairTensor],
                            chunk_size: int = 65536) -> ContextManager[None]:
         r"""Within the block, a stochastic kernel draws its spectral points
@@ -528,93 +464,7 @@ class IKTransformerConv(KernelAttention, TransformerConv):
                                       log_magnitude,
                                       torch.zeros_like(log_similarity), alpha)
 
-    def _project(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
-                 edge_attr: OptTensor,
-                 batch: Union[OptTensor, Tuple[Tensor, Tensor]]
-                 ) -> Tuple[Tensor, Tensor, Tensor, OptTensor, OptTensor,
-                            Tuple[Tensor, Tensor, OptTensor]]:
-        r"""Check the inputs; return the queries, keys and values
-        :math:`(N, H, C)`, the skip connection :math:`\mathbf{W}_1
-        \mathbf{x}_i` (without :obj:`root_weight`: :obj:`None`), the edge
-        keys :math:`(E, H, C)` (with :obj:`edge_dim`) and the edges'
-        sources, targets and target pointer.  The maps of one input are
-        one product (:func:`~ikgat.nn.projections.project_together`)."""
-        self._check_inputs(x_src, x_dst, edge_index, edge_attr, batch)
-        H, C = self.heads, self.out_channels
-        skip = [self.lin_skip] if self.root_weight else []
-        if x_src is x_dst:
-            query, key, value, *x_r = project_together(
-                x_src, [self.lin_query, self.lin_key, self.lin_value] + skip)
-        else:
-            query, *x_r = project_together(x_dst, [self.lin_query] + skip)
-            key, value = project_together(x_src,
-                                          [self.lin_key, self.lin_value])
-        src, dst, ptr, edge_attr = _edges(edge_index, edge_attr)
-        edge_key = None
-        if self.lin_edge is not None:
-            edge_key = self.lin_edge(edge_attr).view(-1, H, C)
-        return (query.view(-1, H, C), key.view(-1, H, C),
-                value.view(-1, H, C), x_r[0] if x_r else None, edge_key,
-                (src, dst, ptr))
-
-    def _check_inputs(self, x_src: Tensor, x_dst: Tensor, edge_index: Adj,
-                      edge_attr: OptTensor,
-                      batch: Union[OptTensor, Tuple[Tensor, Tensor]]
-                      ) -> None:
-        name = type(self).__name__
-        if torch.compiler.is_compiling():
-            # Only the device-side assertion that the indices are in range:
-            if x_dst is not None:
-                check_edge_index(name, edge_index, x_src.size(0),
-                                 x_dst.size(0))
-            return
-        src_channels, dst_channels = (
-            (self.in_channels, self.in_channels) if isinstance(
-                self.in_channels, int) else self.in_channels)
-        if x_dst is None:
-            raise ValueError(f"{name}: the target features of x=(x_src, "
-                             f"x_dst) are None; the queries need them")
-        check_node_features(name, 'x_src' if x_src is not x_dst else 'x',
-                            x_src, src_channels)
-        if x_dst is not x_src:
-            check_node_features(name, 'x_dst', x_dst, dst_channels)
-        check_edge_index(name, edge_index, x_src.size(0), x_dst.size(0))
-        check_edge_attr(name, edge_attr, self.edge_dim, edge_index)
-        if self.edge_dim is not None and edge_attr is None and not (
-                isinstance(edge_index, SparseTensor)
-                and edge_index.has_value()):
-            raise ValueError(f"{name}: the layer has edge_dim="
-                             f"{self.edge_dim} but no 'edge_attr' was given; "
-                             f"pass edge_attr of shape [num_edges, "
-                             f"{self.edge_dim}]")
-        batches = batch if isinstance(batch, (tuple, list)) else (batch,
-                                                                  batch)
-        for vector, rows, side in ((batches[0], x_src.size(0), 'batch'),
-                                   (batches[1], x_dst.size(0), 'batch')):
-            check_batch(name, side, vector, rows)
-
     def __repr__(self) -> str:
         return (f'{type(self).__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads}, '
                 f'kernel={type(self.kernel).__name__})')
-
-
-def _edges(edge_index: Adj, edge_attr: OptTensor
-           ) -> Tuple[Tensor, Tensor, OptTensor, OptTensor]:
-    r"""The sources, targets, target pointer (sparse inputs) and edge
-    features of an adjacency, in the order PyG's ``propagate`` uses
-    (features of shape :math:`(E,)` as :math:`(E, 1)`, as the input
-    check accepts them for ``edge_dim=1``)."""
-    if edge_attr is not None and edge_attr.dim() == 1:
-        edge_attr = edge_attr.view(-1, 1)
-    if isinstance(edge_index, SparseTensor):
-        dst, src, value = edge_index.coo()
-        if edge_attr is None:
-            edge_attr = value
-        return src, dst, edge_index.storage.rowptr(), edge_attr
-    if is_torch_sparse_tensor(edge_index):
-        (dst, src), _ = to_edge_index(edge_index)
-        return src, dst, None, edge_attr
-    if edge_index.dtype != torch.long:
-        edge_index = edge_index.long()
-    return edge_index[0], edge_index[1], None, edge_attr
