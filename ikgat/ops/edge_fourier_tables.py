@@ -143,7 +143,7 @@ def compiled_whole(rows: int, angles: int) -> bool:
 
 class NodeSide:
     r"""One side's (queries' or keys') features in a head group,
-    :attr:`table` :math:`(H_g, n, 2R)`, written into :obj:`table`
+    ``table`` :math:`(H_g, n, 2R)`, written into :obj:`table`
     (allocated if not given) row chunk by row chunk: by the compiled
     functions of :mod:`ikgat.ops.compiled_features` where they apply
     (:func:`fuses`; all rows in one call up to

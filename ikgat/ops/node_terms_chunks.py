@@ -4,8 +4,9 @@ docstring there has the formulas): the forward pass walks the nodes in
 chunks whose :math:`(H, mR, n)` angles hold :data:`CHUNK_ELEMENTS` floats,
 keeps only :math:`f` (:math:`N H T` floats), and the backward pass
 recomputes each chunk's cosines and sines.  The chunk kernels run eagerly
-or through :func:`torch.compile` (:class:`~ikgat.ops.compiled.
-CompiledOrEager`, falling back to eager where compiling fails).
+or through :func:`torch.compile`
+(:class:`~ikgat.ops.compiled.CompiledOrEager`, falling back to eager
+where compiling fails).
 """
 from typing import List, Optional, Tuple
 
