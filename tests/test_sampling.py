@@ -127,7 +127,7 @@ def test_summarising_layers_differ_on_subgraphs_and_warn(name, conv,
     with pytest.raises(RuntimeError, match='model.eval'):
         with first.full_graph_summary(data.x):
             pass
-    assert first.kernel.fixed_summary is None
+    assert first._full_summary is None
 
 
 @needs_sampler

@@ -1,4 +1,6 @@
 r"""The exponential (softmax) kernel of dot-product attention."""
+from typing import Optional
+
 from torch import Tensor
 
 from ikgat.kernels.base import (
@@ -7,6 +9,7 @@ from ikgat.kernels.base import (
     check_positive,
     scaled_anchor_dot,
 )
+from ikgat.kernels.draws import Draws
 
 
 class ExpKernel(Kernel):
@@ -28,17 +31,21 @@ class ExpKernel(Kernel):
         super().__init__(heads, channels, pairing=pairing)
         self.scale = check_positive(type(self).__name__, 'scale', scale)
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
         return (self.scale * (x * y).sum(-1)).exp()
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         return self.scale * (query * key).sum(-1)
 
-    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+    def pair_feature_map(self, query: Tensor, key: Tensor, *,
+                         draws: Optional[Draws] = None) -> PairFeatureMap:
         return PairFeatureMap(query, key, 'identity', self.scale, 0.0)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
         return self.scale * scaled_anchor_dot(x, anchor, is_source, slopes)
 
     def extra_repr(self) -> str:

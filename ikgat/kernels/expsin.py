@@ -1,5 +1,6 @@
 r"""The periodic (exp-sine-squared) kernel."""
 import math
+from typing import Optional
 
 from torch import Tensor
 
@@ -8,6 +9,7 @@ from ikgat.kernels.base import (
     check_positive,
     scaled_anchor_distance_sq,
 )
+from ikgat.kernels.draws import Draws
 
 
 class ExpSinKernel(Kernel):
@@ -39,16 +41,19 @@ class ExpSinKernel(Kernel):
         return -2.0 * (math.pi * distance / self.period).sin()**2 / (
             self.lengthscale**2)
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
         diff = x - y
         return self._log_from_distance_sq((diff * diff).sum(-1)).exp()
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         diff = query - key
         return self._log_from_distance_sq((diff * diff).sum(-1))
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
         return self._log_from_distance_sq(
             scaled_anchor_distance_sq(x, anchor, is_source, slopes))
 

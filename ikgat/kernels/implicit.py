@@ -1,5 +1,6 @@
 r"""IKAN: an implicit spectral density inferred variationally."""
 import math
+import warnings
 from typing import List, Optional, Tuple, Union
 
 import torch
@@ -16,6 +17,7 @@ from ikgat.kernels.base import (
     renamed_argument,
 )
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
+from ikgat.kernels.draws import Draws
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -85,15 +87,15 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     host synchronisation); :math:`\log\sigma` is clamped to
     :math:`[-10, 10]` (``LOG_STD_BOUND``), inactive in normal training, so
     that huge inputs give finite spectral points and a finite KL; and
-    :meth:`prepare` computes in the dtype of its inputs, which the layer
+    :meth:`draw` computes in the dtype of its inputs, which the layer
     makes float32 for a float16 or bfloat16 model.
 
     Sampled subgraphs: :math:`h_s` is the mean over the nodes a forward
     pass gets, so on a neighbour-sampled subgraph a seed's output depends
     on which other nodes were sampled (in training it is a batch statistic,
     as in batch normalisation).  For evaluation,
-    :meth:`ikgat.IKGATConv.full_graph_summary` sets :attr:`fixed_summary`
-    to the full graph's :math:`h_s`, and a subgraph holding every
+    :meth:`ikgat.IKGATConv.full_graph_summary` passes the full graph's
+    :math:`h_s` to :meth:`draw` (its :obj:`summary`), and a subgraph holding every
     in-neighbour then gives the full graph's outputs.
 
     Args:
@@ -174,19 +176,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         else:
             self.register_parameter('raw_correlation', None)
 
-        self._mean: Optional[Tensor] = None
-        self._log_std: Optional[Tensor] = None
-        #: The last forward pass's spectral points, (G, H, sets, R, D).
-        self._points: Optional[Tensor] = None
-        # Every draw of the last prepare(), S H heads:
-        self._drawn: Optional[Tensor] = None
-        self._batches: List[Optional[Tensor]] = [None, None]
-        #: :math:`h_s` of shape :math:`(1, H, 2C)` to use instead of the
-        #: summary of the nodes a forward pass gets (evaluation on sampled
-        #: subgraphs with the full graph's density); set and cleared by
-        #: the layers' ``full_graph_summary``
-        #: (:func:`ikgat.nn.conv.ikgat_conv.implicit_full_graph_summary`).
-        self.fixed_summary: Optional[Tensor] = None
+        #: The draws of the last :meth:`draw` (see
+        #: :attr:`Kernel.last_draws`).
+        self.last_draws: Optional[Draws] = None
+        # The summary set through the deprecated fixed_summary:
+        self._fixed_summary: Optional[Tensor] = None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -212,8 +206,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # The last forward's sample is part of an autograd graph: copies and
         # pickles of the module start without it.
         state = super().__getstate__()
-        state.update(_mean=None, _log_std=None, _points=None, _drawn=None,
-                     _batches=[None, None], fixed_summary=None)
+        state.update(last_draws=None, _fixed_summary=None)
         return state
 
     def correlation_cholesky(self) -> Tensor:
@@ -243,28 +236,35 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         return (scale * magnitude +
                 _linear(self.transform_out, hidden).squeeze(-1))
 
-    def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
-                batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
-                num_graphs: int, sample: bool,
-                generator: Optional[torch.Generator] = None,
-                num_draws: int = 1) -> None:
+    def draw(self, x_src: Tensor, x_dst: Optional[Tensor] = None,
+             batch_src: Optional[Tensor] = None,
+             batch_dst: Optional[Tensor] = None, num_graphs: int = 1,
+             sample: bool = False, num_draws: int = 1, *,
+             generator: Optional[torch.Generator] = None,
+             summary: Optional[Tensor] = None) -> Draws:
         r"""Infer :math:`q(\tilde z \mid h_s)` from the graph(s) and draw
-        the spectral points used by the following :meth:`log_similarity`
-        calls (:math:`\tilde z = \mu` unless :obj:`sample`).
+        the spectral points of one forward pass (:math:`\tilde z = \mu`
+        unless :obj:`sample`), returned for the ``draws=`` of the entry
+        points and kept as :attr:`last_draws`.
 
         With :obj:`num_draws` :math:`S > 1` (and :obj:`sample`), :math:`S`
         independent samples share one summary and are stacked along the
         heads, draw after draw (:math:`S H` heads), for
         :meth:`node_log_similarities` of projections repeated :math:`S`
         times along the heads; :meth:`spectral_points` returns the first
-        draw's."""
-        if self.fixed_summary is not None:
+        draw's (:meth:`Draws.select <ikgat.kernels.draws.Draws.select>`
+        picks one).  :obj:`summary`, :math:`(1, H, 2C)`, is the :math:`h_s`
+        of the full graph, used instead of the summary of the nodes given
+        (one graph only)."""
+        if summary is None:
+            summary = self._fixed_summary
+        if summary is not None:
             if num_graphs != 1:
                 raise ValueError(
                     f'{type(self).__name__}: a fixed graph summary serves '
                     f'one graph, not a batch of {num_graphs}; leave batch '
                     f'out inside full_graph_summary()')
-            summary = self.fixed_summary.to(x_src.dtype)
+            summary = summary.to(x_src.dtype)
         else:
             summary = graph_summary(x_src, x_dst, batch_src, batch_dst,
                                     num_graphs)
@@ -277,8 +277,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # summaries, where exp(log_std) overflowed to inf (and the KL too);
         # hardtanh is that clamp with a one-operation backward:
         log_std = F.hardtanh(log_std, -LOG_STD_BOUND, LOG_STD_BOUND)
-        self._mean, self._log_std = mean, log_std  # [G, H, D]
-        latent = mean
+        latent = mean  # mean, log_std: [G, H, D]
         if sample:
             # Drawn graph by graph and draw by draw, (G, [S,] H, D), so that a
             # graph gets the same numbers from the same seed whatever graphs
@@ -286,12 +285,12 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             # gets alone), and S draws at once the numbers of S draws one
             # after another; then laid out head-major, (H, [S,] G, D), so
             # that the copula's (L eps) over the heads is one matrix product:
-            draws = () if num_draws == 1 else (num_draws, )
+            draw_dims = () if num_draws == 1 else (num_draws, )
             # PyTorch's CPU sampler fills blocks of 16 numbers (and fewer
             # than 16 another way), so a graph's numbers are those it gets
             # alone only if each graph's share is a whole number of blocks;
             # otherwise each graph draws a padded row, cut back to its share.
-            shape = (num_graphs, *draws, self.heads, self.latent_dim)
+            shape = (num_graphs, *draw_dims, self.heads, self.latent_dim)
             share = num_draws * self.heads * self.latent_dim
             if share % 16 == 0:
                 noise = torch.randn(*shape, generator=generator,
@@ -301,7 +300,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                                     generator=generator, device=mean.device,
                                     dtype=mean.dtype)
                 noise = noise[:, :share].reshape(shape)
-            noise = (noise.permute(2, 1, 0, 3) if draws else
+            noise = (noise.permute(2, 1, 0, 3) if draw_dims else
                      noise.transpose(0, 1))
             if self.raw_correlation is not None:
                 noise = correlated_noise(self.raw_correlation.to(mean.dtype),
@@ -327,88 +326,125 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             self.transform_out.weight.view(-1).to(dtype),
             self.transform_out.bias.to(dtype),
             self.raw_transform_scale.to(dtype))
-        self._points = self._drawn = points
-        self._batches = [batch_dst, batch_src]
+        draws = Draws(points, points, (batch_dst, batch_src), mean, log_std,
+                      summary, self.heads)
+        self.last_draws = draws
+        return draws
+
+    def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
+                batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
+                num_graphs: int, sample: bool,
+                generator: Optional[torch.Generator] = None,
+                num_draws: int = 1) -> None:
+        r"""Deprecated: :meth:`draw`, whose draws the entry points then use
+        by default (:attr:`last_draws`); pass them as ``draws=`` instead."""
+        warnings.warn(f'{type(self).__name__}.prepare is deprecated; use '
+                      f'draws = kernel.draw(...) and pass draws= to the '
+                      f'similarities', DeprecationWarning, stacklevel=2)
+        self.draw(x_src, x_dst, batch_src, batch_dst, num_graphs, sample,
+                  num_draws, generator=generator)
 
     def select_draw(self, index: int) -> None:
-        r"""Use draw :obj:`index` alone (:math:`H` heads) of the
-        :obj:`num_draws` taken by the last :meth:`prepare`, for a layer that
-        evaluates the draws one after another: the same draws as :math:`S`
-        calls of :meth:`prepare`, taken per graph at once."""
-        if self._drawn is None:
-            raise RuntimeError('No spectral points yet: run a forward pass')
-        self._points = self._drawn[:, index * self.heads:
-                                   (index + 1) * self.heads]
+        r"""Deprecated: make draw :obj:`index` of :attr:`last_draws` the one
+        in use; pass ``draws=draws.select(index)`` instead
+        (:meth:`Draws.select <ikgat.kernels.draws.Draws.select>`)."""
+        warnings.warn(f'{type(self).__name__}.select_draw is deprecated; '
+                      f'pass draws=draws.select(index) to the similarities',
+                      DeprecationWarning, stacklevel=2)
+        self.last_draws = self._given_draws(None).select(index)
 
-    def spectral_points(self) -> List[Tensor]:
-        r"""The spectral point sets of the last forward pass, each of shape
-        :math:`(G, H, R, D)`."""
-        if self._points is None:
-            raise RuntimeError('No spectral points yet: run a forward pass')
-        return list(self._points[:, :self.heads].unbind(dim=2))
+    @property
+    def fixed_summary(self) -> Optional[Tensor]:
+        r"""Deprecated: the :math:`h_s` :math:`(1, H, 2C)` that :meth:`draw`
+        uses when given no :obj:`summary`; pass it as :obj:`summary`, or
+        use the layer's ``full_graph_summary``."""
+        warnings.warn(f'{type(self).__name__}.fixed_summary is deprecated; '
+                      f'pass summary= to draw(), or use the layer\'s '
+                      f'full_graph_summary', DeprecationWarning, stacklevel=2)
+        return self._fixed_summary
 
-    def spectral_points_per_graph(self) -> List[Tensor]:
-        return self.spectral_points()
+    @fixed_summary.setter
+    def fixed_summary(self, summary: Optional[Tensor]) -> None:
+        warnings.warn(f'{type(self).__name__}.fixed_summary is deprecated; '
+                      f'pass summary= to draw(), or use the layer\'s '
+                      f'full_graph_summary', DeprecationWarning, stacklevel=2)
+        self._fixed_summary = summary
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
-        points = [w[0] for w in self.spectral_points()]
+    def spectral_points(self, draws: Optional[Draws] = None) -> List[Tensor]:
+        r"""The spectral point sets of :obj:`draws` (default: of the last
+        forward pass, :attr:`last_draws`), each of shape
+        :math:`(G, H, R/2, D)`."""
+        return self._given_draws(draws).spectral_points()
+
+    def spectral_points_per_graph(self, draws: Optional[Draws] = None
+                                  ) -> List[Tensor]:
+        return self.spectral_points(draws)
+
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
+        points = [w[0] for w in self.spectral_points(draws)]
         return fourier_estimate(x, y, points)**2
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
-        return (self.similarity(query, key) + self.eps).log()
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
+        return (self.similarity(query, key, draws=draws) + self.eps).log()
 
     def edge_log_similarity(self, query: Tensor, key: Tensor, src: Tensor,
                             dst: Tensor,
-                            edge_key: Optional[Tensor] = None) -> Tensor:
-        if self._points is None:
-            raise RuntimeError('No spectral points yet: run a forward pass')
-        dst_batch, src_batch = self._batches
+                            edge_key: Optional[Tensor] = None, *,
+                            draws: Optional[Draws] = None) -> Tensor:
+        draws = self._given_draws(draws)
+        dst_batch, src_batch = draws.batches
         return edge_fourier_log_similarity(
-            query, key, self._points.transpose(1, 2), src, dst, self.eps,
+            query, key, draws.points.transpose(1, 2), src, dst, self.eps,
             edge_key, dst_batch, src_batch)
 
-    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
-        if self._drawn is None:
-            raise RuntimeError('No spectral points yet: run a forward pass')
-        if self._drawn.size(0) != 1:
+    def pair_feature_map(self, query: Tensor, key: Tensor, *,
+                         draws: Optional[Draws] = None) -> PairFeatureMap:
+        stacked = self._given_draws(draws).stacked
+        if stacked.size(0) != 1:
             raise ValueError(f"{type(self).__name__}: the pair feature map "
                              f"needs one sample of spectral points for all "
-                             f"nodes, not {self._drawn.size(0)} (one per "
+                             f"nodes, not {stacked.size(0)} (one per "
                              f"graph); use edge_log_similarity")
         # Every draw, S H heads, draw after draw: (m, S H, R, D).
-        points = self._drawn[0].transpose(0, 1)
+        points = stacked[0].transpose(0, 1)
         draws = points.size(1) // query.size(1)
         return fourier_pair_feature_map(query.repeat(1, draws, 1),
                                         key.repeat(1, draws, 1), points,
                                         self.eps)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
+        draws = self._given_draws(draws)
         return fourier_log_similarity(x, anchor, is_source, slopes,
-                                      self.spectral_points(), self.eps,
-                                      batch=self._batches[int(is_source)],
+                                      draws.spectral_points(), self.eps,
+                                      batch=draws.batches[int(is_source)],
                                       node_path=self.node_path)
 
     def node_log_similarities(self, x_dst: Tensor, x_src: Tensor,
                               anchor: Tensor, slopes: Tensor,
-                              reduced_source: bool
+                              reduced_source: bool, *,
+                              draws: Optional[Draws] = None
                               ) -> Tuple[Tensor, Tensor]:
         # No node norm to reduce (gamma = 0): one call, one set of anchor
         # features for both sides.
-        dst_batch, src_batch = self._batches
-        if self._points is None:
-            raise RuntimeError('No spectral points yet: run a forward pass')
+        draws = self._given_draws(draws)
+        dst_batch, src_batch = draws.batches
+        points = draws.points
         # Every draw's points (S H heads); one sample for all nodes goes
         # stacked, (m, H, R, D):
         sets: Union[Tensor, List[Tensor]] = (
-            self._points.squeeze(0).transpose(0, 1)
-            if self._points.size(0) == 1 else list(self._points.unbind(dim=2)))
+            points.squeeze(0).transpose(0, 1)
+            if points.size(0) == 1 else list(points.unbind(dim=2)))
         return fourier_log_similarities(x_dst, x_src, anchor, slopes, sets,
                                         self.eps, dst_batch, src_batch,
                                         node_path=self.node_path)
 
-    def kl_divergence(self) -> Tensor:
-        r"""The analytic KL of the last forward pass to the prior
+    def kl_divergence(self, draws: Optional[Draws] = None) -> Tensor:
+        r"""The analytic KL of :obj:`draws` (default: of the last forward
+        pass, :attr:`last_draws`; zero before the first) to the prior
         :math:`\mathcal{N}(0, \sigma_p^2 I)`.
 
         Per graph and latent coordinate the heads are jointly Gaussian,
@@ -420,9 +456,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             {\sigma_p^2} - H + 2H\log\sigma_p - 2\sum_h \log\sigma_h
             - 2\sum_h \log L_{hh}\right].
         """
-        if self._mean is None:
+        if draws is None:
+            draws = self.last_draws
+        if draws is None:
             return self.head_mean.new_zeros(())
-        mean, log_std = self._mean, self._log_std
+        mean, log_std = draws.mean, draws.log_std
         prior_var = self.prior_scale**2
         log_diag = self._correlation_cholesky(
             mean.dtype).diagonal().log().sum()

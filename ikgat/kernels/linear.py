@@ -1,9 +1,12 @@
 r"""A linear kernel on positive feature maps."""
+from typing import Optional
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ikgat.kernels.base import Kernel, split_anchor
+from ikgat.kernels.draws import Draws
 
 
 def _positive_features(x: Tensor) -> Tensor:
@@ -36,17 +39,20 @@ class LinearKernel(Kernel):
     """
     pairs_vectors = True
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
         return (_positive_features(x) * _positive_features(y)).sum(-1)
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         # log sum_c phi(q_c) phi(k_c), in log space (finite at any scale):
         return torch.logsumexp(
             _log_positive_features(query) + _log_positive_features(key),
             dim=-1)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
         own, other = split_anchor(anchor, is_source)
         log_own = _log_positive_features(slopes.view(-1, 1, 1) * own)
         log_other = _log_positive_features(slopes.view(-1, 1, 1) * other)

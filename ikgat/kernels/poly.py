@@ -1,10 +1,12 @@
 r"""The polynomial kernel of even degree."""
 import math
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_dot
+from ikgat.kernels.draws import Draws
 
 
 class PolynomialKernel(Kernel):
@@ -42,7 +44,8 @@ class PolynomialKernel(Kernel):
         self.offset = float(offset)
         self.eps = check_positive(owner, 'eps', eps)
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
         return ((x * y).sum(-1) + self.offset).pow(self.degree)
 
     def _log_from_dot(self, dot: Tensor) -> Tensor:
@@ -56,11 +59,13 @@ class PolynomialKernel(Kernel):
         return (log_power.clamp(min=log_eps)
                 + torch.log1p(torch.exp(-(log_power - log_eps).abs())))
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         return self._log_from_dot((query * key).sum(-1))
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
         return self._log_from_dot(
             scaled_anchor_dot(x, anchor, is_source, slopes))
 

@@ -1,4 +1,6 @@
 r"""The exact RBF kernel: GAT's own similarity."""
+from typing import Optional
+
 from torch import Tensor
 
 from ikgat.kernels.base import (
@@ -8,6 +10,7 @@ from ikgat.kernels.base import (
     scaled_anchor_distance_sq,
     scaled_anchor_dot,
 )
+from ikgat.kernels.draws import Draws
 
 
 class RBFKernel(Kernel):
@@ -50,27 +53,32 @@ class RBFKernel(Kernel):
         self.lengthscale = check_positive(type(self).__name__, 'lengthscale',
                                            lengthscale)
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
         diff = x - y
         return (-(diff * diff).sum(-1) / (2 * self.lengthscale**2)).exp()
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         diff = query - key
         return -(diff * diff).sum(-1) / (2 * self.lengthscale**2)
 
     def reduced_pair_log_similarity(self, query: Tensor,
-                                    key: Tensor) -> Tensor:
+                                    key: Tensor, *,
+                                    draws: Optional[Draws] = None) -> Tensor:
         # -|q - k|^2 / 2l^2 = q^T k / l^2 - (|q|^2 + |k|^2) / 2l^2: the
         # dot-product logit itself.
         return (query * key).sum(-1) / self.lengthscale**2
 
-    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+    def pair_feature_map(self, query: Tensor, key: Tensor, *,
+                         draws: Optional[Draws] = None) -> PairFeatureMap:
         # The reduced logit q^T k / l^2: the dot itself, identity link.
         return PairFeatureMap(query, key, 'identity', self.lengthscale**-2,
                               0.0)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
         distance_sq = scaled_anchor_distance_sq(x, anchor, is_source, slopes)
         return -distance_sq / (2 * self.lengthscale**2)
 
@@ -79,7 +87,8 @@ class RBFKernel(Kernel):
         return -0.5 / self.lengthscale**2
 
     def reduced_log_similarity(self, x: Tensor, anchor: Tensor,
-                               is_source: bool, slopes: Tensor) -> Tensor:
+                               is_source: bool, slopes: Tensor, *,
+                               draws: Optional[Draws] = None) -> Tensor:
         # -|v - c a|^2 / 2l^2 = (v^T (c a) - |c a|^2 / 2) / l^2 - |v|^2 / 2l^2,
         # where |c a|^2 = c^2 |a|^2 over both halves of a; the last term is
         # the node_norm_coefficient's and is left out here:

@@ -12,6 +12,7 @@ from ikgat.kernels.base import (
     check_positive,
     renamed_argument,
 )
+from ikgat.kernels.draws import Draws
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -89,8 +90,10 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
         (:math:`D` = :attr:`dimension`)."""
         return [getattr(self, name) for name in self.set_names]
 
-    def spectral_points_per_graph(self) -> List[Tensor]:
-        r"""The spectral point sets, each of shape :math:`(1, H, R, D)`."""
+    def spectral_points_per_graph(self, draws: Optional[Draws] = None
+                                  ) -> List[Tensor]:
+        r"""The spectral point sets, each of shape :math:`(1, H, R, D)`
+        (fixed or learned: :obj:`draws` is ignored)."""
         return [points.unsqueeze(0) for points in self.spectral_point_sets]
 
     def reset_parameters(self):
@@ -105,27 +108,32 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
         for points in self.spectral_point_sets:
             points.normal_(0.0, std, generator=generator)
 
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
         return fourier_estimate(x, y, self.spectral_point_sets)**2
 
-    def pair_log_similarity(self, query: Tensor, key: Tensor) -> Tensor:
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         return (self.similarity(query, key) + self.eps).log()
 
     def edge_log_similarity(self, query: Tensor, key: Tensor, src: Tensor,
                             dst: Tensor,
-                            edge_key: Optional[Tensor] = None) -> Tensor:
+                            edge_key: Optional[Tensor] = None, *,
+                            draws: Optional[Draws] = None) -> Tensor:
         points = torch.stack([points.to(query.dtype)
                               for points in self.spectral_point_sets])
         return edge_fourier_log_similarity(query, key, points.unsqueeze(0),
                                            src, dst, self.eps, edge_key)
 
-    def pair_feature_map(self, query: Tensor, key: Tensor) -> PairFeatureMap:
+    def pair_feature_map(self, query: Tensor, key: Tensor, *,
+                         draws: Optional[Draws] = None) -> PairFeatureMap:
         points = torch.stack([points.to(query.dtype)
                               for points in self.spectral_point_sets])
         return fourier_pair_feature_map(query, key, points, self.eps)
 
     def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor) -> Tensor:
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
         # The spectral points follow the dtype of x: the layer evaluates
         # the node terms in float32 for a float16 or bfloat16 model.
         sets = [points.to(x.dtype) for points in self.spectral_point_sets]
@@ -134,7 +142,8 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
 
     def node_log_similarities(self, x_dst: Tensor, x_src: Tensor,
                               anchor: Tensor, slopes: Tensor,
-                              reduced_source: bool
+                              reduced_source: bool, *,
+                              draws: Optional[Draws] = None
                               ) -> Tuple[Tensor, Tensor]:
         # No node norm to reduce (gamma = 0): one call, one set of anchor
         # features for both sides.

@@ -24,7 +24,9 @@ def build(name, dtype=torch.double):
     kernel = conv.kernel.to(dtype)
     if kernel.stochastic:
         nodes = torch.randn(5, H, C, dtype=dtype)
-        kernel.prepare(nodes, nodes, None, None, 1, sample=False)
+        # Kept as kernel.last_draws, where the entry points evaluate
+        # without draws=:
+        kernel.draw(nodes, nodes)
     return kernel
 
 
@@ -112,10 +114,10 @@ def test_kernel_contract(name):
 class ToyKernel(Kernel):
     r"""A throwaway kernel, :math:`\mathrm{sim}(x, y) = \sigma(x^\top y)`,
     defined in this test only."""
-    def similarity(self, x, y):
+    def similarity(self, x, y, *, draws=None):
         return torch.sigmoid((x * y).sum(-1))
 
-    def log_similarity(self, x, anchor, side, slopes):
+    def log_similarity(self, x, anchor, side, slopes, *, draws=None):
         return torch.nn.functional.logsigmoid(
             scaled_anchor_dot(x, anchor, side, slopes))
 

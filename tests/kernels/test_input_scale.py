@@ -43,9 +43,9 @@ def check_anchor_pairing(name, exponent, seed):
     anchor = (10.0**exponent * torch.randn(H, 2 * C)).requires_grad_()
     slopes = torch.tensor([1.0, 0.2])
     for reduced in (False, True):
-        kernel.prepare(sources, targets, None, None, 1, sample=True)
+        draws = kernel.draw(sources, targets, sample=True)
         dst, src = kernel.node_log_similarities(targets, sources, anchor,
-                                                slopes, reduced)
+                                                slopes, reduced, draws=draws)
         assert finite(dst, src), f'{name}: non-finite at 10^{exponent}'
         grads = torch.autograd.grad((dst.sum() + src.sum()) * 1e-6,
                                     [targets, sources, anchor],
@@ -58,11 +58,10 @@ def check_vector_pairing(name, exponent, seed):
     kernel = IKTransformerConv(4, C, heads=H, kernel=name,
                                num_spectral_points=R).kernel.train()
     query, key = inputs(exponent, seed)
-    if kernel.stochastic:
-        kernel.prepare(key, query, None, None, 1, sample=True)
+    draws = kernel.draw(key, query, sample=True)  # None unless stochastic
     src = torch.tensor([0, 1, 2, 3, 4, 5, 5, 0])
     dst = torch.tensor([0, 0, 1, 2, 3, 4, 5, 5])
-    logit = kernel.edge_log_similarity(query, key, src, dst)
+    logit = kernel.edge_log_similarity(query, key, src, dst, draws=draws)
     assert logit.shape == (src.numel(), H)
     assert finite(logit), f'{name}: non-finite at 10^{exponent}'
     grads = torch.autograd.grad(logit.sum() * 1e-6, [query, key])

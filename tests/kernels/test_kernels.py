@@ -23,7 +23,7 @@ def make(name, dtype=torch.float, **kwargs):
     kernel = resolve_kernel(name, H, C, 16, kwargs or None).to(dtype)
     if kernel.stochastic:
         nodes = torch.randn(5, H, C, dtype=dtype)
-        kernel.prepare(nodes, nodes, None, None, 1, sample=False)
+        kernel.draw(nodes, nodes)  # kept as kernel.last_draws
     return kernel
 
 

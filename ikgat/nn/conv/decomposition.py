@@ -19,6 +19,7 @@ from torch_geometric.utils import (
     to_edge_index,
 )
 
+from ikgat.kernels.draws import Draws
 from ikgat.nn.conv.gat_base import without_autocast
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.edge_softmax import edge_logit
@@ -78,10 +79,11 @@ def attention_decomposition(
     src, dst = edge_index[0], edge_index[1]
     dst_rows = dst if x_dst is not None else torch.zeros_like(dst)
     with without_autocast(x_src.device):
-        conv._prepare_kernel(x_src, x_dst, batch, sample=False,
-                             batch_size=batch_size)
-        terms = node_terms(conv, x_src, x_dst)
-        score_src, score_dst = conv._node_scores(x_src, x_dst)
+        draws = conv._prepare_kernel(x_src, x_dst, batch, sample=False,
+                                     batch_size=batch_size)
+        terms = node_terms(conv, x_src, x_dst, draws)
+        score_src, score_dst = conv._node_scores(x_src, x_dst,
+                                                 kernel_draws=draws)
         edge_gate = conv._edge_gate(edge_attr)
     if edge_gate is not None:
         edge_gate = edge_gate.to(terms.gat_logit_src.dtype)
@@ -113,15 +115,17 @@ def attention_decomposition(
                                   log_magnitude, edge_term, alpha)
 
 
-def node_terms(conv: torch.nn.Module, x_src: Tensor,
-               x_dst: OptTensor) -> NodeTerms:
+def node_terms(conv: torch.nn.Module, x_src: Tensor, x_dst: OptTensor,
+               draws: Optional[Draws] = None) -> NodeTerms:
     r"""The reported terms of :func:`attention_decomposition`, each as
-    its formula defines it."""
+    its formula defines it (at the :obj:`draws` of a stochastic kernel)."""
     H = conv.heads
     x_src, q, anchor, slopes = conv._accumulation_inputs(x_src, x_dst)
     C = conv.out_channels
-    log_sim_src = conv.kernel.log_similarity(x_src, anchor, True, slopes)
-    log_sim_dst = conv.kernel.log_similarity(q, anchor, False, slopes)
+    log_sim_src = conv.kernel.log_similarity(x_src, anchor, True, slopes,
+                                             draws=draws)
+    log_sim_dst = conv.kernel.log_similarity(q, anchor, False, slopes,
+                                             draws=draws)
     gat_logit_src = (x_src * anchor[:, C:]).sum(-1)
     gat_logit_dst = (q * anchor[:, :C]).sum(-1)
     if conv.magnitude:

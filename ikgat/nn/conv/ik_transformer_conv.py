@@ -23,6 +23,7 @@ import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.node_tables as node_tables
 import ikgat.ops.transformer_attention as transformer_attention
 from ikgat.kernels import Kernel
+from ikgat.kernels.draws import Draws
 from ikgat.nn.conv.decomposition import AttentionDecomposition
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
 from ikgat.nn.conv.kernel_attention import (
@@ -321,10 +322,10 @@ class IKTransformerConv(KernelAttention, TransformerInputs,
         query, key = query * scale, key * scale
         heads, num_src, num_dst = self.heads, key.size(0), query.size(0)
         draws = self._draws()
-        self._prepare_kernel(key, query, None,
-                             sample=self.training or draws > 1,
-                             num_draws=draws, num_graphs=1)
-        tables = self.kernel.pair_feature_map(query, key)
+        kernel_draws = self._prepare_kernel(
+            key, query, None, sample=self.training or draws > 1,
+            num_draws=draws, num_graphs=1)
+        tables = self.kernel.pair_feature_map(query, key, draws=kernel_draws)
         if tables.points is not None and node_tables.uses_tables(query):
             # Per-node feature tables for the gathered-table kernels
             # (ikgat.ops.node_tables: faster on a GPU than the points).
@@ -364,19 +365,19 @@ class IKTransformerConv(KernelAttention, TransformerInputs,
         if edge_key is not None:
             edge_key = edge_key.to(dtype) * scale
         draws = self._draws()
-        self._prepare_kernel(key, query, batch,
-                             sample=self.training or draws > 1,
-                             num_draws=draws, num_graphs=num_graphs)
+        kernel_draws = self._prepare_kernel(
+            key, query, batch, sample=self.training or draws > 1,
+            num_draws=draws, num_graphs=num_graphs)
         source_terms = self._source_terms(key, edge_key, src)
 
-        def attention() -> Tensor:  # of the kernel's current draw
+        def attention(one: Optional[Draws]) -> Tensor:  # of one draw
             logit = self.kernel.edge_log_similarity(query, key, src, dst,
-                                                    edge_key)
+                                                    edge_key, draws=one)
             if source_terms is not None:
                 logit = logit + source_terms
             return softmax(logit, dst, ptr, num_nodes=query.size(0))
 
-        return self._mean_over_draws(draws, attention)
+        return self._mean_over_draws(kernel_draws, attention)
 
     def full_graph_summary(self, x: Union[Tensor, PairTensor],
                            chunk_size: int = 65536) -> ContextManager[None]:
@@ -449,10 +450,11 @@ class IKTransformerConv(KernelAttention, TransformerInputs,
                 # Each graph's own points, at the density's mean (the
                 # random-feature kernels have gamma = 0: the reduced
                 # log-similarity is the log-similarity):
-                self._prepare_kernel(key, query, batch, sample=False,
-                                     num_graphs=num_graphs)
                 log_similarity = kernel.edge_log_similarity(
-                    query, key, src, dst, edge_key)
+                    query, key, src, dst, edge_key,
+                    draws=self._prepare_kernel(key, query, batch,
+                                               sample=False,
+                                               num_graphs=num_graphs))
             else:
                 log_similarity = kernel.pair_log_similarity(queries, keys)
             if self.magnitude:

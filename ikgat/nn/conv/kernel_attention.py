@@ -42,6 +42,7 @@ from torch_geometric.typing import OptPairTensor, OptTensor
 
 from ikgat.kernels import Kernel, resolve_kernel
 from ikgat.kernels.base import check_num_spectral_points, check_positive
+from ikgat.kernels.draws import Draws
 from ikgat.kernels.implicit import finite_mean, finite_sums
 from ikgat.nn.conv.checks import count_graphs
 from ikgat.nn.conv.own_templates import OwnTemplates
@@ -299,18 +300,28 @@ class KernelAttention(LeanPathSwitches, AttentionLayer):
         return count_graphs(type(self).__name__, batch_src, batch_dst,
                             batch_size)
 
+    #: The full graph's summary :math:`h_s` while
+    #: :meth:`~AttentionLayer.full_graph_summary` is active
+    #: (:func:`implicit_full_graph_summary`), which the kernel's draws
+    #: then come from; :obj:`None` otherwise.
+    _full_summary: OptTensor = None
+
     def _prepare_kernel(self, x_src: Tensor, x_dst: OptTensor,
                         batch: Batch, sample: bool,
                         batch_size: Optional[int] = None,
                         num_draws: int = 1,
-                        num_graphs: Optional[int] = None) -> None:
-        r"""Let a stochastic kernel take its :obj:`num_draws` draws of
-        spectral points from the sources :obj:`x_src` (keys) and targets
-        :obj:`x_dst` (queries), graph by graph (a graph's draws do not
-        depend on the other graphs of a batch); :obj:`sample`
-        :obj:`False` takes the density's mean."""
+                        num_graphs: Optional[int] = None
+                        ) -> Optional[Draws]:
+        r"""The :obj:`num_draws` draws of spectral points of a stochastic
+        kernel for this step (:meth:`~ikgat.kernels.Kernel.draw`), from the
+        sources :obj:`x_src` (keys) and targets :obj:`x_dst` (queries),
+        graph by graph (a graph's draws do not depend on the other graphs
+        of a batch), or from the full graph's summary inside
+        :meth:`~AttentionLayer.full_graph_summary`; :obj:`sample`
+        :obj:`False` takes the density's mean.  :obj:`None` for the other
+        kernels.  The layer passes them as ``draws=`` to the kernel."""
         if not self.kernel.stochastic:
-            return
+            return None
         if num_graphs is None:
             num_graphs = self._num_graphs(batch, batch_size)
         if x_dst is None and num_graphs > 1:
@@ -319,26 +330,26 @@ class KernelAttention(LeanPathSwitches, AttentionLayer):
                 f"target features; pass x=(x_src, x_dst) with x_dst given, "
                 f"or no batch")
         batch_src, batch_dst = _sides(batch)
-        if num_draws == 1:
-            self.kernel.prepare(x_src, x_dst, batch_src, batch_dst,
-                                num_graphs, sample)
-        else:
-            self.kernel.prepare(x_src, x_dst, batch_src, batch_dst,
-                                num_graphs, sample, num_draws=num_draws)
+        return self.kernel.draw(x_src, x_dst, batch_src, batch_dst,
+                                num_graphs, sample, num_draws,
+                                summary=self._full_summary)
 
-    def _mean_over_draws(self, draws: int,
-                         attention: Callable[[], Tensor]) -> Tensor:
-        r"""The mean of :obj:`attention` over the kernel's prepared draws,
-        each selected in turn (the output is linear in the weights, so the
-        mean weights give the mean output)."""
+    @staticmethod
+    def _mean_over_draws(draws: Optional[Draws],
+                         attention: Callable[[Optional[Draws]], Tensor]
+                         ) -> Tensor:
+        r"""The mean of :obj:`attention` over the :obj:`draws` of
+        :meth:`_prepare_kernel`, each passed alone in turn (the output is
+        linear in the weights, so the mean weights give the mean
+        output)."""
+        count = 1 if draws is None else draws.num_draws
         total: OptTensor = None
-        for draw in range(draws):
-            if draws > 1:
-                self.kernel.select_draw(draw)
-            weights = attention()
+        for index in range(count):
+            weights = attention(draws if count == 1 else
+                                draws.select(index))
             total = weights if total is None else total + weights
         assert total is not None
-        return total / draws if draws > 1 else total
+        return total / count if count > 1 else total
 
     @staticmethod
     def _mean_of_stacked_draws(values: Tensor, draws: int) -> Tensor:
@@ -397,8 +408,8 @@ def implicit_full_graph_summary(layer: torch.nn.Module,
     stochastic (:class:`~ikgat.IKGATConv`, :class:`~ikgat.IKTransformerConv`
     and their MIKAN forms).  Within the block the kernel draws its spectral
     points from the summary of the graph whose node features are :obj:`x`
-    (the full graph) instead of the nodes each forward pass gets: its
-    :attr:`~ikgat.kernels.implicit.ImplicitSpectralKernel.fixed_summary` is
+    (the full graph) instead of the nodes each forward pass gets: the layer
+    passes to :meth:`~ikgat.kernels.Kernel.draw` the :obj:`summary`
 
     .. math::
         h_s = \Big[\frac{1}{N_t} \sum_{i} q_i \,\Big\|\,
@@ -440,11 +451,11 @@ def implicit_full_graph_summary(layer: torch.nn.Module,
             mean_q = mean_k
         else:
             mean_q = mean(queries, x_dst)
-    layer.kernel.fixed_summary = torch.cat([mean_q, mean_k], dim=-1)
+    layer._full_summary = torch.cat([mean_q, mean_k], dim=-1)
     try:
         yield
     finally:
-        layer.kernel.fixed_summary = None
+        layer._full_summary = None
 
 
 def implicit_sampling_caveat(layer: torch.nn.Module) -> Optional[str]:

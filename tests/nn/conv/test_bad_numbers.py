@@ -118,7 +118,7 @@ def test_the_log_std_bound_is_inactive_in_the_normal_regime(name):
             layer)
         loss.backward()
         optimizer.step()
-    assert layer.kernel._log_std.abs().max() < LOG_STD_BOUND / 2
+    assert layer.kernel.last_draws.log_std.abs().max() < LOG_STD_BOUND / 2
 
 
 # ---------------------------------------- float16, bfloat16 and autocast

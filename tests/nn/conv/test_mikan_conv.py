@@ -30,7 +30,8 @@ def test_kl_equals_torch_distributions():
     batch = torch.tensor([0] * 8 + [1] * 12)
     conv(x.double(), edge_index, batch=batch)
     kernel = conv.kernel
-    mean, std = kernel._mean, kernel._log_std.exp()  # [G, H, D]
+    draws = kernel.last_draws
+    mean, std = draws.mean, draws.log_std.exp()  # [G, H, D]
     cholesky = kernel.correlation_cholesky()
     heads = conv.heads
     prior = MultivariateNormal(
