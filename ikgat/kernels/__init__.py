@@ -3,6 +3,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from ikgat.kernels.base import PAIRINGS, Kernel
 from ikgat.kernels.direct import DirectSpectralKernel
+from ikgat.kernels.draws import Draws
 from ikgat.kernels.exp import ExpKernel
 from ikgat.kernels.expsin import ExpSinKernel
 from ikgat.kernels.implicit import ImplicitSpectralKernel
@@ -115,6 +116,7 @@ __all__ = [
     'LinearKernel',
     'PolynomialKernel',
     'ExpKernel',
+    'Draws',
     'KERNELS',
     'resolve_kernel',
     'vector_kernels',
