@@ -74,6 +74,8 @@ class AttentionTermsRecorder:
         self.every = every
         self.callback = callback
         self.names = [name for name, _ in attention_layers(model, layer)]
+        #: The record, JSON-friendly: ``epoch``, ``val_acc``, ``val_loss``
+        #: (lists) and ``layers``, ``name -> statistic -> list``.
         self.log: Dict[str, Any] = dict(
             epoch=[], val_acc=[], val_loss=[], layers={
                 name or type(model).__name__: {key: []
