@@ -4,11 +4,8 @@ from typing import Optional
 
 from torch import Tensor
 
-from ikgat.kernels.base import (
-    Kernel,
-    check_positive,
-    scaled_anchor_distance_sq,
-)
+from ikgat.kernels.anchor import scaled_anchor_distance_sq
+from ikgat.kernels.base import Kernel, check_positive
 from ikgat.kernels.draws import Draws
 
 

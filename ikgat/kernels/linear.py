@@ -5,7 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ikgat.kernels.base import Kernel, split_anchor
+from ikgat.kernels.anchor import split_anchor
+from ikgat.kernels.base import Kernel
 from ikgat.kernels.draws import Draws
 
 

@@ -5,7 +5,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from ikgat.kernels.base import Kernel, check_positive, scaled_anchor_dot
+from ikgat.kernels.anchor import scaled_anchor_dot
+from ikgat.kernels.base import Kernel, check_positive
 from ikgat.kernels.draws import Draws
 
 

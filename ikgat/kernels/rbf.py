@@ -3,13 +3,8 @@ from typing import Optional
 
 from torch import Tensor
 
-from ikgat.kernels.base import (
-    Kernel,
-    PairFeatureMap,
-    check_positive,
-    scaled_anchor_distance_sq,
-    scaled_anchor_dot,
-)
+from ikgat.kernels.anchor import scaled_anchor_distance_sq, scaled_anchor_dot
+from ikgat.kernels.base import Kernel, PairFeatureMap, check_positive
 from ikgat.kernels.draws import Draws
 
 

@@ -9,7 +9,7 @@ import torch
 
 from ikgat import IKGATConv
 from ikgat.kernels import KERNELS, Kernel
-from ikgat.kernels.base import pad_node_vectors, scaled_anchor_dot
+from ikgat.kernels.anchor import pad_node_vectors, scaled_anchor_dot
 from ikgat.reference import edge_wise_attention
 from tests.helpers import random_graph
 

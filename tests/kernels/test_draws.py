@@ -8,7 +8,8 @@ import torch
 
 from ikgat import IKGATConv, IKTransformerConv
 from ikgat.kernels import ImplicitSpectralKernel, Kernel, RBFKernel
-from ikgat.kernels.base import ENTRY_POINTS, scaled_anchor_dot
+from ikgat.kernels.anchor import scaled_anchor_dot
+from ikgat.kernels.base import ENTRY_POINTS
 from ikgat.kernels.draws import Draws
 from ikgat.ops.runtime import triton_usable
 from tests.helpers import random_graph

@@ -9,7 +9,7 @@ from ikgat.kernels import (
     RBFKernel,
     resolve_kernel,
 )
-from ikgat.kernels.base import pad_node_vectors
+from ikgat.kernels.anchor import pad_node_vectors
 from tests.helpers import reference_log_similarity, reference_similarity
 
 H, C = 3, 4
