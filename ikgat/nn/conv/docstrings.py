@@ -10,7 +10,7 @@ the docstrings' LaTeX are left alone, and a misspelt name is an error
 when the module is imported.
 """
 import re
-from typing import Dict, Type, TypeVar
+from typing import Dict
 
 #: GATConv's constructor arguments, as :class:`~ikgat.IKGATConv`,
 #: :class:`~ikgat.MIKANConv` and :class:`~ikgat.KEPGATConv` take them (the
@@ -69,10 +69,8 @@ FRAGMENTS: Dict[str, str] = {
 _PLACEHOLDER = re.compile(r'^(?P<indent>[ \t]*)\{(?P<name>\w+)\}[ \t]*$',
                           re.MULTILINE)
 
-T = TypeVar('T', bound=Type)
 
-
-def shared_docstring(cls: T) -> T:
+def shared_docstring(cls: type) -> type:
     r"""Class decorator: replace each line ``{name}`` of the docstring of
     :obj:`cls` by the fragment :obj:`FRAGMENTS[name]`, every line of it
     indented as the placeholder is.  A docstring stripped by ``python -OO``

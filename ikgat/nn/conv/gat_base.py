@@ -384,9 +384,9 @@ class GATConvBase(AttentionLayer, MessagePassing):
 def takes_gat_conv_parameters(init: Callable) -> Callable:
     r"""Decorator of a subclass's constructor written
     ``__init__(self, *args, <its own keyword-only parameters>, **kwargs)``
-    that passes ``*args`` and the remaining ``**kwargs`` on to
-    :meth:`GATConvBase.__init__` unchanged: its signature (what
-    :func:`inspect.signature` and the docs show) becomes GATConv's
+    that passes ``*args`` and the remaining ``**kwargs`` on to the
+    constructor of :class:`GATConvBase` unchanged: its signature (what
+    ``inspect.signature`` and the docs show) becomes GATConv's
     parameters followed by its own, so that GATConv's are written once."""
     given = inspect.signature(init)
     own = list(given.parameters.values())

@@ -18,9 +18,9 @@ from ikgat.ops.dtypes import accumulation_dtype
 class KEPPosterior:
     r"""Mixin of :class:`~ikgat.KEPGATConv` (before its
     :class:`~ikgat.nn.conv.gat_base.GATConvBase`): the parameters of rank
-    :math:`s = C` per head (:attr:`log_singular_values`,
-    :attr:`inducing_mean`, :attr:`inducing_scale_offdiag`,
-    :attr:`inducing_log_scale_diag`), and what is read from them."""
+    :math:`s = C` per head (:obj:`log_singular_values`,
+    :obj:`inducing_mean`, :obj:`inducing_scale_offdiag`,
+    :obj:`inducing_log_scale_diag`), and what is read from them."""
 
     def _init_posterior(self, num_samples: int, init_scale: float) -> None:
         r"""Check and set :obj:`num_samples` and :obj:`init_scale`, and
