@@ -360,9 +360,9 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
     @property
     def fixed_summary(self) -> Optional[Tensor]:
-        r"""Deprecated: the :math:`h_s` :math:`(1, H, 2C)` that :meth:`draw`
-        uses when given no :obj:`summary`; pass it as :obj:`summary`, or
-        use the layer's ``full_graph_summary``."""
+        r"""The :math:`h_s` :math:`(1, H, 2C)` that :meth:`draw` uses when
+        given no :obj:`summary` (deprecated: pass it as :obj:`summary`, or
+        use the layer's ``full_graph_summary``)."""
         warnings.warn(f'{type(self).__name__}.fixed_summary is deprecated; '
                       f'pass summary= to draw(), or use the layer\'s '
                       f'full_graph_summary', DeprecationWarning, stacklevel=2)

@@ -209,6 +209,12 @@ def test_the_check_fails_a_compile_error_and_a_spill_and_passes_ours(
     assert verdict(forward) is None
     assert forward['spill'] == 0
     assert forward['registers'] <= runtime.MAX_REGISTERS
+    # The SASS shape the cost model's issue term reads: the per-target edge
+    # loop is one loop, inside the kernel's instructions.
+    assert forward['instructions'] > 0
+    assert len(forward['loops']) == 1
+    first, last = forward['loops'][0]
+    assert 0 < first < last < forward['instructions']
 
 
 def test_verdict_and_occupancy():
