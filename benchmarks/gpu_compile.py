@@ -661,7 +661,46 @@ def compile_launch(launch: dict, cc: int) -> dict:
     return dict(result, registers=int(registers.group(1)),
                 spill=max((int(a) + int(b) for a, b in spills), default=0),
                 shared=int(compiled.metadata.shared),
-                warps=int(compiled.metadata.num_warps))
+                warps=int(compiled.metadata.num_warps),
+                **sass_profile(compiled.asm['cubin']))
+
+
+def sass_profile(cubin: bytes) -> dict:
+    r"""The machine code's shape, for the cost model's issue term
+    (:mod:`benchmarks.gpu_model`): ``instructions``, the SASS instructions
+    of the kernel (each issued once per warp where it runs), and ``loops``,
+    the ``[first, last]`` instruction indices of each loop (a backward
+    branch), outermost first; from the ``nvdisasm`` that Triton bundles.
+    Empty where it is missing."""
+    import tempfile
+
+    import triton
+    nvdisasm = osp.join(osp.dirname(triton.__file__), 'backends', 'nvidia',
+                        'bin', 'nvdisasm')
+    if not osp.exists(nvdisasm):
+        return {}
+    with tempfile.NamedTemporaryFile(suffix='.cubin') as file:
+        file.write(cubin)
+        file.flush()
+        sass = subprocess.run([nvdisasm, '-c', file.name], check=True,
+                              capture_output=True, text=True).stdout
+    labels, instructions = {}, []
+    for line in sass.splitlines():
+        label = re.match(r'\s*\.(L_x_\d+):', line)
+        if label:
+            labels[label.group(1)] = len(instructions)
+            continue
+        instruction = re.search(r'/\*[0-9a-f]{4,}\*/\s+(.*?);', line)
+        if instruction:
+            instructions.append(instruction.group(1))
+    loops = []
+    for index, text in enumerate(instructions):
+        branch = re.search(r'BRA.*\.(L_x_\d+)', text)
+        # (not the branch to itself that ends a kernel)
+        if branch and labels.get(branch.group(1), index) < index:
+            loops.append([labels[branch.group(1)], index])
+    loops.sort(key=lambda span: (span[0], -span[1]))
+    return dict(instructions=len(instructions), loops=loops)
 
 
 def _compile_one(job):

@@ -218,3 +218,37 @@ def test_transformer_random_feature_kernels_follow_the_layers_cuda_path():
     # Narrower tables gather fewer bytes: the step shrinks with R.
     assert gpu_model.transformer_layer(ARXIV, 'direct', points=32).total \
         < with_tables.total
+
+
+def test_program_instructions_count_each_loop_by_its_trips():
+    # 100 instructions; the main loop is 10..59 (50), with two loops inside
+    # it, 20..29 and 40..44 (15: an unrolled loop and its remainder, one
+    # iteration of 5), one nested deeper (21..22, inside the first: part of
+    # it), and a loop after it, 70..79, counted once.
+    build = dict(instructions=100, loops=[[10, 59], [20, 29], [21, 22],
+                                          [40, 44], [70, 79]])
+    outside = 100 - 50
+    assert gpu_model.program_instructions(build, 1.0, 1.0) == 100 - 10
+    assert gpu_model.program_instructions(build, 3.0, 1.0) == (
+        outside + 3 * (35 + 5))
+    assert gpu_model.program_instructions(build, 3.0, 8.0) == (
+        outside + 3 * (35 + 8 * 5))
+    assert gpu_model.program_instructions(dict(instructions=7), 5.0,
+                                          2.0) == 7
+    assert gpu_model.program_instructions(dict(registers=40), 5.0,
+                                          2.0) is None
+
+
+def test_the_issue_term_is_the_warp_instructions_at_the_issue_rate():
+    cost = KernelCost('forward_kernel', 'test', (1000, ), {}, bytes=0,
+                      flops=0, transcendentals=0, round_trips=0, warps=4,
+                      loop_trips=(2.5, 1.0))
+    row = _row('forward_kernel', {}, 64)
+    row['builds']['3.9.0 sm_90'].update(instructions=300,
+                                        loops=[[100, 199]])
+    predict(cost, [row], H100)
+    assert cost.warp_instructions == pytest.approx(
+        4 * 1000 * (200 + 2.5 * 100))
+    assert cost.times['issue'] == pytest.approx(
+        cost.warp_instructions / (4 * H100.sms * H100.clock))
+    assert cost.bound == 'issue'
