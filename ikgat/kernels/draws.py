@@ -18,10 +18,10 @@ Example:
     >>> nodes = torch.randn(5, 2, 3)
     >>> draws = kernel.draw(nodes, nodes, num_draws=3, sample=True)
     >>> draws.num_draws, tuple(draws.points.shape)  # (G, S H, sets, R, D)
-    (3, (1, 6, 2, 2, 6))
+    (3, (1, 6, 2, 4, 6))
     >>> second = draws.select(1)  # a new object; draws is unchanged
     >>> tuple(second.points.shape), draws.num_draws
-    ((1, 2, 2, 2, 6), 3)
+    ((1, 2, 2, 4, 6), 3)
 """
 from typing import List, NamedTuple, Optional, Tuple
 
@@ -32,11 +32,11 @@ class Draws(NamedTuple):
     r"""The spectral points of one forward pass of a stochastic kernel, per
     graph and draw, with what they were drawn from.  Immutable: selecting a
     draw (:meth:`select`) returns a new object."""
-    #: The points in use, :math:`(G, H', \text{sets}, R/2, D)`: every draw
+    #: The points in use, :math:`(G, H', \text{sets}, R, D)`: every draw
     #: stacked along the heads (:math:`H' = S H`, draw after draw), or one
     #: draw (:math:`H' = H`) after :meth:`select`.
     points: Tensor
-    #: Every draw, :math:`(G, S H, \text{sets}, R/2, D)`, whichever draw
+    #: Every draw, :math:`(G, S H, \text{sets}, R, D)`, whichever draw
     #: :meth:`select` picked (the pair feature map takes them all).
     stacked: Tensor
     #: The graph index of the target and of the source nodes (or
@@ -74,7 +74,7 @@ class Draws(NamedTuple):
 
     def spectral_points(self) -> List[Tensor]:
         r"""The point sets of the draw in use (the first if every draw is),
-        each :math:`(G, H, R/2, D)`."""
+        each :math:`(G, H, R, D)`."""
         return list(self.points[:, :self.heads].unbind(dim=2))
 
 

@@ -378,7 +378,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     def spectral_points(self, draws: Optional[Draws] = None) -> List[Tensor]:
         r"""The spectral point sets of :obj:`draws` (default: of the last
         forward pass, :attr:`last_draws`), each of shape
-        :math:`(G, H, R/2, D)`."""
+        :math:`(G, H, R, D)`."""
         return self._given_draws(draws).spectral_points()
 
     def spectral_points_per_graph(self, draws: Optional[Draws] = None

@@ -116,6 +116,9 @@ def _bind(namespace: Dict[str, Any], triton, tl, bound: set) -> None:
     for name, value in list(namespace.items()):
         if isinstance(value, TritonConstant):
             namespace[name] = tl.constexpr(value.value)
+        elif getattr(getattr(value, 'fn', None), _LAZY_JIT, False):
+            # Jitted already (a module bound before): the one version.
+            _JITTED.setdefault(value.fn, value)
         elif inspect.isfunction(value) and getattr(value, _LAZY_JIT, False):
             if value not in _JITTED:
                 _JITTED[value] = triton.jit(value)

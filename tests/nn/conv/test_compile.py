@@ -258,10 +258,10 @@ def test_first_compiled_call_does_not_import_triton_in_the_graph(
     # happen inside the operator, not in the traced wrapper (an import
     # there broke the graph of the first compiled layer).
     import ikgat.ops.attention_steps as attention_steps
-    import ikgat.ops.gat_attention as gat_attention
+    import ikgat.ops.gat_attention_triton as gat_attention_triton
     import ikgat.ops.runtime as runtime
     monkeypatch.setattr(runtime, '_JITTED', {})
-    for module in (gat_attention, attention_steps):
+    for module in (gat_attention_triton, attention_steps):
         for name, value in list(vars(module).items()):
             if getattr(getattr(value, 'fn', None), '__ikgat_lazy_jit__',
                        False):
