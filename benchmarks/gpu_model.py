@@ -1309,12 +1309,16 @@ def render(rows: Sequence[dict], rows_source: str, command: str,
                    f'{step.total * 1e3 / measured:.2f} | '
                    f'{measured / measured_eager:.2f} | {source} |')
     points_ratio = points_steps[1].total * 1e3 / H100_2026_11_26['direct'][0]
+    issued = [cost.warp_instructions or 0
+              for cost, _ in points_steps[1].kernels]
+    low, high = min(issued), max(issued)
     out += ['', 'The gathered kernels (`rbf`, TransformerConv\'s eager '
             'operations) are under-predicted by the factor of the check '
             'above (2-3x). The random-feature kernels, which compute the '
             'features in registers, are issue-bound in the model: their '
-            'SASS issues 3.6-4.3 G warp-instructions per launch at arxiv '
-            'size, so that `direct` on the points kernels is predicted at '
+            f'SASS issues {low / 1e9:.1f}-{high / 1e9:.1f} G '
+            'warp-instructions per launch at arxiv size, so that `direct` '
+            'on the points kernels is predicted at '
             f'{points_steps[1].total / eager.total:.2f}x TransformerConv\'s '
             f'eager step ({points_ratio:.2f}x its measured time; without '
             'the issue term the model predicted 0.89x, 0.09x of the '
