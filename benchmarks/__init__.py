@@ -43,6 +43,8 @@ The GPU path, checked without a GPU:
 * :mod:`~benchmarks.gpu_compile`: every Triton kernel compiled for sm_90 and
   sm_80, with its registers and spills;
 * :mod:`~benchmarks.gpu_model`: a cost model of every Triton kernel.
+* :mod:`~benchmarks.gpu_layers`: every GPU layer measurement, beside the
+  cost model's prediction, in one committed file.
 
 On a GPU:
 

@@ -26,7 +26,10 @@ others), writing under ``DIR``:
    ``direct`` compiled too; :data:`benchmarks.gpu_speed.TRANSFORMER_MODELS`)
    at Cora, PubMed and arxiv size: the measurement of issue #29's GPU
    target;
-7. ``summary.md``: what ran, each part's exit status and time, the GPU,
+7. ``gpu_layers.json``: every layer row of 1, 2 and 6 beside the cost
+   model's prediction (:mod:`benchmarks.gpu_layers`), to append to
+   ``benchmarks/results/gpu_layers.json``;
+8. ``summary.md``: what ran, each part's exit status and time, the GPU,
    the versions and the commit.
 
 ``--quick`` runs every part at toy sizes (on CPU, a smoke test of the
@@ -60,6 +63,11 @@ PRODUCTS_MODELS = ['GATConv', 'GATConv-compiled', 'IKGATConv-rbf',
 PRODUCTS_TRAINING = ['GATConv', 'GATConv-compiled', 'IKGATConv-rbf',
                      'IKGATConv-direct', 'IKGATConv-direct-compiled']
 
+
+#: The layer studies' result files whose rows go to ``gpu_layers.json``
+#: (:mod:`benchmarks.gpu_layers`; the attention dropout read from the name).
+STUDY_FILES = ['gpu_speed.json', 'gpu_speed_dropout.json',
+               'gpu_speed_transformer.json']
 
 #: The short names of the parts (``--parts``), in the order they run.
 PART_KEYS = {'layers': 'layer study',
@@ -187,6 +195,18 @@ def main(argv: Optional[List[str]] = None) -> List[Tuple[str, int]]:
         statuses.append((name, status))
         report.append(f'| {name} | `python -m {" ".join(command)}` | '
                       f'{status} | {seconds:.0f} |')
+    studies = [osp.join(out, name) for name in STUDY_FILES
+               if osp.exists(osp.join(out, name))]
+    if studies:
+        from benchmarks import gpu_layers
+        rows = osp.join(out, 'gpu_layers.json')
+        gpu_layers.main([*studies, '--into', rows])
+        report += ['', f'Layer rows beside the cost model\'s prediction: '
+                   f'`gpu_layers.json`; append them to the committed '
+                   f'`{gpu_layers.LAYERS_JSON}` with `python -m '
+                   f'benchmarks.gpu_layers '
+                   f'{" ".join(osp.basename(path) for path in studies)}` '
+                   f'(from this folder\'s files).']
     recipe = osp.join(out, 'gat_recipe.csv')
     if osp.exists(recipe):
         table = recipe_table(recipe)

@@ -20,6 +20,15 @@ def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
     transformers = (tmp_path / 'gpu_speed_transformer.md').read_text()
     assert '| TransformerConv |' in transformers
     assert '| IKTransformerConv-direct |' in transformers
+    # Every layer row of the three layer studies, beside the model:
+    import json
+    rows = json.loads((tmp_path / 'gpu_layers.json').read_text())
+    assert {row['source'] for row in rows} == set(cuda_study.STUDY_FILES)
+    assert {row['dropout'] for row in rows
+            if row['source'] == 'gpu_speed_dropout.json'} == {0.6}
+    direct = [row for row in rows if row['model'] == 'IKTransformerConv-direct']
+    assert direct and all(row['predicted_ms'] > 0 for row in direct)
+    assert 'gpu_layers.json' in summary
 
 
 @pytest.mark.slow  # 4 s: a quick launch count
