@@ -44,7 +44,9 @@ The GPU path, checked without a GPU:
   sm_80, with its registers and spills;
 * :mod:`~benchmarks.gpu_model`: a cost model of every Triton kernel.
 * :mod:`~benchmarks.gpu_layers`: every GPU layer measurement, beside the
-  cost model's prediction, in one committed file.
+  cost model's prediction, in one committed file;
+* :mod:`~benchmarks.gpu_profile`: a layer step's device time, kernel by
+  kernel (torch.profiler).
 
 On a GPU:
 

@@ -6,6 +6,8 @@ r"""The whole CUDA study in one command, for a GPU machine:
 Each part runs as its own process (one failing part does not stop the
 others), writing under ``DIR``:
 
+0. ``gpu_profile.md``: each GAT-family layer step at arxiv size under
+   :mod:`torch.profiler`, kernel by kernel (:mod:`benchmarks.gpu_profile`);
 1. ``gpu_speed.md``/``.json``: the layer study (:mod:`benchmarks.gpu_speed`)
    at Cora, PubMed and arxiv size, every layer eager and through
    :func:`torch.compile` (GATConv included), float32 and bf16 autocast, and
@@ -70,7 +72,7 @@ STUDY_FILES = ['gpu_speed.json', 'gpu_speed_dropout.json',
                'gpu_speed_transformer.json']
 
 #: The short names of the parts (``--parts``), in the order they run.
-PART_KEYS = {'layers': 'layer study',
+PART_KEYS = {'profile': 'GAT-family profile', 'layers': 'layer study',
              'dropout': 'layer study, attention dropout 0.6',
              'products': 'products size', 'recipe': 'GAT recipe',
              'launches': 'launch counts', 'transformers': 'graph transformers'}
@@ -104,7 +106,13 @@ def parts(out: str, quick: bool, graphs: Optional[List[str]] = None
                   '--patience', '200', '--device', 'cuda']
         launches = []
         transformers = layers + ['--models', *TRANSFORMER_MODELS]
+    profile = (['--smoke', '--graphs', 'tiny', '--warmup', '1', '--steps',
+                '1', '--models', 'GATConv', 'IKGATConv-direct'] if quick
+               else ['--graphs', 'arxiv'])
     return [
+        # First, before the timings: where each layer step's time goes.
+        ('GAT-family profile', ['benchmarks.gpu_profile', *profile,
+                                '--output', path('gpu_profile.md')]),
         ('layer study', ['benchmarks.gpu_speed', *layers, '--output',
                          path('gpu_speed.md')]),
         ('layer study, attention dropout 0.6',

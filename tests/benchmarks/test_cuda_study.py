@@ -13,7 +13,7 @@ def test_every_part_runs_and_the_summary_lists_them(tmp_path, cora):
     assert all(status == 0 for _, status in statuses), statuses
     summary = (tmp_path / 'summary.md').read_text()
     assert 'git commit' in summary and '## GAT recipe' in summary
-    for name in ('gpu_speed.md', 'gpu_speed_dropout.md',
+    for name in ('gpu_profile.md', 'gpu_speed.md', 'gpu_speed_dropout.md',
                  'gpu_speed_products.md', 'gat_recipe.csv', 'launches.md',
                  'gpu_speed_transformer.md'):
         assert (tmp_path / name).stat().st_size > 0, name
@@ -43,6 +43,21 @@ def test_parts_and_graphs_choose_what_runs(tmp_path):
     commands = dict(cuda_study.parts(str(tmp_path), False, ['arxiv']))
     assert commands['graph transformers'][1:4] == ['--graphs', 'arxiv',
                                                    '--models']
+
+
+def test_the_profile_asks_for_a_gpu_or_smoke(tmp_path, capsys):
+    import torch
+
+    from benchmarks import gpu_profile
+    if torch.cuda.is_available():
+        pytest.skip('a GPU is here')
+    with pytest.raises(SystemExit):
+        gpu_profile.main(['--output', str(tmp_path / 'profile.md')])
+    assert 'no CUDA device' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        gpu_profile.main(['--smoke', '--graphs', 'arxiv', '--output',
+                          str(tmp_path / 'profile.md')])
+    assert "unknown graphs ['arxiv']" in capsys.readouterr().err
 
 
 def test_the_full_study_asks_for_a_gpu(tmp_path, capsys):
