@@ -94,8 +94,9 @@ def mismatched(aligned=('x', 'out'), **options):
                 options=options)
 
 
+@pytest.mark.slow  # a compile in a process of its own (5-6 s)
 def test_the_check_fails_a_kernel_that_does_not_compile(tmp_path):
-    # The fast twin of the slow test below: a kernel that the interpreter
+    # The twin of the test below, on one kernel: a kernel that the interpreter
     # runs and Triton's compiler rejects fails the check (a real compile,
     # in a process of its own, of a kernel that fails in the front end).
     # Its launches with other alignment hints are other builds; a launch
