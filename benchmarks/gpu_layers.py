@@ -16,6 +16,7 @@ layer the model does not cover).  Rows are only appended; the file is
 written atomically.
 """
 import argparse
+import functools
 import json
 import os.path as osp
 import sys
@@ -28,6 +29,12 @@ from ikgat.atomic_writes import check_writable, write_text_atomic
 LAYERS_JSON = osp.join('benchmarks', 'results', 'gpu_layers.json')
 
 
+@functools.cache
+def _compile_rows() -> tuple:
+    # The compile check's rows, read once (the model's registers and SASS).
+    return tuple(gpu_model.load_builds(gpu_model.COMPILE_JSON))
+
+
 def predicted_ms(model: str, graph: dict) -> Optional[float]:
     r"""The cost model's layer step for a :mod:`benchmarks.gpu_speed` model
     name on a graph row (``graph``, ``nodes``, ``edges``, ``features``);
@@ -35,7 +42,7 @@ def predicted_ms(model: str, graph: dict) -> Optional[float]:
     name = model.removesuffix('-compiled')
     size = gpu_model.Graph(graph['graph'], int(graph['nodes']),
                            int(graph['edges']), int(graph['features']))
-    rows = gpu_model.load_builds(gpu_model.COMPILE_JSON)
+    rows = _compile_rows()
     if name == 'GATConv':
         step = gpu_model.gatconv_step(size)
     elif name == 'TransformerConv':

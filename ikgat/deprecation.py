@@ -7,6 +7,8 @@ r"""Old names that still work for one release, each with a
   ``import ikgat.nn.triton_attention`` still works: the old name is an
   alias of the new module, found by :class:`MovedModuleFinder`, which
   :mod:`ikgat` installs on :data:`sys.meta_path`.
+* :func:`moved_names`: names of a module that moved or were renamed (a
+  module-level ``__getattr__``).
 * :func:`renamed_argument`: an argument under its previous name.
 """
 import importlib
@@ -14,7 +16,7 @@ import importlib.abc
 import importlib.util
 import sys
 import warnings
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Tuple
 
 #: Old module name -> new module name.
 MOVED_MODULES: Dict[str, str] = {
@@ -80,6 +82,23 @@ def install() -> None:
     if not any(isinstance(finder, MovedModuleFinder)
                for finder in sys.meta_path):
         sys.meta_path.append(MovedModuleFinder())
+
+
+def moved_names(module: str, moved: Dict[str, Tuple[str, str]]
+                ) -> Callable[[str], Any]:
+    r"""A module-level ``__getattr__`` for :obj:`module` that gives each
+    old name of :obj:`moved` (old name -> ``(new module, new name)``) with
+    a :class:`DeprecationWarning` naming the new import, and raises
+    :class:`AttributeError` for any other name."""
+    def __getattr__(name: str) -> Any:
+        if name not in moved:
+            raise AttributeError(f"module {module!r} has no attribute "
+                                 f"{name!r}")
+        new_module, new_name = moved[name]
+        warnings.warn(f"{module}.{name} is deprecated; import {new_name} "
+                      f"from {new_module}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(new_module), new_name)
+    return __getattr__
 
 
 def renamed_argument(owner: str, old: str, new: str, old_value, new_value,

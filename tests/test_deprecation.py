@@ -29,3 +29,14 @@ def test_the_old_files_are_gone():
 def test_unknown_names_are_not_caught():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module('ikgat.nn.no_such_module')
+
+
+def test_renamed_names_are_their_new_objects_with_a_warning():
+    from ikgat.nn.conv import kernel_attention, lean_hooks
+    with pytest.warns(DeprecationWarning,
+                      match='import LeanPathSwitches from ikgat.nn.conv'):
+        assert lean_hooks.LeanPathHooks is kernel_attention.LeanPathSwitches
+    with pytest.warns(DeprecationWarning, match='SKIPPED_STEPS'):
+        assert lean_hooks.SKIPPED_STEPS is kernel_attention.SKIPPED_STEPS
+    with pytest.raises(AttributeError, match='NoSuchName'):
+        _ = lean_hooks.NoSuchName

@@ -2,7 +2,6 @@ r"""What every GATConv-compatible layer of ikgat shares: GATConv's
 constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
 import inspect
-import warnings
 from contextlib import nullcontext
 from typing import (
     Any,
@@ -37,6 +36,7 @@ from torch_geometric.utils import (
 from torch_geometric.utils.sparse import set_sparse_value
 
 import ikgat.nn.graph_cache as graph_cache
+from ikgat.deprecation import moved_names
 from ikgat.nn.conv.checks import (
     check_batch,
     check_edge_attr,
@@ -423,11 +423,6 @@ def check_sizes(name: str, in_channels: Union[int, Tuple[int, int]],
                          f"None (got {edge_dim!r})")
 
 
-def __getattr__(name: str) -> Any:
-    # GATStyleConv, the former name of GATConvBase, for one release:
-    if name == 'GATStyleConv':
-        warnings.warn(
-            'ikgat.nn.conv.gat_base.GATStyleConv is deprecated; use '
-            'GATConvBase', DeprecationWarning, stacklevel=2)
-        return GATConvBase
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+# GATStyleConv, the former name of GATConvBase, for one release:
+__getattr__ = moved_names(__name__, {
+    'GATStyleConv': ('ikgat.nn.conv.gat_base', 'GATConvBase')})
