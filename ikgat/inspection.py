@@ -34,10 +34,7 @@ from ikgat.attention_capture import (  # noqa: F401 (KERNEL_LAYERS: re-export)
     layer_decompositions,
     weighting_layers,
 )
-from ikgat.attention_terms import (  # noqa: F401 (TERM_STATISTICS: re-export)
-    TERM_STATISTICS,
-    AttentionTermsRecorder,
-)
+from ikgat.attention_terms import TERM_STATISTICS, AttentionTermsRecorder  # noqa: F401 (TERM_STATISTICS: re-export)
 from ikgat.nn.conv.ikgat_conv import AttentionDecomposition
 
 __all__ = [

@@ -18,11 +18,7 @@ from ikgat.kernels.base import (
 )
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
 from ikgat.kernels.draws import Draws
-from ikgat.kernels.graph_summary import (  # noqa: F401 (also here)
-    finite_mean,
-    finite_sums,
-    graph_summary,
-)
+from ikgat.kernels.graph_summary import finite_mean, finite_sums, graph_summary  # noqa: F401 (also here)
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,

@@ -131,11 +131,7 @@ from ikgat.ops.gat_attention_triton import (
     backward_src_kernel,
     forward_kernel,
 )
-from ikgat.ops.registration import (
-    CSR_ARGS,
-    input_gradients,
-    register_operator,
-)
+from ikgat.ops.registration import CSR_ARGS, input_gradients, register_operator
 from ikgat.ops.runtime import (
     ATTENTION_SWITCH,
     dropout_seed,

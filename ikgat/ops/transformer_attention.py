@@ -111,11 +111,7 @@ from ikgat.ops.attention_steps import (
 from ikgat.ops.csr import AttentionCSR, csr_for
 from ikgat.ops.dtypes import accumulation_dtype
 from ikgat.ops.fourier_features import angle_product, fourier_features
-from ikgat.ops.registration import (
-    CSR_ARGS,
-    input_gradients,
-    register_operator,
-)
+from ikgat.ops.registration import CSR_ARGS, input_gradients, register_operator
 from ikgat.ops.runtime import (
     ATTENTION_SWITCH,
     dropout_seed,

@@ -16,10 +16,7 @@ pytest.importorskip('triton')
 
 from ikgat.ops.aggregation import attention_aggregate  # noqa: E402
 from ikgat.ops.edge_softmax import kernel_edge_softmax  # noqa: E402
-from ikgat.ops.gat_attention import (  # noqa: E402
-    fused_attention,
-    prepare_csr,
-)
+from ikgat.ops.gat_attention import fused_attention, prepare_csr  # noqa: E402
 from tests.helpers import fast_few  # noqa: E402
 from tests.ops.test_gat_attention import DEVICE, graph, inputs  # noqa: E402
 

@@ -12,11 +12,7 @@ pytest.importorskip('triton')
 
 from ikgat.ops.aggregation import attention_aggregate  # noqa: E402
 from ikgat.ops.edge_softmax import kernel_edge_softmax  # noqa: E402
-from ikgat.ops.gat_attention import (  # noqa: E402
-    AttentionCSR,
-    fused_attention,
-    prepare_csr,
-)
+from ikgat.ops.gat_attention import AttentionCSR, fused_attention, prepare_csr  # noqa: E402
 from tests.helpers import DEVICE, fast_few  # noqa: E402
 
 

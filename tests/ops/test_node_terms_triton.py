@@ -10,10 +10,7 @@ import ikgat.ops.node_terms_triton as node_terms_triton
 from ikgat import IKGATConv, MIKANConv
 from ikgat.kernels import KERNELS
 from ikgat.kernels.random_features import fourier_log_similarity
-from ikgat.ops.node_terms import (
-    fourier_estimate,
-    fused_fourier_log_similarity,
-)
+from ikgat.ops.node_terms import fourier_estimate, fused_fourier_log_similarity
 from ikgat.ops.runtime import jitted
 from tests.helpers import DEVICE, fast_few, random_graph
 

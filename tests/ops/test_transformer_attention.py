@@ -26,10 +26,7 @@ from ikgat.ops.transformer_attention import (  # noqa: E402
     fused_transformer_attention,
 )
 from ikgat.ops.transformer_attention_triton import table_tiling  # noqa: E402
-from ikgat.ops.transformer_fourier import (  # noqa: E402
-    fourier_tiling,
-    prefetches_targets,
-)
+from ikgat.ops.transformer_fourier import fourier_tiling, prefetches_targets  # noqa: E402
 from tests.helpers import DEVICE, fast_few  # noqa: E402
 from tests.ops.test_gat_attention import graph  # noqa: E402
 

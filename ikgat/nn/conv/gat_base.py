@@ -3,15 +3,7 @@ constructor, parameters (under GATConv's names), input checks, projections,
 self-loops and output (concatenate or average heads, residual, bias)."""
 import inspect
 from contextlib import nullcontext
-from typing import (
-    Any,
-    Callable,
-    ContextManager,
-    Dict,
-    Optional,
-    Tuple,
-    Union,
-)
+from typing import Any, Callable, ContextManager, Dict, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
