@@ -56,14 +56,26 @@ edges of a node with a softmax:
 * :func:`logit_gradient_step`: :math:`\partial L/\partial\ell_e =
   \alpha_e (\mu_e/(1-p)\, \partial L/\partial\tilde\alpha_e - D_i)`
   and the dropped weight :math:`\tilde\alpha_e`;
-* :func:`gather_rows_step` and :func:`node_row_step`: the rows of a node
-  table at a block of edges, and a program's own row;
+* :func:`target_gradient_step` and :func:`source_gradient_step`: the
+  steps of the per-target and per-source backward kernels over a block of
+  edges, :math:`\partial L/\partial\ell_e` and the per-source sums;
+* :func:`softmax_start_step`: the online softmax's start;
+* :func:`gather_rows_step`, :func:`node_row_step` and
+  :func:`store_row_step`: the rows of a node table at a block of edges, and
+  a program's own row, loaded and stored;
 * :func:`statistics_step`: the saved :math:`m`, :math:`Z` and
   :math:`D_i` at given rows;
-* :func:`node_program_step`: a program's node, its edge range in the
-  compressed order and its block of heads (a kernel's prologue);
-* :func:`link_step`: the dot-product kernels' link :math:`\lambda(t)` and
-  :math:`\lambda'(t)` (:mod:`ikgat.ops.transformer_attention`).
+* :func:`node_edges_step` and :func:`node_program_step`: a program's node,
+  its edge range in the compressed order and its block of heads (a
+  kernel's prologue);
+* :func:`in_edges_step`, :func:`out_edges_step` and
+  :func:`edge_rows_step`: a tile of in-edges (their sources) or out-edges
+  (their CSR positions and targets), and the rows of their other ends;
+  :func:`first_tile_step` and :func:`next_tile_step`, the other ends
+  loaded a tile ahead;
+* :func:`link_step` and :func:`source_logit_step`: the dot-product
+  kernels' link :math:`\lambda(t)` and :math:`\lambda'(t)`, and their
+  logit :math:`\lambda(t) + s_j` (:mod:`ikgat.ops.transformer_attention`).
 
 The module's functions:
 
@@ -138,23 +150,82 @@ def keep_step(seed, e, offs_h, H, dropout, keep_scale):
 
 
 @lazy_jit
-def node_program_step(pointers, H, C, BLOCK_H: tl.constexpr,
-                      BLOCK_C: tl.constexpr):
+def node_edges_step(pointers, H, BLOCK_H: tl.constexpr):
     r"""The Triton body of a kernel's prologue, for one program per node
     (grid axis 0) and block of :math:`B_H` heads (axis 1, absent in a 1-D
-    grid): returns ``(node, offs_h, start, stop, offs_c, mask_h,
-    mask_hc)``, the node (int64), its heads, the range of its edges in
-    the order compressed by :obj:`pointers`, the :math:`B_C` channel
-    offsets, and the masks of the heads of :obj:`H` and of the heads by
-    channels of :obj:`C`."""
+    grid): returns ``(node, offs_h, start, stop, mask_h)``, the node
+    (int64), its heads, the range of its edges in the order compressed by
+    :obj:`pointers`, and the mask of the heads of :obj:`H`."""
     node = tl.program_id(0).to(tl.int64)
     offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     start = tl.load(pointers + node).to(tl.int64)
     stop = tl.load(pointers + node + 1).to(tl.int64)
+    return node, offs_h, start, stop, offs_h < H
+
+
+@lazy_jit
+def node_program_step(pointers, H, C, BLOCK_H: tl.constexpr,
+                      BLOCK_C: tl.constexpr):
+    r""":func:`node_edges_step` with the :math:`B_C` channel offsets and
+    the mask of the heads by channels of :obj:`C`: returns ``(node, offs_h,
+    start, stop, offs_c, mask_h, mask_hc)``."""
+    node, offs_h, start, stop, mask_h = node_edges_step(pointers, H, BLOCK_H)
     offs_c = tl.arange(0, BLOCK_C)
-    mask_h = offs_h < H
     mask_hc = mask_h[:, None] & (offs_c < C)[None, :]
     return node, offs_h, start, stop, offs_c, mask_h, mask_hc
+
+
+@lazy_jit
+def edge_rows_step(nodes, offs_h, H, mask_e, mask_h):
+    r"""The Triton body of the rows :math:`n_e H + h` :math:`(B_E, B_H)` of
+    the other ends :obj:`nodes` :math:`(B_E,)` of a block of edges, at the
+    heads :obj:`offs_h`, and their mask (edges :obj:`mask_e` by heads
+    :obj:`mask_h`): returns ``(row, mask_eh)``."""
+    return (nodes[:, None] * H + offs_h[None, :],
+            mask_e[:, None] & mask_h[None, :])
+
+
+@lazy_jit
+def in_edges_step(src, first, stop, offs_h, H, mask_h, BLOCK_E: tl.constexpr):
+    r"""The Triton body of a per-target kernel's tile of in-edges, the CSR
+    positions :math:`e` from :obj:`first` (below :obj:`stop`): returns
+    ``(e, mask_e, j, row, mask_eh)``, the positions and their mask
+    :math:`(B_E,)`, the sources :obj:`src` at them (int64) and
+    :func:`edge_rows_step` of the sources."""
+    e = first + tl.arange(0, BLOCK_E)
+    mask_e = e < stop
+    j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
+    row, mask_eh = edge_rows_step(j, offs_h, H, mask_e, mask_h)
+    return e, mask_e, j, row, mask_eh
+
+
+@lazy_jit
+def first_tile_step(indices, start, stop, BLOCK_E: tl.constexpr):
+    r"""The Triton body that loads the node indices of a program's first
+    tile, from :obj:`indices` at :math:`[\text{start}, \text{start} +
+    B_E)` below :obj:`stop`, for :func:`next_tile_step`."""
+    offs = start + tl.arange(0, BLOCK_E)
+    return tl.load(indices + offs, mask=offs < stop, other=0)
+
+
+@lazy_jit
+def next_tile_step(ahead, indices, e, stop, BLOCK_E: tl.constexpr):
+    r"""The Triton body of a tile's node indices loaded one tile ahead:
+    from :obj:`ahead` (this tile's, loaded by the previous one) returns
+    ``(current, ahead)``, them as int64 and the next tile's, loaded now
+    from :obj:`indices` at :math:`e + B_E` (below :obj:`stop`) so that
+    their latency overlaps this tile's work."""
+    return ahead.to(tl.int64), tl.load(indices + e + BLOCK_E,
+                                       mask=e + BLOCK_E < stop, other=0)
+
+
+@lazy_jit
+def out_edges_step(csc_edge, csc_dst, k, mask_e):
+    r"""The Triton body that loads, for out-edges at the positions
+    :obj:`k` of the order compressed by source, their CSR positions and
+    their targets (int64): returns ``(e, i)``."""
+    return (tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64),
+            tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64))
 
 
 @lazy_jit
@@ -167,6 +238,17 @@ def link_step(t, eps, LOG_SQUARE: tl.constexpr):
         square = t * t + eps
         return tl.log(square), tl.fdiv(2. * t, square)
     return t, tl.full(t.shape, 1., t.dtype)
+
+
+@lazy_jit
+def source_logit_step(t, s, row, mask_eh, eps, LOG_SQUARE: tl.constexpr):
+    r"""The Triton body of the dot-product kernels' logit of a block of
+    in-edges, :math:`\ell = \lambda(t) + s_j` (:func:`link_step`, the
+    source terms :obj:`s` :math:`(N_s, H)` at :obj:`row`), and
+    :math:`\lambda'(t)`: returns ``(logit, slope)``."""
+    logit, slope = link_step(t, eps, LOG_SQUARE)
+    return (logit + tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32),
+            slope)
 
 
 @lazy_jit
@@ -192,6 +274,16 @@ def node_row_step(table, node, offs_h, offs, H, width, mask_hw):
 
 
 @lazy_jit
+def store_row_step(table, node, offs_h, offs, H, width, value, mask_hw):
+    r"""The Triton body that stores :obj:`value` :math:`(B_H, B_W)` into
+    the row of :obj:`node` of a table :math:`(N, H, W)` at the heads
+    :obj:`offs_h` and columns :obj:`offs`, inside :obj:`mask_hw` (the
+    converse of :func:`node_row_step`)."""
+    tl.store(table + (node * H + offs_h[:, None]) * width + offs[None, :],
+             value, mask=mask_hw)
+
+
+@lazy_jit
 def statistics_step(row_max, row_den, delta, index, mask):
     r"""The Triton body that loads the saved softmax statistics :math:`m`
     and :math:`Z` and :math:`D_i` (each :math:`(N, H)`) at the flat
@@ -205,19 +297,32 @@ def statistics_step(row_max, row_den, delta, index, mask):
 
 
 @lazy_jit
+def softmax_start_step(BLOCK_H: tl.constexpr, BLOCK_C: tl.constexpr):
+    r"""The Triton body of the online softmax's start: returns the running
+    maximum :math:`m = -\infty` and sum :math:`l = 0`, each
+    :math:`(B_H,)`, and the accumulator :math:`a = 0` :math:`(B_H,
+    B_C)`."""
+    return (tl.full([BLOCK_H], float('-inf'), tl.float32),
+            tl.zeros([BLOCK_H], dtype=tl.float32),
+            tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32))
+
+
+@lazy_jit
 def aggregate_step(running_max, running_sum, acc, logit, values, row, offs_c,
                    C, mask_e, mask_hc, seed, e, offs_h, H, dropout,
                    keep_scale, HAS_DROPOUT: tl.constexpr):
     r"""The Triton body of one block of edges of the forward pass: the
     online softmax step (:func:`online_softmax_step`) on the block's
-    logits :obj:`logit` :math:`(B_E, B_H)` (masked entries
-    :math:`-\infty`), then the accumulator :math:`a' = c\,a + \sum_e
-    \mu_e p_e X_e / (1 - p)` over the rows :math:`X_e` of
-    :obj:`values` :math:`(N, H, C)` at :obj:`row` (the dropout of
-    :func:`keep_step` with ``HAS_DROPOUT``; the sum :math:`l` stays that
-    of the undropped terms).  Returns ``(new_max, new_sum, new_acc)``."""
+    logits :obj:`logit` :math:`(B_E, B_H)` (made :math:`-\infty` here
+    outside the block's edges :obj:`mask_e`), then the accumulator
+    :math:`a' = c\,a + \sum_e \mu_e p_e X_e / (1 - p)` over the rows
+    :math:`X_e` of :obj:`values` :math:`(N, H, C)` at :obj:`row` (the
+    dropout of :func:`keep_step` with ``HAS_DROPOUT``; the sum :math:`l`
+    stays that of the undropped terms).  Returns ``(new_max, new_sum,
+    new_acc)``."""
     new_max, rescale, p, new_sum = online_softmax_step(
-        running_max, running_sum, logit)
+        running_max, running_sum,
+        tl.where(mask_e[:, None], logit, float('-inf')))
     x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
     if HAS_DROPOUT:  # the output sums the dropped terms
         p = p * keep_step(seed, e, offs_h, H, dropout, keep_scale)
@@ -233,8 +338,8 @@ def finish_step(out, row_max, row_den, acc, running_max, running_sum, node,
     :math:`m` into :obj:`row_max` and :math:`Z = l + 10^{-16}` (PyG's
     softmax denominator) into :obj:`row_den`, both :math:`(N, H)`."""
     den = running_sum + 1e-16
-    tl.store(out + (node * H + offs_h[:, None]) * C + offs_c[None, :],
-             tl.fdiv(acc, den[:, None]), mask=mask_hc)
+    store_row_step(out, node, offs_h, offs_c, H, C, tl.fdiv(acc, den[:, None]),
+                   mask_hc)
     tl.store(row_max + node * H + offs_h, running_max, mask=mask_h)
     tl.store(row_den + node * H + offs_h, den, mask=mask_h)
 
@@ -262,6 +367,52 @@ def logit_gradient_step(alpha, d_alpha, delta, seed, e, offs_h, H, dropout,
         d_alpha = keep * d_alpha  # dL/dalpha
         kept = keep * alpha
     return alpha * (d_alpha - delta), kept
+
+
+@lazy_jit
+def target_gradient_step(logit, m, den, d, grad_row, values, row, offs_c, C,
+                         mask_e, mask_hc, mask_eh, seed, e, offs_h, H,
+                         dropout, keep_scale, HAS_DROPOUT: tl.constexpr):
+    r"""The Triton body of a per-target backward kernel's
+    :math:`\partial L/\partial\ell_e` for a block of in-edges, from their
+    logits :obj:`logit` :math:`(B_E, B_H)`, the target's saved :math:`m`,
+    :math:`Z`, :math:`D_i` (:obj:`m`, :obj:`den`, :obj:`d`, each
+    :math:`(B_H,)`) and its output gradient :math:`G_i` (:obj:`grad_row`
+    :math:`(B_H, B_C)`): :func:`logit_gradient_step` with
+    :math:`\partial L/\partial\tilde\alpha_e = \langle G_i, x_j\rangle`,
+    the sources' rows of :obj:`values` at :obj:`row`."""
+    alpha = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
+    x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
+    d_logit, _ = logit_gradient_step(
+        alpha, tl.sum(x * grad_row[None, :, :], axis=2), d[None, :], seed, e,
+        offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+    return d_logit
+
+
+@lazy_jit
+def source_gradient_step(logit, row_max, row_den, delta, grad_out, own_row,
+                         acc_x, acc_s, row, offs_c, C, mask_e, mask_hc,
+                         mask_eh, seed, e, offs_h, H, dropout, keep_scale,
+                         HAS_DROPOUT: tl.constexpr):
+    r"""The Triton body of a per-source backward kernel's step over a block
+    of out-edges :math:`e = (j, i)`, from their logits :obj:`logit`
+    :math:`(B_E, B_H)` and the source's value row :math:`x_j`
+    (:obj:`own_row` :math:`(B_H, B_C)`): the targets' saved statistics and
+    output gradients :math:`G_i` at :obj:`row`, :math:`\partial
+    L/\partial\ell_e` (:func:`logit_gradient_step` with :math:`\partial
+    L/\partial\tilde\alpha_e = \langle G_i, x_j\rangle`), and the sums
+    :math:`\partial L/\partial x_j \mathrel{+}= \sum_e \tilde\alpha_e
+    G_i` (:obj:`acc_x`) and :math:`\partial L/\partial s_j
+    \mathrel{+}= \sum_e \partial L/\partial\ell_e` (:obj:`acc_s`):
+    returns ``(d_logit, acc_x, acc_s)``."""
+    m, den, d = statistics_step(row_max, row_den, delta, row, mask_eh)
+    alpha = softmax_weight_step(logit, m, den, mask_eh)
+    g = gather_rows_step(grad_out, row, offs_c, C, mask_e, mask_hc)
+    d_logit, kept = logit_gradient_step(
+        alpha, tl.sum(g * own_row[None, :, :], axis=2), d, seed, e, offs_h,
+        H, dropout, keep_scale, HAS_DROPOUT)
+    return (d_logit, acc_x + tl.sum(kept[:, :, None] * g, axis=0),
+            acc_s + tl.sum(d_logit, axis=0))
 
 
 #: Upper bound on the elements of one edges x heads x channels tile at 4

@@ -13,12 +13,19 @@ from __future__ import annotations  # keeps 'tl.constexpr' a string
 
 from ikgat.ops.attention_steps import (
     aggregate_step,
+    edge_rows_step,
     finish_step,
+    in_edges_step,
     keep_step,
     logit_gradient_step,
+    node_edges_step,
     node_program_step,
+    node_row_step,
+    out_edges_step,
+    softmax_start_step,
     softmax_weight_step,
     statistics_step,
+    store_row_step,
 )
 from ikgat.ops.runtime import lazy_jit
 
@@ -71,21 +78,21 @@ def _edge_values(values, e, offs_h, H, mask_eh):
 
 
 @lazy_jit
-def _in_edge_logits(score_src, edge_gate, src, e, mask_e, mask_h, offs_h, H,
+def _in_edge_logits(score_src, edge_gate, src, first, stop, offs_h, mask_h, H,
                     s0_dst, s1_dst, g_dst, negative_slope,
-                    HAS_GATE: tl.constexpr):
-    # A target's block of in-edges e: their sources j, the mask and the
-    # logits from the gathered source scores and the target's own.
-    j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-    mask_eh = mask_e[:, None] & mask_h[None, :]
-    s0, s1, g = _scores(score_src, (j[:, None] * H + offs_h[None, :]) * 3,
-                        mask_eh)
+                    HAS_GATE: tl.constexpr, BLOCK_E: tl.constexpr):
+    # A target's tile of in-edges from CSR position first (in_edges_step),
+    # and their logits from the gathered source scores and the target's own:
+    # returns (e, mask_e, row, mask_eh, logit).
+    e, mask_e, _, row, mask_eh = in_edges_step(src, first, stop, offs_h, H,
+                                               mask_h, BLOCK_E)
+    s0, s1, g = _scores(score_src, row * 3, mask_eh)
     eps = 0.
     if HAS_GATE:
         eps = _edge_values(edge_gate, e, offs_h, H, mask_eh)
     logit, _ = _edge_logit(s0, s1, g, s0_dst[None, :], s1_dst[None, :],
                            g_dst[None, :], eps, negative_slope, HAS_GATE)
-    return j, mask_eh, logit
+    return e, mask_e, row, mask_eh, logit
 
 
 @lazy_jit
@@ -97,26 +104,20 @@ def forward_kernel(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                    BLOCK_C: tl.constexpr):
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
     row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
     s0_dst, s1_dst, g_dst = _scores(score_dst, (row * H + offs_h) * 3,
                                     mask_h)
-    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
-    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    running_max, running_sum, acc = softmax_start_step(BLOCK_H, BLOCK_C)
     for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j, mask_eh, logit = _in_edge_logits(
-            score_src, edge_gate, src, e, mask_e, mask_h, offs_h, H, s0_dst,
-            s1_dst, g_dst, negative_slope, HAS_GATE)
-        logit = tl.where(mask_eh, logit, float('-inf'))
+        e, mask_e, row, _, logit = _in_edge_logits(
+            score_src, edge_gate, src, first, stop, offs_h, mask_h, H, s0_dst,
+            s1_dst, g_dst, negative_slope, HAS_GATE, BLOCK_E)
         # Online softmax and dropout (ikgat.ops.attention_steps): the softmax
         # sums the undropped terms, the output the dropped ones.
         running_max, running_sum, acc = aggregate_step(
-            running_max, running_sum, acc, logit, x_src,
-            j[:, None] * H + offs_h[None, :], offs_c, C, mask_e, mask_hc,
-            seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+            running_max, running_sum, acc, logit, x_src, row, offs_c, C,
+            mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
+            HAS_DROPOUT)
     finish_step(out, group_max, group_den, acc, running_max, running_sum, i,
                 offs_h, offs_c, H, C, mask_h, mask_hc)
 
@@ -127,23 +128,16 @@ def alpha_kernel(score_src, score_dst, edge_gate, rowptr, src, group_max,
                  H, BROADCAST: tl.constexpr, HAS_GATE: tl.constexpr,
                  HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
                  BLOCK_H: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_h = tl.arange(0, BLOCK_H)
-    mask_h = offs_h < H
+    i, offs_h, start, stop, mask_h = node_edges_step(rowptr, H, BLOCK_H)
     row = i * (1 - BROADCAST)
     s0_dst, s1_dst, g_dst = _scores(score_dst, (row * H + offs_h) * 3,
                                     mask_h)
     m = tl.load(group_max + i * H + offs_h, mask=mask_h, other=0.)
     den = tl.load(group_den + i * H + offs_h, mask=mask_h, other=1.)
     for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        _, mask_eh, logit = _in_edge_logits(
-            score_src, edge_gate, src, e, mask_e, mask_h, offs_h, H, s0_dst,
-            s1_dst, g_dst, negative_slope, HAS_GATE)
+        e, _, _, mask_eh, logit = _in_edge_logits(
+            score_src, edge_gate, src, first, stop, offs_h, mask_h, H, s0_dst,
+            s1_dst, g_dst, negative_slope, HAS_GATE, BLOCK_E)
         weight = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
         if HAS_DROPOUT:
             weight = weight * keep_step(seed, e, offs_h, H, dropout,
@@ -167,11 +161,8 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
     j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         colptr, H, C, BLOCK_H, BLOCK_C)
     offs_e = tl.arange(0, BLOCK_E)
-    offs_hc = offs_h[:, None] * C + offs_c[None, :]
     s0_src, s1_src, g_src = _scores(score_src, (j * H + offs_h) * 3, mask_h)
-    x_j = tl.load(x_src + j * H * C + offs_hc, mask=mask_hc,
-                  other=0.).to(tl.float32)
-
+    x_j = node_row_step(x_src, j, offs_h, offs_c, H, C, mask_hc)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
@@ -179,9 +170,8 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
         k = first + offs_e
         mask_e = k < stop
         # The CSR position and the target of each out-edge:
-        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
-        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
+        e, i = out_edges_step(csc_edge, csc_dst, k, mask_e)
+        node_eh, mask_eh = edge_rows_step(i, offs_h, H, mask_e, mask_h)
         row = i * (1 - BROADCAST)
         s0, s1, g = _scores(score_dst,
                             (row[:, None] * H + offs_h[None, :]) * 3, mask_eh)
@@ -191,7 +181,6 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
         logit, positive = _edge_logit(s0_src[None, :], s1_src[None, :],
                                       g_src[None, :], s0, s1, g, eps,
                                       negative_slope, HAS_GATE)
-        node_eh = i[:, None] * H + offs_h[None, :]
         m, den, d = statistics_step(group_max, group_den, delta, node_eh,
                                     mask_eh)
         alpha = softmax_weight_step(logit, m, den, mask_eh)
@@ -214,7 +203,7 @@ def backward_src_kernel(score_src, score_dst, x_src, edge_gate, colptr,
         if STORE_GRAD_LOGIT:
             tl.store(grad_logit + e[:, None] * H + offs_h[None, :], d_logit,
                      mask=mask_eh)
-    tl.store(grad_x + j * H * C + offs_hc, acc_x, mask=mask_hc)
+    store_row_step(grad_x, j, offs_h, offs_c, H, C, acc_x, mask_hc)
     grad_ptr = grad_score_src + j * H * 3 + offs_h * 3
     tl.store(grad_ptr, acc_pos, mask=mask_h)
     tl.store(grad_ptr + 1, acc_neg, mask=mask_h)
@@ -228,24 +217,17 @@ def backward_dst_kernel(score_src, score_dst, edge_gate, rowptr, src,
                         negative_slope, H, BROADCAST: tl.constexpr,
                         HAS_GATE: tl.constexpr, NEED_GATE_GRAD: tl.constexpr,
                         BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64)
-    start = tl.load(rowptr + i).to(tl.int64)
-    stop = tl.load(rowptr + i + 1).to(tl.int64)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_h = tl.arange(0, BLOCK_H)
-    mask_h = offs_h < H
+    i, offs_h, start, stop, mask_h = node_edges_step(rowptr, H, BLOCK_H)
     row = i * (1 - BROADCAST)
     g_dst = tl.load(score_dst + row * H * 3 + offs_h * 3 + 2, mask=mask_h,
                     other=0.).to(tl.float32)
     acc_pos = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc_neg = tl.zeros([BLOCK_H], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        g = tl.load(score_src + j[:, None] * H * 3 + offs_h[None, :] * 3 + 2,
-                    mask=mask_eh, other=0.).to(tl.float32)
+        e, _, _, row_eh, mask_eh = in_edges_step(src, first, stop, offs_h, H,
+                                                 mask_h, BLOCK_E)
+        g = tl.load(score_src + row_eh * 3 + 2, mask=mask_eh,
+                    other=0.).to(tl.float32)
         eps = 0.
         if HAS_GATE:
             eps = _edge_values(edge_gate, e, offs_h, H, mask_eh)

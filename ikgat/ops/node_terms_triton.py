@@ -130,11 +130,14 @@ def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, OFFSET,
 
 
 @lazy_jit
-def _anchor_tile(weight, h, offs_k, mask_k, offs_t, mask_t, T, R):
-    # A [B_R, B_T] for rows k of u: A^c or A^s (H, T, R) at r = k mod R.
-    return tl.load(weight + (h * T + offs_t[None, :]) * R
-                   + offs_k[:, None] % R,
-                   mask=mask_k[:, None] & mask_t[None, :], other=0.)
+def _anchor_tiles(cos_weight, sin_weight, h, offs_k, mask_k, offs_t, mask_t,
+                  T, R):
+    # The [B_R, B_T] tiles of A^c and A^s (H, T, R each) for rows k of u, at
+    # r = k mod R:
+    offsets = (h * T + offs_t[None, :]) * R + offs_k[:, None] % R
+    mask = mask_k[:, None] & mask_t[None, :]
+    return (tl.load(cos_weight + offsets, mask=mask, other=0.),
+            tl.load(sin_weight + offsets, mask=mask, other=0.))
 
 
 @lazy_jit
@@ -153,10 +156,8 @@ def estimate_kernel(x, points, cos_weight, sin_weight, out, estimate, eps,
                         _point_rows(offs_k, h, H, R), mask_k, h, H, C,
                         OFFSET, BLOCK_N, BLOCK_R)
         sin, cos = sincos_step(angle)
-        cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
-                             T, R)
-        sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t,
-                             T, R)
+        cos_w, sin_w = _anchor_tiles(cos_weight, sin_weight, h, offs_k,
+                                     mask_k, offs_t, mask_t, T, R)
         # Masked points have u = 0 (cos = 1) but zero anchor weights:
         acc += tl.sum(cos[:, :, None] * cos_w[None, :, :]
                       + sin[:, :, None] * sin_w[None, :, :], axis=1)
@@ -208,10 +209,8 @@ def grad_x_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
                         OFFSET, BLOCK_N, BLOCK_R)
         sin, cos = sincos_step(angle)
-        cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t,
-                             T, R)
-        sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t,
-                             T, R)
+        cos_w, sin_w = _anchor_tiles(cos_weight, sin_weight, h, offs_k,
+                                     mask_k, offs_t, mask_t, T, R)
         d = _grad_angle(sin, cos, grad_tile, cos_w, sin_w)  # 0 off the mask
         # dL/dx_n,c = sum_k D_n,k u_k,c, one channel at a time, placed in
         # column c of the accumulator:
@@ -237,10 +236,8 @@ def grad_points_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
     offs_t = tl.arange(0, BLOCK_T)
     mask_k, mask_c, mask_t = offs_k < MR, offs_c < C, offs_t < T
     rows = _point_rows(offs_k, h, H, R)
-    cos_w = _anchor_tile(cos_weight, h, offs_k, mask_k, offs_t, mask_t, T,
-                         R)
-    sin_w = _anchor_tile(sin_weight, h, offs_k, mask_k, offs_t, mask_t, T,
-                         R)
+    cos_w, sin_w = _anchor_tiles(cos_weight, sin_weight, h, offs_k,
+                                 mask_k, offs_t, mask_t, T, R)
     acc_points = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
     acc_cos = tl.zeros([BLOCK_R, BLOCK_T], dtype=tl.float32)
     acc_sin = tl.zeros([BLOCK_R, BLOCK_T], dtype=tl.float32)

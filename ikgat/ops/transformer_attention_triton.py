@@ -15,14 +15,20 @@ from __future__ import annotations  # keeps 'tl.constexpr' a string
 from ikgat.ops.attention_steps import (
     ROW_ELEMENTS,
     aggregate_step,
+    edge_rows_step,
     finish_step,
     gather_rows_step,
+    in_edges_step,
     link_step,
-    logit_gradient_step,
     node_program_step,
     node_row_step,
-    softmax_weight_step,
+    out_edges_step,
+    softmax_start_step,
+    source_gradient_step,
+    source_logit_step,
     statistics_step,
+    store_row_step,
+    target_gradient_step,
     tiling,
 )
 from ikgat.ops.runtime import lazy_jit
@@ -37,6 +43,20 @@ tl = None
 
 
 @lazy_jit
+def _table_program(pointers, table, H, D, C, BLOCK_H: tl.constexpr,
+                   BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
+    # node_program_step, with the table columns' offsets and mask and the
+    # program's own row of the table (N, H, D), [B_H, B_D]:
+    node, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
+        pointers, H, C, BLOCK_H, BLOCK_C)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
+    own = node_row_step(table, node, offs_h, offs_d, H, D, mask_hd)
+    return (node, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_d,
+            mask_hd, own)
+
+
+@lazy_jit
 def forward_kernel(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
                    scale, eps, dropout, keep_scale, H, D, C,
                    LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
@@ -44,26 +64,15 @@ def forward_kernel(u, v, s, values, rowptr, src, out, row_max, row_den, seed,
                    BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
     # One program per target i and block of heads: each in-edge gathers
     # one contiguous row of B_H x D table floats and B_H x C values.
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        rowptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_d = tl.arange(0, BLOCK_D)
-    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    u_i = node_row_step(u, i, offs_h, offs_d, H, D, mask_hd)  # [B_H, B_D]
-    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
-    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    (i, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_d, mask_hd,
+     u_i) = _table_program(rowptr, u, H, D, C, BLOCK_H, BLOCK_D, BLOCK_C)
+    running_max, running_sum, acc = softmax_start_step(BLOCK_H, BLOCK_C)
     for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
-        mask_eh = mask_e[:, None] & mask_h[None, :]
+        e, mask_e, j, row, mask_eh = in_edges_step(src, first, stop, offs_h,
+                                                   H, mask_h, BLOCK_E)
         v_j = gather_rows_step(v, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)  # [B_E, B_H]
-        logit, _ = link_step(t, eps, LOG_SQUARE)
-        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        logit, _ = source_logit_step(t, s, row, mask_eh, eps, LOG_SQUARE)
         # Online softmax per head (ikgat.ops.attention_steps):
         running_max, running_sum, acc = aggregate_step(
             running_max, running_sum, acc, logit, values, row, offs_c, C,
@@ -80,36 +89,23 @@ def backward_dst_kernel(u, v, s, values, rowptr, src, row_max, row_den, delta,
                         HAS_DROPOUT: tl.constexpr, BLOCK_E: tl.constexpr,
                         BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
                         BLOCK_C: tl.constexpr):
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        rowptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_d = tl.arange(0, BLOCK_D)
-    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    u_i = node_row_step(u, i, offs_h, offs_d, H, D, mask_hd)
+    (i, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_d, mask_hd,
+     u_i) = _table_program(rowptr, u, H, D, C, BLOCK_H, BLOCK_D, BLOCK_C)
     g_i = node_row_step(grad_out, i, offs_h, offs_c, H, C, mask_hc)
     m, den, d = statistics_step(row_max, row_den, delta, i * H + offs_h,
                                 mask_h)
     acc_u = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
-        e = first + offs_e
-        mask_e = e < stop
-        j = tl.load(src + e, mask=mask_e, other=0).to(tl.int64)
-        row = j[:, None] * H + offs_h[None, :]
-        mask_eh = mask_e[:, None] & mask_h[None, :]
+        e, mask_e, j, row, mask_eh = in_edges_step(src, first, stop, offs_h,
+                                                   H, mask_h, BLOCK_E)
         v_j = gather_rows_step(v, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(v_j * u_i[None, :, :], axis=2)
-        logit, slope = link_step(t, eps, LOG_SQUARE)
-        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        alpha = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
-        x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
-        # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_logit, _ = logit_gradient_step(
-            alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
-            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
-        d_t = d_logit * slope * scale
-        acc_u += tl.sum(d_t[:, :, None] * v_j, axis=0)
-    tl.store(grad_u + (i * H + offs_h[:, None]) * D + offs_d[None, :], acc_u,
-             mask=mask_hd)
+        logit, slope = source_logit_step(t, s, row, mask_eh, eps, LOG_SQUARE)
+        d_logit = target_gradient_step(
+            logit, m, den, d, g_i, values, row, offs_c, C, mask_e, mask_hc,
+            mask_eh, seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        acc_u += tl.sum((d_logit * slope * scale)[:, :, None] * v_j, axis=0)
+    store_row_step(grad_u, i, offs_h, offs_d, H, D, acc_u, mask_hd)
 
 
 @lazy_jit
@@ -119,41 +115,29 @@ def backward_src_kernel(u, v, s, values, colptr, csc_edge, csc_dst, row_max,
                         LOG_SQUARE: tl.constexpr, HAS_DROPOUT: tl.constexpr,
                         BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                         BLOCK_D: tl.constexpr, BLOCK_C: tl.constexpr):
-    j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        colptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_d = tl.arange(0, BLOCK_D)
-    mask_hd = mask_h[:, None] & (offs_d < D)[None, :]
-    v_j = node_row_step(v, j, offs_h, offs_d, H, D, mask_hd)
+    (j, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_d, mask_hd,
+     v_j) = _table_program(colptr, v, H, D, C, BLOCK_H, BLOCK_D, BLOCK_C)
     x_j = node_row_step(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
     acc_v = tl.zeros([BLOCK_H, BLOCK_D], dtype=tl.float32)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
     for first in range(start, stop, BLOCK_E):
-        k = first + offs_e
+        k = first + tl.arange(0, BLOCK_E)
         mask_e = k < stop
         # The CSR position and the target of each out-edge:
-        e = tl.load(csc_edge + k, mask=mask_e, other=0).to(tl.int64)
-        i = tl.load(csc_dst + k, mask=mask_e, other=0).to(tl.int64)
-        row = i[:, None] * H + offs_h[None, :]
-        mask_eh = mask_e[:, None] & mask_h[None, :]
+        e, i = out_edges_step(csc_edge, csc_dst, k, mask_e)
+        row, mask_eh = edge_rows_step(i, offs_h, H, mask_e, mask_h)
         u_i = gather_rows_step(u, row, offs_d, D, mask_e, mask_hd)
         t = scale * tl.sum(u_i * v_j[None, :, :], axis=2)
         logit, slope = link_step(t, eps, LOG_SQUARE)
-        m, den, d = statistics_step(row_max, row_den, delta, row, mask_eh)
-        alpha = softmax_weight_step(logit + s_j[None, :], m, den, mask_eh)
-        g = gather_rows_step(grad_out, row, offs_c, C, mask_e, mask_hc)
-        d_logit, kept = logit_gradient_step(
-            alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
-            H, dropout, keep_scale, HAS_DROPOUT)
-        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
-        acc_s += tl.sum(d_logit, axis=0)
+        d_logit, acc_x, acc_s = source_gradient_step(
+            logit + s_j[None, :], row_max, row_den, delta, grad_out, x_j,
+            acc_x, acc_s, row, offs_c, C, mask_e, mask_hc, mask_eh, seed, e,
+            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         acc_v += tl.sum((d_logit * slope * scale)[:, :, None] * u_i, axis=0)
-    tl.store(grad_v + (j * H + offs_h[:, None]) * D + offs_d[None, :], acc_v,
-             mask=mask_hd)
-    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
-             acc_x, mask=mask_hc)
+    store_row_step(grad_v, j, offs_h, offs_d, H, D, acc_v, mask_hd)
+    store_row_step(grad_values, j, offs_h, offs_c, H, C, acc_x, mask_hc)
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
 
 

@@ -74,16 +74,22 @@ from __future__ import annotations  # keeps 'tl.constexpr' a string
 from ikgat.ops.attention_steps import (
     ROW_ELEMENTS,
     aggregate_step,
+    edge_rows_step,
     edge_tiling,
     finish_step,
-    gather_rows_step,
+    first_tile_step,
     head_block,
     link_step,
-    logit_gradient_step,
+    next_tile_step,
     node_program_step,
     node_row_step,
-    softmax_weight_step,
+    out_edges_step,
+    softmax_start_step,
+    source_gradient_step,
+    source_logit_step,
     statistics_step,
+    store_row_step,
+    target_gradient_step,
     tiling,
 )
 from ikgat.ops.node_terms_triton import sincos_step
@@ -245,6 +251,15 @@ def _accumulate(acc_cos, acc_sin, d_t, x, points, nodes, offs_h, offs_r,
 
 
 @lazy_jit
+def _feature_gradient_start(BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+                            CHUNKS: tl.constexpr):
+    # dL/dphi of the program's own node, cosine and sine halves, zero, each
+    # [B_H, CHUNKS, B_R] (_accumulate adds to them):
+    return (tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32),
+            tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32))
+
+
+@lazy_jit
 def _store_gradient(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
                     acc_cos, acc_sin, grad_angles, H, D, R, num_sets,
                     STORE_ANGLES: tl.constexpr, BLOCK_H: tl.constexpr,
@@ -260,8 +275,28 @@ def _store_gradient(grad_x, x, points, node, offs_h, offs_r, offs_chunk,
             _chunk(acc_cos, offs_chunk, chunk),
             _chunk(acc_sin, offs_chunk, chunk), grad_angles, H, D, R,
             num_sets, STORE_ANGLES, BLOCK_H, BLOCK_R, BLOCK_D)
-    tl.store(grad_x + (node * H + offs_h[:, None]) * D + offs_d[None, :],
-             rows, mask=(offs_h < H)[:, None] & (offs_d < D)[None, :])
+    store_row_step(grad_x, node, offs_h, offs_d, H, D, rows,
+                   (offs_h < H)[:, None] & (offs_d < D)[None, :])
+
+
+@lazy_jit
+def _fourier_program(pointers, H, C, BLOCK_E: tl.constexpr,
+                     BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr,
+                     BLOCK_C: tl.constexpr, CHUNKS: tl.constexpr):
+    # node_program_step, with the offsets of a tile's edges, of a chunk's
+    # points and of the chunks:
+    node, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
+        pointers, H, C, BLOCK_H, BLOCK_C)
+    return (node, offs_h, start, stop, offs_c, mask_h, mask_hc,
+            tl.arange(0, BLOCK_E), tl.arange(0, BLOCK_R),
+            tl.arange(0, CHUNKS))
+
+
+@lazy_jit
+def _saved_t(t_saved, e, offs_h, H, mask_eh):
+    # The edges' t stored by the forward kernel (E, H), in CSR order:
+    return tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
+                   other=0.).to(tl.float32)
 
 
 @lazy_jit
@@ -273,35 +308,26 @@ def forward_kernel(q, k, points, s, values, rowptr, src, out, row_max,
                    CHUNKS: tl.constexpr):
     # One program per target i and block of heads: phi(q_i) once, in
     # [B_H, CHUNKS, B_R]; phi(k_j) per in-edge, a chunk at a time.
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        rowptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_r = tl.arange(0, BLOCK_R)
-    offs_chunk = tl.arange(0, CHUNKS)
+    (i, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_e, offs_r,
+     offs_chunk) = _fourier_program(rowptr, H, C, BLOCK_E, BLOCK_H, BLOCK_R,
+                                    BLOCK_C, CHUNKS)
     q_cos, q_sin = _own_features(q, points, i, offs_h, offs_r, offs_chunk, H,
                                  D, R, num_sets, BLOCK_H, BLOCK_R, CHUNKS)
-    running_max = tl.full([BLOCK_H], float('-inf'), tl.float32)
-    running_sum = tl.zeros([BLOCK_H], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
+    running_max, running_sum, acc = softmax_start_step(BLOCK_H, BLOCK_C)
     # The sources of the first tile; each tile loads the next one's before
-    # its own work (so that its latency overlaps the work):
-    j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
-                     other=0)
+    # its own work (ikgat.ops.attention_steps.next_tile_step):
+    j_ahead = first_tile_step(src, start, stop, BLOCK_E)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = j_next.to(tl.int64)
-        j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
-        row = j[:, None] * H + offs_h[None, :]  # [B_E, B_H]
-        mask_eh = mask_e[:, None] & mask_h[None, :]
+        j, j_ahead = next_tile_step(j_ahead, src, e, stop, BLOCK_E)
+        row, mask_eh = edge_rows_step(j, offs_h, H, mask_e, mask_h)
         t = scale * _dot(q_cos, q_sin, k, points, j, offs_h, offs_r,
                          offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E,
                          BLOCK_H, BLOCK_R, CHUNKS)
         # The edges' t for the backward kernels (CSR order):
         tl.store(t_out + e[:, None] * H + offs_h[None, :], t, mask=mask_eh)
-        logit, _ = link_step(t, eps, True)
-        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        logit = tl.where(mask_e[:, None], logit, float('-inf'))
+        logit, _ = source_logit_step(t, s, row, mask_eh, eps, True)
         running_max, running_sum, acc = aggregate_step(
             running_max, running_sum, acc, logit, values, row, offs_c, C,
             mask_e, mask_hc, seed, e, offs_h, H, dropout, keep_scale,
@@ -322,37 +348,25 @@ def backward_dst_kernel(q, k, points, s, values, rowptr, src, row_max,
     # One program per target i and block of heads; the edges' t comes from
     # the forward pass (contiguous in CSR order), and each in-edge's
     # phi(k_j) is made once, a chunk at a time.
-    i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        rowptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_r = tl.arange(0, BLOCK_R)
-    offs_chunk = tl.arange(0, CHUNKS)
+    (i, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_e, offs_r,
+     offs_chunk) = _fourier_program(rowptr, H, C, BLOCK_E, BLOCK_H, BLOCK_R,
+                                    BLOCK_C, CHUNKS)
     g_i = node_row_step(grad_out, i, offs_h, offs_c, H, C, mask_hc)
     m, den, d = statistics_step(row_max, row_den, delta, i * H + offs_h,
                                 mask_h)
-    acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
-    acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
-    # The sources of the first tile; each tile loads the next one's before
-    # its own work (so that its latency overlaps the work):
-    j_next = tl.load(src + start + offs_e, mask=start + offs_e < stop,
-                     other=0)
+    acc_cos, acc_sin = _feature_gradient_start(BLOCK_H, BLOCK_R, CHUNKS)
+    j_ahead = first_tile_step(src, start, stop, BLOCK_E)
     for first in range(start, stop, BLOCK_E):
         e = first + offs_e
         mask_e = e < stop
-        j = j_next.to(tl.int64)
-        j_next = tl.load(src + e + BLOCK_E, mask=e + BLOCK_E < stop, other=0)
-        row = j[:, None] * H + offs_h[None, :]
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
-                    other=0.).to(tl.float32)
-        logit, slope = link_step(t, eps, True)
-        logit += tl.load(s + row, mask=mask_eh, other=0.).to(tl.float32)
-        alpha = softmax_weight_step(logit, m[None, :], den[None, :], mask_eh)
-        x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
-        # dL/dalpha~ = <G_i, x_j>; dL/dl = alpha (dL/dalpha - D_i):
-        d_logit, _ = logit_gradient_step(
-            alpha, tl.sum(x * g_i[None, :, :], axis=2), d[None, :], seed, e,
-            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
+        j, j_ahead = next_tile_step(j_ahead, src, e, stop, BLOCK_E)
+        row, mask_eh = edge_rows_step(j, offs_h, H, mask_e, mask_h)
+        logit, slope = source_logit_step(_saved_t(t_saved, e, offs_h, H,
+                                                  mask_eh),
+                                         s, row, mask_eh, eps, True)
+        d_logit = target_gradient_step(
+            logit, m, den, d, g_i, values, row, offs_c, C, mask_e, mask_hc,
+            mask_eh, seed, e, offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         acc_cos, acc_sin = _accumulate(
             acc_cos, acc_sin, d_logit * slope * scale, k, points, j, offs_h,
             offs_r, offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E, BLOCK_H,
@@ -375,51 +389,38 @@ def backward_src_kernel(q, k, points, s, values, colptr, csc_edge, csc_dst,
     # One program per source j and block of heads; the edges' t comes from
     # the forward pass, and each out-edge's phi(q_i) is made once, a chunk
     # at a time.
-    j, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
-        colptr, H, C, BLOCK_H, BLOCK_C)
-    offs_e = tl.arange(0, BLOCK_E)
-    offs_r = tl.arange(0, BLOCK_R)
-    offs_chunk = tl.arange(0, CHUNKS)
+    (j, offs_h, start, stop, offs_c, mask_h, mask_hc, offs_e, offs_r,
+     offs_chunk) = _fourier_program(colptr, H, C, BLOCK_E, BLOCK_H, BLOCK_R,
+                                    BLOCK_C, CHUNKS)
     x_j = node_row_step(values, j, offs_h, offs_c, H, C, mask_hc)
     s_j = tl.load(s + j * H + offs_h, mask=mask_h, other=0.).to(tl.float32)
-    acc_cos = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
-    acc_sin = tl.zeros([BLOCK_H, CHUNKS, BLOCK_R], dtype=tl.float32)
+    acc_cos, acc_sin = _feature_gradient_start(BLOCK_H, BLOCK_R, CHUNKS)
     acc_x = tl.zeros([BLOCK_H, BLOCK_C], dtype=tl.float32)
     acc_s = tl.zeros([BLOCK_H], dtype=tl.float32)
     # The targets of the first tile's out-edges: with PREFETCH each tile
     # loads the next one's before its own work (their CSR positions, read
     # by t and the dropout mask, are loaded in it):
-    i_next = tl.load(csc_dst + start + offs_e, mask=start + offs_e < stop,
-                     other=0)
+    i_ahead = first_tile_step(csc_dst, start, stop, BLOCK_E)
     for first in range(start, stop, BLOCK_E):
         kk = first + offs_e
         mask_e = kk < stop
         if PREFETCH:
-            i = i_next.to(tl.int64)
-            i_next = tl.load(csc_dst + kk + BLOCK_E,
-                             mask=kk + BLOCK_E < stop, other=0)
+            i, i_ahead = next_tile_step(i_ahead, csc_dst, kk, stop, BLOCK_E)
+            e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
         else:
-            i = tl.load(csc_dst + kk, mask=mask_e, other=0).to(tl.int64)
-        e = tl.load(csc_edge + kk, mask=mask_e, other=0).to(tl.int64)
-        row = i[:, None] * H + offs_h[None, :]
-        mask_eh = mask_e[:, None] & mask_h[None, :]
-        t = tl.load(t_saved + e[:, None] * H + offs_h[None, :], mask=mask_eh,
-                    other=0.).to(tl.float32)
-        logit, slope = link_step(t, eps, True)
-        m, den, d = statistics_step(row_max, row_den, delta, row, mask_eh)
-        alpha = softmax_weight_step(logit + s_j[None, :], m, den, mask_eh)
-        g = gather_rows_step(grad_out, row, offs_c, C, mask_e, mask_hc)
-        d_logit, kept = logit_gradient_step(
-            alpha, tl.sum(g * x_j[None, :, :], axis=2), d, seed, e, offs_h,
-            H, dropout, keep_scale, HAS_DROPOUT)
-        acc_x += tl.sum(kept[:, :, None] * g, axis=0)
-        acc_s += tl.sum(d_logit, axis=0)
+            e, i = out_edges_step(csc_edge, csc_dst, kk, mask_e)
+        row, mask_eh = edge_rows_step(i, offs_h, H, mask_e, mask_h)
+        logit, slope = link_step(_saved_t(t_saved, e, offs_h, H, mask_eh),
+                                 eps, True)
+        d_logit, acc_x, acc_s = source_gradient_step(
+            logit + s_j[None, :], row_max, row_den, delta, grad_out, x_j,
+            acc_x, acc_s, row, offs_c, C, mask_e, mask_hc, mask_eh, seed, e,
+            offs_h, H, dropout, keep_scale, HAS_DROPOUT)
         acc_cos, acc_sin = _accumulate(
             acc_cos, acc_sin, d_logit * slope * scale, q, points, i, offs_h,
             offs_r, offs_chunk, mask_e, H, D, R, num_sets, BLOCK_E, BLOCK_H,
             BLOCK_R, CHUNKS)
-    tl.store(grad_values + (j * H + offs_h[:, None]) * C + offs_c[None, :],
-             acc_x, mask=mask_hc)
+    store_row_step(grad_values, j, offs_h, offs_c, H, C, acc_x, mask_hc)
     tl.store(grad_s + j * H + offs_h, acc_s, mask=mask_h)
     _store_gradient(grad_k, k, points, j, offs_h, offs_r, offs_chunk, acc_cos,
                     acc_sin, grad_angles, H, D, R, num_sets, STORE_ANGLES,

@@ -45,7 +45,7 @@ def test_every_kernel_module_calls_the_same_jitted_steps():
     for module in modules:
         jitted(module.forward_kernel)
     steps = [name for name in vars(attention_steps) if name.endswith('_step')]
-    assert len(steps) == 11, steps
+    assert len(steps) == 22, steps
     for name in steps:
         shared = getattr(attention_steps, name)
         assert not inspect.isfunction(shared), name  # jitted
