@@ -215,6 +215,19 @@ class KernelEdgeSoftmax(torch.autograd.Function):
                 None)
 
 
+def check_scores(owner: str, score_src: Tensor, score_dst: Tensor) -> None:
+    r"""Raises a :class:`ValueError` naming :obj:`owner` unless
+    :obj:`score_src` is :math:`(N_s, H, 3)` and :obj:`score_dst`
+    :math:`(N_t, H, 3)` or :math:`(1, H, 3)`, the packed scores of the
+    module docstring."""
+    if score_src.dim() != 3 or score_src.size(-1) != 3 or (
+            score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
+        raise ValueError(f"{owner}: 'score_src' must be (N_src, H, 3) and "
+                         f"'score_dst' (N_dst, H, 3) or (1, H, 3) (got "
+                         f"{tuple(score_src.shape)} and "
+                         f"{tuple(score_dst.shape)})")
+
+
 def kernel_edge_softmax(score_src: Tensor, score_dst: Tensor,
                         edge_index: Tensor, num_dst: int,
                         edge_gate: OptTensor = None,
@@ -245,12 +258,7 @@ def kernel_edge_softmax(score_src: Tensor, score_dst: Tensor,
             :obj:`~ikgat.ops.chunking.CHUNK_ELEMENTS` divided by :math:`H`.
             (default: :obj:`None`)
     """
-    if score_src.dim() != 3 or score_src.size(-1) != 3 or (
-            score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
-        raise ValueError(f"kernel_edge_softmax: 'score_src' must be "
-                         f"(N_src, H, 3) and 'score_dst' (N_dst, H, 3) or "
-                         f"(1, H, 3) (got {tuple(score_src.shape)} and "
-                         f"{tuple(score_dst.shape)})")
+    check_scores('kernel_edge_softmax', score_src, score_dst)
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"kernel_edge_softmax: 'edge_index' must be (2, E) "
                          f"(got {tuple(edge_index.shape)})")

@@ -125,6 +125,7 @@ from ikgat.ops.csr import (  # prepare_csr: also importable from here
     csr_for,
     prepare_csr,  # noqa: F401
 )
+from ikgat.ops.edge_softmax import check_scores
 from ikgat.ops.gat_attention_triton import (
     alpha_kernel,
     backward_dst_kernel,
@@ -413,11 +414,10 @@ def fused_attention(
     included.
 
     Args:
-        score_src (torch.Tensor): Source scores :math:`(N_s, H, 3)`: the
-            logit parts for :math:`c = 1` and :math:`c =`
-            :obj:`negative_slope`, and the gate.
-        score_dst (torch.Tensor): Target scores :math:`(N_t, H, 3)`, or
-            :math:`(1, H, 3)` shared by every target.
+        score_src (torch.Tensor): Source scores :math:`(N_s, H, 3)`, as
+            :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` takes them.
+        score_dst (torch.Tensor): Target scores :math:`(N_t, H, 3)` or
+            :math:`(1, H, 3)`, likewise.
         x_src (torch.Tensor): Source features :math:`(N_s, H, C)`.
         edge_index_or_csr (torch.Tensor or AttentionCSR): Edge indices
             :math:`(2, E)` (sorted here on every call), or their
@@ -443,12 +443,7 @@ def fused_attention(
             CUDA (and ``meta``) tensors, and on CPU tensors when
             ``TRITON_INTERPRET=1``. (default: :obj:`None`)
     """
-    if score_src.dim() != 3 or score_src.size(-1) != 3 or (
-            score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
-        raise ValueError(f"fused_attention: 'score_src' must be (N_src, H, 3) "
-                         f"and 'score_dst' (N_dst, H, 3) or (1, H, 3) (got "
-                         f"{tuple(score_src.shape)} and "
-                         f"{tuple(score_dst.shape)})")
+    check_scores('fused_attention', score_src, score_dst)
     if x_src.dim() != 3 or x_src.shape[:2] != score_src.shape[:2]:
         raise ValueError(f"fused_attention: 'x_src' must be (N_src, H, C) "
                          f"with N_src, H of 'score_src' "
