@@ -66,7 +66,43 @@ SKIPPED_STEPS = {
     'lean_edge_softmax': ('edge_update', ),
 }
 
+#: The steps of PyG's path whose hooks each lean path bypasses, by the
+#: attribute of :class:`LeanPathSwitches` that holds the ids of those
+#: hooks while they are registered.
+HOOKED_STEPS = {
+    '_aggregation_hook_ids': ('propagate', 'message', 'aggregate',
+                              'message_and_aggregate'),
+    '_edge_update_hook_ids': ('edge_update', ),
+}
 
+
+def _hooks_turn_lean_paths_off(cls: type) -> type:
+    r"""Class decorator of :class:`LeanPathSwitches`: override each
+    ``register_<step>_forward_pre_hook`` and ``register_<step>_forward_hook``
+    of :class:`MessagePassing` for the steps of :data:`HOOKED_STEPS`, so
+    that the hook's id is kept in the layer's set of that step while the
+    hook is registered."""
+    def registration(name: str, hook_ids: str) -> Callable:
+        def register(self, hook: Callable):
+            handle = getattr(super(cls, self), name)(hook)
+            return _LeanHookHandle(handle, getattr(self, hook_ids))
+
+        register.__name__ = name
+        register.__qualname__ = f'{cls.__qualname__}.{name}'
+        register.__doc__ = (f'``MessagePassing.{name}``, which also turns '
+                            f'off the lean path that would bypass the hook, '
+                            f'until the hook is removed.')
+        return register
+
+    for hook_ids, steps in HOOKED_STEPS.items():
+        for step in steps:
+            for when in ('forward_pre_hook', 'forward_hook'):
+                name = f'register_{step}_{when}'
+                setattr(cls, name, registration(name, hook_ids))
+    return cls
+
+
+@_hooks_turn_lean_paths_off
 class LeanPathSwitches:
     r"""Mixin for a :class:`MessagePassing` layer with lean paths, steps
     that replace PyG's (``edge_update``, ``message``/``aggregate``/
@@ -111,51 +147,6 @@ class LeanPathSwitches:
             name in self.__dict__
             or getattr(cls, name, None) is not getattr(owner, name, None)
             for name in SKIPPED_STEPS[switch])
-
-    # Registering a hook turns the lean path it would bypass off until the
-    # hook is removed (the handles returned keep the count):
-    def register_propagate_forward_pre_hook(self, hook):
-        return _LeanHookHandle(super().register_propagate_forward_pre_hook(
-            hook), self._aggregation_hook_ids)
-
-    def register_propagate_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_propagate_forward_hook(hook),
-                               self._aggregation_hook_ids)
-
-    def register_message_forward_pre_hook(self, hook):
-        return _LeanHookHandle(super().register_message_forward_pre_hook(
-            hook), self._aggregation_hook_ids)
-
-    def register_message_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_message_forward_hook(hook),
-                               self._aggregation_hook_ids)
-
-    def register_aggregate_forward_pre_hook(self, hook):
-        return _LeanHookHandle(super().register_aggregate_forward_pre_hook(
-            hook), self._aggregation_hook_ids)
-
-    def register_aggregate_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_aggregate_forward_hook(hook),
-                               self._aggregation_hook_ids)
-
-    def register_message_and_aggregate_forward_pre_hook(self, hook):
-        return _LeanHookHandle(
-            super().register_message_and_aggregate_forward_pre_hook(hook),
-            self._aggregation_hook_ids)
-
-    def register_message_and_aggregate_forward_hook(self, hook):
-        return _LeanHookHandle(
-            super().register_message_and_aggregate_forward_hook(hook),
-            self._aggregation_hook_ids)
-
-    def register_edge_update_forward_pre_hook(self, hook):
-        return _LeanHookHandle(
-            super().register_edge_update_forward_pre_hook(hook),
-            self._edge_update_hook_ids)
-
-    def register_edge_update_forward_hook(self, hook):
-        return _LeanHookHandle(super().register_edge_update_forward_hook(hook),
-                               self._edge_update_hook_ids)
 
 
 class _LeanHookHandle:
