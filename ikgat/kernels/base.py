@@ -69,7 +69,7 @@ from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ikgat.deprecation import renamed_argument  # noqa: F401 (re-exported)
+from ikgat.deprecation import renamed_argument
 from ikgat.kernels.anchor import (  # noqa: F401 (also importable here)
     pad_node_vectors,
     scaled_anchor_distance_sq,
@@ -242,11 +242,20 @@ class Kernel(torch.nn.Module):
                 generator: Optional[torch.Generator] = None) -> None:
         r"""Deprecated: :meth:`draw`, whose draws the entry points then use
         by default (:attr:`last_draws`); pass them as ``draws=`` instead."""
+        self._deprecated_prepare(x_src, x_dst, batch_src, batch_dst,
+                                 num_graphs, sample, num_draws,
+                                 generator=generator)
+
+    def _deprecated_prepare(self, *args: Any, **kwargs: Any) -> None:
+        r"""What :meth:`prepare` does, whatever order a kernel's
+        :meth:`prepare` takes its arguments in (the implicit kernel's took
+        :obj:`generator` before :obj:`num_draws`): warn, at the line that
+        called :meth:`prepare`, and :meth:`draw` with :obj:`args` and
+        :obj:`kwargs`."""
         warnings.warn(f'{type(self).__name__}.prepare is deprecated; use '
                       f'draws = kernel.draw(...) and pass draws= to the '
-                      f'similarities', DeprecationWarning, stacklevel=2)
-        self.draw(x_src, x_dst, batch_src, batch_dst, num_graphs, sample,
-                  num_draws, generator=generator)
+                      f'similarities', DeprecationWarning, stacklevel=3)
+        self.draw(*args, **kwargs)
 
     def _given_draws(self, draws: Optional[Draws]) -> Draws:
         r""":obj:`draws`, else :attr:`last_draws`; raises if neither."""
@@ -441,6 +450,57 @@ class Kernel(torch.nn.Module):
         return f'heads={self.heads}, channels={self.channels}{pairing}'
 
 
+class PairStatisticKernel(Kernel):
+    r"""Base of the kernels whose log-similarity is a function :math:`g` of
+    one number of the pair: the squared distance (:attr:`statistic`
+    ``'distance_sq'``, the stationary kernels) or the dot product
+    (``'dot'``),
+
+    .. math::
+        \log\mathrm{sim}(x, y) = g(\|x - y\|^2) \quad\text{or}\quad
+        \log\mathrm{sim}(x, y) = g(x^\top y).
+
+    A subclass sets :attr:`statistic` and defines :math:`g` as
+    :meth:`log_similarity_of`; the entry points evaluate the statistic in
+    both pairings, row by row (:meth:`similarity`,
+    :meth:`pair_log_similarity`) and node-wise against the scaled anchors
+    (:meth:`log_similarity`, through
+    :func:`~ikgat.kernels.anchor.scaled_anchor_distance_sq` or
+    :func:`~ikgat.kernels.anchor.scaled_anchor_dot`).
+    """
+    pairs_vectors = True
+    #: The number of the pair :math:`g` takes: ``'distance_sq'``,
+    #: :math:`\|x - y\|^2`, or ``'dot'``, :math:`x^\top y`.
+    statistic: str
+
+    def log_similarity_of(self, statistic: Tensor) -> Tensor:
+        r""":math:`g`, element-wise: the log-similarity of the pairs whose
+        :attr:`statistic` is :obj:`statistic`."""
+        raise NotImplementedError
+
+    def similarity(self, x: Tensor, y: Tensor, *,
+                   draws: Optional[Draws] = None) -> Tensor:
+        return self.log_similarity_of(self._pair_statistic(x, y)).exp()
+
+    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
+                            draws: Optional[Draws] = None) -> Tensor:
+        return self.log_similarity_of(self._pair_statistic(query, key))
+
+    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
+                       slopes: Tensor, *,
+                       draws: Optional[Draws] = None) -> Tensor:
+        anchor_statistic = (scaled_anchor_dot if self.statistic == 'dot'
+                            else scaled_anchor_distance_sq)
+        return self.log_similarity_of(
+            anchor_statistic(x, anchor, is_source, slopes))
+
+    def _pair_statistic(self, x: Tensor, y: Tensor) -> Tensor:
+        if self.statistic == 'dot':
+            return (x * y).sum(-1)
+        diff = x - y
+        return (diff * diff).sum(-1)
+
+
 def _ignoring_draws(method: Callable[..., Any]) -> Callable[..., Any]:
     r""":obj:`method`, an entry point written without ``draws``, taking
     ``draws=None`` (a deterministic kernel's)."""
@@ -472,6 +532,19 @@ def check_num_spectral_points(owner: str, num_spectral_points: int) -> int:
                          f"spectral points per head) must be a positive "
                          f"integer (got {num_spectral_points!r})")
     return num_spectral_points
+
+
+#: :func:`~ikgat.deprecation.renamed_argument` of ``num_spectral_points``
+#: (default :obj:`64`) under its former name ``num_features``, for the
+#: constructors that take both:
+#: ``renamed_num_features(owner, old_value=num_features,
+#: new_value=num_spectral_points)``.  A :func:`functools.partial` rather
+#: than a function, because it adds no frame to the stack: the
+#: :class:`DeprecationWarning` points at the line that called the
+#: constructor, as when the constructor calls ``renamed_argument`` itself.
+renamed_num_features = functools.partial(
+    renamed_argument, old='num_features', new='num_spectral_points',
+    new_default=64)
 
 
 class DeprecatedNumFeatures:

@@ -1,7 +1,9 @@
 r"""IKAN-direct: the non-stationary feature map with learned spectral points."""
+from ikgat.kernels.docstrings import shared_docstring
 from ikgat.kernels.rff_ns import NonStationaryRandomFourierKernel
 
 
+@shared_docstring
 class DirectSpectralKernel(NonStationaryRandomFourierKernel):
     r"""IKAN-direct: the non-stationary random-feature kernel whose spectral
     points are learned parameters
@@ -18,16 +20,6 @@ class DirectSpectralKernel(NonStationaryRandomFourierKernel):
     the spectral density of the RBF kernel of GAT's decomposition.
 
     Args:
-        heads (int): Number of heads :math:`H`.
-        channels (int): Channels per head :math:`C`.
-        num_spectral_points (int, optional): :math:`R`, the spectral points
-            per head (formerly ``num_features``). (default: :obj:`64`)
-        lengthscale (float, optional): :math:`l` of the initial density.
-            (default: :obj:`1.0`)
-        eps (float, optional): :math:`\epsilon` in
-            :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
-        node_path (str, optional): How the node-wise term is evaluated, one
-            of :obj:`~ikgat.kernels.random_features.NODE_PATHS`.
-            (default: :obj:`"eager"`)
+        {random_fourier_arguments}
     """
     learnable = True

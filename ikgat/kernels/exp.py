@@ -3,12 +3,15 @@ from typing import Optional
 
 from torch import Tensor
 
-from ikgat.kernels.anchor import scaled_anchor_dot
-from ikgat.kernels.base import Kernel, PairFeatureMap, check_positive
+from ikgat.kernels.base import (
+    PairFeatureMap,
+    PairStatisticKernel,
+    check_positive,
+)
 from ikgat.kernels.draws import Draws
 
 
-class ExpKernel(Kernel):
+class ExpKernel(PairStatisticKernel):
     r"""The exponential kernel of dot-product attention
 
     .. math::
@@ -19,7 +22,7 @@ class ExpKernel(Kernel):
         channels (int): Channels per head :math:`C`.
         scale (float, optional): :math:`s`. (default: :obj:`1.0`)
     """
-    pairs_vectors = True
+    statistic = 'dot'
     has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int, scale: float = 1.0, *,
@@ -27,22 +30,12 @@ class ExpKernel(Kernel):
         super().__init__(heads, channels, pairing=pairing)
         self.scale = check_positive(type(self).__name__, 'scale', scale)
 
-    def similarity(self, x: Tensor, y: Tensor, *,
-                   draws: Optional[Draws] = None) -> Tensor:
-        return (self.scale * (x * y).sum(-1)).exp()
-
-    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
-                            draws: Optional[Draws] = None) -> Tensor:
-        return self.scale * (query * key).sum(-1)
+    def log_similarity_of(self, dot: Tensor) -> Tensor:
+        return self.scale * dot
 
     def pair_feature_map(self, query: Tensor, key: Tensor, *,
                          draws: Optional[Draws] = None) -> PairFeatureMap:
         return PairFeatureMap(query, key, 'identity', self.scale, 0.0)
-
-    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor, *,
-                       draws: Optional[Draws] = None) -> Tensor:
-        return self.scale * scaled_anchor_dot(x, anchor, is_source, slopes)
 
     def extra_repr(self) -> str:
         return f'{super().extra_repr()}, scale={self.scale}'

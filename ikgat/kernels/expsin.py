@@ -1,15 +1,12 @@
 r"""The periodic (exp-sine-squared) kernel."""
 import math
-from typing import Optional
 
 from torch import Tensor
 
-from ikgat.kernels.anchor import scaled_anchor_distance_sq
-from ikgat.kernels.base import Kernel, check_positive
-from ikgat.kernels.draws import Draws
+from ikgat.kernels.base import PairStatisticKernel, check_positive
 
 
-class ExpSinKernel(Kernel):
+class ExpSinKernel(PairStatisticKernel):
     r"""The exp-sine-squared (periodic) kernel
 
     .. math::
@@ -23,7 +20,7 @@ class ExpSinKernel(Kernel):
         lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
         period (float, optional): :math:`P`. (default: :obj:`1.0`)
     """
-    pairs_vectors = True
+    statistic = 'distance_sq'
 
     def __init__(self, heads: int, channels: int, lengthscale: float = 1.0,
                  period: float = 1.0, *, pairing: str = 'anchor'):
@@ -32,27 +29,11 @@ class ExpSinKernel(Kernel):
         self.lengthscale = check_positive(owner, 'lengthscale', lengthscale)
         self.period = check_positive(owner, 'period', period)
 
-    def _log_from_distance_sq(self, distance_sq: Tensor) -> Tensor:
+    def log_similarity_of(self, distance_sq: Tensor) -> Tensor:
         # Clamping keeps the gradient of the square root finite at x = y.
         distance = distance_sq.clamp_min(1e-12).sqrt()
         return -2.0 * (math.pi * distance / self.period).sin()**2 / (
             self.lengthscale**2)
-
-    def similarity(self, x: Tensor, y: Tensor, *,
-                   draws: Optional[Draws] = None) -> Tensor:
-        diff = x - y
-        return self._log_from_distance_sq((diff * diff).sum(-1)).exp()
-
-    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
-                            draws: Optional[Draws] = None) -> Tensor:
-        diff = query - key
-        return self._log_from_distance_sq((diff * diff).sum(-1))
-
-    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor, *,
-                       draws: Optional[Draws] = None) -> Tensor:
-        return self._log_from_distance_sq(
-            scaled_anchor_distance_sq(x, anchor, is_source, slopes))
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, lengthscale={self.lengthscale}, '

@@ -14,7 +14,7 @@ from ikgat.kernels.base import (
     PairFeatureMap,
     check_num_spectral_points,
     check_positive,
-    renamed_argument,
+    renamed_num_features,
 )
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
 from ikgat.kernels.draws import Draws
@@ -140,9 +140,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                  pairing: str = 'anchor'):
         super().__init__(heads, channels, pairing=pairing)
         owner = type(self).__name__
-        num_spectral_points = renamed_argument(
-            owner, 'num_features', 'num_spectral_points', num_features,
-            num_spectral_points, 64)
+        num_spectral_points = renamed_num_features(
+            owner, old_value=num_features, new_value=num_spectral_points)
         check_num_spectral_points(owner, num_spectral_points)
         if num_spectral_points % 2:
             raise ValueError(f"{owner}: 'num_spectral_points' must be even, "
@@ -337,13 +336,12 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                 num_graphs: int, sample: bool,
                 generator: Optional[torch.Generator] = None,
                 num_draws: int = 1) -> None:
-        r"""Deprecated: :meth:`draw`, whose draws the entry points then use
-        by default (:attr:`last_draws`); pass them as ``draws=`` instead."""
-        warnings.warn(f'{type(self).__name__}.prepare is deprecated; use '
-                      f'draws = kernel.draw(...) and pass draws= to the '
-                      f'similarities', DeprecationWarning, stacklevel=2)
-        self.draw(x_src, x_dst, batch_src, batch_dst, num_graphs, sample,
-                  num_draws, generator=generator)
+        r"""Deprecated: :meth:`Kernel.prepare
+        <ikgat.kernels.base.Kernel.prepare>`, which this kernel took with
+        :obj:`generator` before :obj:`num_draws`."""
+        self._deprecated_prepare(x_src, x_dst, batch_src, batch_dst,
+                                 num_graphs, sample, num_draws,
+                                 generator=generator)
 
     def select_draw(self, index: int) -> None:
         r"""Deprecated: make draw :obj:`index` of :attr:`last_draws` the one

@@ -5,12 +5,11 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from ikgat.kernels.anchor import scaled_anchor_dot
-from ikgat.kernels.base import Kernel, check_positive
+from ikgat.kernels.base import PairStatisticKernel, check_positive
 from ikgat.kernels.draws import Draws
 
 
-class PolynomialKernel(Kernel):
+class PolynomialKernel(PairStatisticKernel):
     r"""The polynomial kernel of even degree :math:`d`
 
     .. math::
@@ -26,7 +25,7 @@ class PolynomialKernel(Kernel):
         offset (float, optional): :math:`b \ge 0`. (default: :obj:`1.0`)
         eps (float, optional): :math:`\epsilon`. (default: :obj:`1e-5`)
     """
-    pairs_vectors = True
+    statistic = 'dot'
 
     def __init__(self, heads: int, channels: int, degree: int = 2,
                  offset: float = 1.0, eps: float = 1e-5, *,
@@ -49,7 +48,7 @@ class PolynomialKernel(Kernel):
                    draws: Optional[Draws] = None) -> Tensor:
         return ((x * y).sum(-1) + self.offset).pow(self.degree)
 
-    def _log_from_dot(self, dot: Tensor) -> Tensor:
+    def log_similarity_of(self, dot: Tensor) -> Tensor:
         # log((t^d) + eps) as logaddexp(d log|t|, log eps), t = dot + b: the
         # power overflows float32 where the logarithm does not (d even, so
         # t^d = |t|^d; the clamp keeps log|t| finite at t = 0).
@@ -59,16 +58,6 @@ class PolynomialKernel(Kernel):
         log_eps = math.log(self.eps)
         return (log_power.clamp(min=log_eps)
                 + torch.log1p(torch.exp(-(log_power - log_eps).abs())))
-
-    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
-                            draws: Optional[Draws] = None) -> Tensor:
-        return self._log_from_dot((query * key).sum(-1))
-
-    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor, *,
-                       draws: Optional[Draws] = None) -> Tensor:
-        return self._log_from_dot(
-            scaled_anchor_dot(x, anchor, is_source, slopes))
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, degree={self.degree}, '

@@ -3,12 +3,16 @@ from typing import Optional
 
 from torch import Tensor
 
-from ikgat.kernels.anchor import scaled_anchor_distance_sq, scaled_anchor_dot
-from ikgat.kernels.base import Kernel, PairFeatureMap, check_positive
+from ikgat.kernels.anchor import scaled_anchor_dot
+from ikgat.kernels.base import (
+    PairFeatureMap,
+    PairStatisticKernel,
+    check_positive,
+)
 from ikgat.kernels.draws import Draws
 
 
-class RBFKernel(Kernel):
+class RBFKernel(PairStatisticKernel):
     r"""The radial basis function kernel
 
     .. math::
@@ -39,7 +43,7 @@ class RBFKernel(Kernel):
         >>> kernel.similarity(x, y)
         tensor([0.3679, 0.3679, 0.3679])
     """
-    pairs_vectors = True
+    statistic = 'distance_sq'
     has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int, lengthscale: float = 1.0,
@@ -48,15 +52,8 @@ class RBFKernel(Kernel):
         self.lengthscale = check_positive(type(self).__name__, 'lengthscale',
                                            lengthscale)
 
-    def similarity(self, x: Tensor, y: Tensor, *,
-                   draws: Optional[Draws] = None) -> Tensor:
-        diff = x - y
-        return (-(diff * diff).sum(-1) / (2 * self.lengthscale**2)).exp()
-
-    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
-                            draws: Optional[Draws] = None) -> Tensor:
-        diff = query - key
-        return -(diff * diff).sum(-1) / (2 * self.lengthscale**2)
+    def log_similarity_of(self, distance_sq: Tensor) -> Tensor:
+        return -distance_sq / (2 * self.lengthscale**2)
 
     def reduced_pair_log_similarity(self, query: Tensor,
                                     key: Tensor, *,
@@ -70,12 +67,6 @@ class RBFKernel(Kernel):
         # The reduced logit q^T k / l^2: the dot itself, identity link.
         return PairFeatureMap(query, key, 'identity', self.lengthscale**-2,
                               0.0)
-
-    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor, *,
-                       draws: Optional[Draws] = None) -> Tensor:
-        distance_sq = scaled_anchor_distance_sq(x, anchor, is_source, slopes)
-        return -distance_sq / (2 * self.lengthscale**2)
 
     @property
     def node_norm_coefficient(self) -> float:

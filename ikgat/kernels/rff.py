@@ -10,8 +10,9 @@ from ikgat.kernels.base import (
     PairFeatureMap,
     check_num_spectral_points,
     check_positive,
-    renamed_argument,
+    renamed_num_features,
 )
+from ikgat.kernels.docstrings import shared_docstring
 from ikgat.kernels.draws import Draws
 from ikgat.kernels.random_features import (
     check_node_path,
@@ -23,6 +24,7 @@ from ikgat.kernels.random_features import (
 from ikgat.ops.edge_fourier import edge_fourier_log_similarity
 
 
+@shared_docstring
 class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     r"""The stationary random-feature kernel of Implicit Kernel Attention
 
@@ -37,17 +39,7 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     buffer (saved in the state dict) and are redrawn only on request.
 
     Args:
-        heads (int): Number of heads :math:`H`.
-        channels (int): Channels per head :math:`C`.
-        num_spectral_points (int, optional): :math:`R`, the spectral points
-            per head (formerly ``num_features``, still accepted with a
-            :class:`DeprecationWarning`). (default: :obj:`64`)
-        lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
-        eps (float, optional): :math:`\epsilon` in
-            :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
-        node_path (str, optional): How the node-wise term is evaluated, one
-            of :obj:`~ikgat.kernels.random_features.NODE_PATHS`.
-            (default: :obj:`"eager"`)
+        {random_fourier_arguments}
     """
     #: Number of spectral point sets :math:`m` in the feature map.
     num_sets = 1
@@ -65,9 +57,8 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
                  pairing: str = 'anchor'):
         super().__init__(heads, channels, pairing=pairing)
         owner = type(self).__name__
-        num_spectral_points = renamed_argument(
-            owner, 'num_features', 'num_spectral_points', num_features,
-            num_spectral_points, 64)
+        num_spectral_points = renamed_num_features(
+            owner, old_value=num_features, new_value=num_spectral_points)
         self.node_path = check_node_path(owner, node_path)
         self.num_spectral_points = check_num_spectral_points(
             owner, num_spectral_points)

@@ -1,7 +1,9 @@
 r"""IKA's non-stationary random-feature kernel (fixed spectral samples)."""
+from ikgat.kernels.docstrings import shared_docstring
 from ikgat.kernels.rff import RandomFourierKernel
 
 
+@shared_docstring
 class NonStationaryRandomFourierKernel(RandomFourierKernel):
     r"""The non-stationary random-feature kernel of Implicit Kernel Attention
 
@@ -19,15 +21,6 @@ class NonStationaryRandomFourierKernel(RandomFourierKernel):
     ``spectral_points_1`` and ``spectral_points_2``.
 
     Args:
-        heads (int): Number of heads :math:`H`.
-        channels (int): Channels per head :math:`C`.
-        num_spectral_points (int, optional): :math:`R`, the spectral points
-            per head (formerly ``num_features``). (default: :obj:`64`)
-        lengthscale (float, optional): :math:`l`. (default: :obj:`1.0`)
-        eps (float, optional): :math:`\epsilon` in
-            :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
-        node_path (str, optional): How the node-wise term is evaluated, one
-            of :obj:`~ikgat.kernels.random_features.NODE_PATHS`.
-            (default: :obj:`"eager"`)
+        {random_fourier_arguments}
     """
     num_sets = 2

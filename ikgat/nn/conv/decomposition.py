@@ -59,13 +59,15 @@ def attention_decomposition(
     batch_size: Optional[int] = None,
 ) -> AttentionDecomposition:
     r"""Return the per-edge similarity, magnitude and edge terms of the
-    attention logits, and the attention weights without dropout.
+    attention logits of the layer :obj:`conv`, and the attention weights
+    without dropout; also the layer's method,
+    ``conv.attention_decomposition(x, edge_index)``.
 
-    Takes the layer and the same inputs as its
-    :meth:`~ikgat.IKGATConv.forward`; the edges are those the
-    forward pass attends over (self-loops included).  The magnitude term
-    includes :math:`\tfrac12\|q_i\|_p^2`, which cancels in the softmax.
-    The terms and weights are float32 for a float16 or bfloat16 model.
+    Takes the same inputs as :meth:`~ikgat.IKGATConv.forward`; the edges
+    are those the forward pass attends over (self-loops included).  The
+    magnitude term includes :math:`\tfrac12\|q_i\|_p^2`, which cancels
+    in the softmax.  The terms and weights are float32 for a float16 or
+    bfloat16 model.
     """
     conv._check_inputs(x, edge_index, edge_attr, size, batch)
     x_src, x_dst, _, _ = conv._project(x)

@@ -1,16 +1,14 @@
 r"""Docstring fragments that several layers share, written once.
 
-A layer's docstring names a fragment on a line of its own, in braces
-(``{gatconv_arguments}``), indented as the fragment is to be;
-:func:`shared_docstring` puts the fragment there when the class is
-defined, as torch writes the arguments its functions share once
-(``add_docstr`` with ``format(**common_args)``).  Only a line that is
-nothing but the braced name of a fragment is replaced, so the braces of
-the docstrings' LaTeX are left alone, and a misspelt name is an error
-when the module is imported.
+A layer's docstring, or the docstring of one of its methods, names a
+fragment on a line of its own, in braces (``{gatconv_arguments}``),
+indented as the fragment is to be; :func:`shared_docstring` puts the
+fragment there when the class is defined
+(:func:`ikgat.kernels.docstrings.fill_fragments`, which says the rules).
 """
-import re
 from typing import Dict
+
+from ikgat.kernels.docstrings import Documented, fill_fragments
 
 #: GATConv's constructor arguments, as :class:`~ikgat.IKGATConv`,
 #: :class:`~ikgat.MIKANConv` and :class:`~ikgat.KEPGATConv` take them (the
@@ -60,31 +58,35 @@ Shapes:
       or :math:`((|\mathcal{V_t}|, H * F_{out}), ((2, |\mathcal{E}|),
       (|\mathcal{E}|, H)))` if bipartite"""
 
+#: The input arguments of the layers' :meth:`forward`, as the layers of
+#: ikgat take them.
+FORWARD_GRAPH_ARGUMENTS = r"""
+x (torch.Tensor or (torch.Tensor, torch.Tensor)): The input node
+    features (source and target features if bipartite).
+edge_index (torch.Tensor or SparseTensor): The edge indices, or a
+    sparse transposed adjacency ``adj_t``.
+edge_attr (torch.Tensor, optional): The edge features.
+    (default: :obj:`None`)"""
+
+#: GATConv's :obj:`return_attention_weights` argument of :meth:`forward`,
+#: as :class:`~ikgat.IKGATConv` and :class:`~ikgat.KEPGATConv` take it.
+GATCONV_RETURN_ATTENTION_WEIGHTS = r"""
+return_attention_weights (bool, optional): Will additionally
+    return the tuple :obj:`(edge_index, attention_weights)`
+    whenever it is set to a value, as in GATConv.
+    (default: :obj:`None`)"""
+
 #: The fragments by the name a docstring gives them.
 FRAGMENTS: Dict[str, str] = {
     'gatconv_arguments': GATCONV_ARGUMENTS,
     'gatconv_shapes': GATCONV_SHAPES,
+    'forward_graph_arguments': FORWARD_GRAPH_ARGUMENTS,
+    'gatconv_return_attention_weights': GATCONV_RETURN_ATTENTION_WEIGHTS,
 }
 
-_PLACEHOLDER = re.compile(r'^(?P<indent>[ \t]*)\{(?P<name>\w+)\}[ \t]*$',
-                          re.MULTILINE)
 
-
-def shared_docstring(cls: type) -> type:
-    r"""Class decorator: replace each line ``{name}`` of the docstring of
-    :obj:`cls` by the fragment :obj:`FRAGMENTS[name]`, every line of it
-    indented as the placeholder is.  A docstring stripped by ``python -OO``
-    stays :obj:`None`."""
-    if cls.__doc__ is None:
-        return cls
-
-    def fragment(match: 're.Match[str]') -> str:
-        name, indent = match['name'], match['indent']
-        if name not in FRAGMENTS:
-            raise KeyError(f'{cls.__name__}: no docstring fragment {name!r} '
-                           f'(known: {sorted(FRAGMENTS)})')
-        return '\n'.join(indent + line if line else line
-                         for line in FRAGMENTS[name].strip('\n').splitlines())
-
-    cls.__doc__ = _PLACEHOLDER.sub(fragment, cls.__doc__)
-    return cls
+def shared_docstring(documented: Documented) -> Documented:
+    r"""Class decorator: :func:`~ikgat.kernels.docstrings.fill_fragments`
+    with the layers' :data:`FRAGMENTS`, in the class's docstring and in
+    those of the methods its body defines."""
+    return fill_fragments(documented, FRAGMENTS)

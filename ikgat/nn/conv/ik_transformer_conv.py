@@ -25,6 +25,7 @@ import ikgat.ops.transformer_attention as transformer_attention
 from ikgat.kernels import Kernel
 from ikgat.kernels.draws import Draws
 from ikgat.nn.conv.decomposition import AttentionDecomposition
+from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import check_sizes, without_autocast
 from ikgat.nn.conv.kernel_attention import (
     CSR,
@@ -50,6 +51,7 @@ class TransformerRoute(NamedTuple):
     propagate: bool
 
 
+@shared_docstring
 class IKTransformerConv(KernelAttention, TransformerInputs,
                         TransformerEdgePath, TransformerConv):
     r"""Graph transformer attention whose scaled dot product is a similarity
@@ -199,12 +201,7 @@ class IKTransformerConv(KernelAttention, TransformerInputs,
         r"""Runs the forward pass of the module.
 
         Args:
-            x (torch.Tensor or (torch.Tensor, torch.Tensor)): The input node
-                features (source and target features if bipartite).
-            edge_index (torch.Tensor or SparseTensor): The edge indices, or a
-                sparse transposed adjacency ``adj_t``.
-            edge_attr (torch.Tensor, optional): The edge features.
-                (default: :obj:`None`)
+            {forward_graph_arguments}
             return_attention_weights (bool, optional): Also return
                 :obj:`(edge_index, attention_weights)` (the sparse adjacency
                 holding them for a :class:`SparseTensor`) whenever it is

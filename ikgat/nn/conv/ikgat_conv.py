@@ -24,9 +24,9 @@ from torch_geometric.utils import softmax
 import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.gat_attention as gat_attention
 from ikgat.kernels import Kernel
-from ikgat.kernels.base import DeprecatedNumFeatures, renamed_argument
+from ikgat.kernels.base import DeprecatedNumFeatures, renamed_num_features
 from ikgat.kernels.draws import Draws
-from ikgat.nn.conv.decomposition import (
+from ikgat.nn.conv.decomposition import (  # noqa: F401 (public here)
     AttentionDecomposition,
     attention_decomposition,
 )
@@ -175,10 +175,9 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
         num_features: Optional[int] = None,
         **kwargs,
     ):
-        name = type(self).__name__
-        num_spectral_points = renamed_argument(
-            name, 'num_features', 'num_spectral_points', num_features,
-            num_spectral_points, 64)
+        num_spectral_points = renamed_num_features(
+            type(self).__name__, old_value=num_features,
+            new_value=num_spectral_points)
         super().__init__(*args, **kwargs)  # GATConv's parameters
         self._init_kernel(kernel, self.heads, self.out_channels,
                           num_spectral_points, p, magnitude, kernel_kwargs)
@@ -210,18 +209,10 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
         r"""Runs the forward pass of the module.
 
         Args:
-            x (torch.Tensor or (torch.Tensor, torch.Tensor)): The input node
-                features.
-            edge_index (torch.Tensor or SparseTensor): The edge indices, or a
-                sparse transposed adjacency ``adj_t``.
-            edge_attr (torch.Tensor, optional): The edge features.
-                (default: :obj:`None`)
+            {forward_graph_arguments}
             size ((int, int), optional): The shape of the adjacency matrix.
                 (default: :obj:`None`)
-            return_attention_weights (bool, optional): Will additionally
-                return the tuple :obj:`(edge_index, attention_weights)`
-                whenever it is set to a value, as in GATConv.
-                (default: :obj:`None`)
+            {gatconv_return_attention_weights}
             batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
                 The sorted graph index of every node (of the source and the
                 target nodes if bipartite) for a mini-batch of graphs: the
@@ -437,23 +428,8 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         return alpha
 
-    def attention_decomposition(
-        self,
-        x: Union[Tensor, OptPairTensor],
-        edge_index: Adj,
-        edge_attr: OptTensor = None,
-        size: Size = None,
-        batch: Union[OptTensor, Tuple[Tensor, Tensor]] = None,
-        batch_size: Optional[int] = None,
-    ) -> AttentionDecomposition:
-        r"""Return the per-edge similarity, magnitude and edge terms of the
-        attention logits, and the attention weights without dropout (see
-        :func:`ikgat.nn.conv.decomposition.attention_decomposition`).
-
-        Takes the same inputs as :meth:`forward`; the edges are those the
-        forward pass attends over (self-loops included)."""
-        return attention_decomposition(self, x, edge_index, edge_attr, size,
-                                       batch, batch_size)
+    # The function, called as a method: conv.attention_decomposition(x, ...)
+    attention_decomposition = attention_decomposition
 
 
 def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:

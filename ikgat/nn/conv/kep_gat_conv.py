@@ -282,20 +282,12 @@ class KEPGATConv(KEPPosterior, GATConvBase):
         r"""Runs the forward pass of the module.
 
         Args:
-            x (torch.Tensor or (torch.Tensor, torch.Tensor)): The input node
-                features.
-            edge_index (torch.Tensor or SparseTensor): The edge indices, or a
-                sparse transposed adjacency ``adj_t``.
-            edge_attr (torch.Tensor, optional): The edge features.
-                (default: :obj:`None`)
+            {forward_graph_arguments}
             size ((int, int), optional): The shape of the adjacency matrix.
                 With ``x=(x_src, None)`` and no :obj:`size`, the number of
                 targets is read from :obj:`edge_index`, a host
                 synchronisation on CUDA. (default: :obj:`None`)
-            return_attention_weights (bool, optional): Will additionally
-                return the tuple :obj:`(edge_index, attention_weights)`
-                whenever it is set to a value, as in GATConv.
-                (default: :obj:`None`)
+            {gatconv_return_attention_weights}
             batch (torch.Tensor or (torch.Tensor, torch.Tensor), optional):
                 The sorted graph index of every node (of the source and the
                 target nodes if bipartite) for a mini-batch of graphs, as

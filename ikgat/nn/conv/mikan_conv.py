@@ -3,7 +3,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 from torch import Tensor
 
 from ikgat.kernels import ImplicitSpectralKernel
-from ikgat.kernels.base import renamed_argument
+from ikgat.kernels.base import renamed_num_features
 from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import check_sizes
 from ikgat.nn.conv.ikgat_conv import IKGATConv
@@ -99,9 +99,9 @@ class MIKANConv(IKGATConv):
     ):
         check_sizes(type(self).__name__, in_channels, out_channels, heads,
                     edge_dim)
-        num_spectral_points = renamed_argument(
-            type(self).__name__, 'num_features', 'num_spectral_points',
-            num_features, num_spectral_points, 64)
+        num_spectral_points = renamed_num_features(
+            type(self).__name__, old_value=num_features,
+            new_value=num_spectral_points)
         kernel = ImplicitSpectralKernel(
             heads, out_channels, num_spectral_points=num_spectral_points,
             hidden_channels=hidden_channels, prior_scale=prior_scale,
