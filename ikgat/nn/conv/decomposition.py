@@ -6,21 +6,11 @@ from typing import NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.typing import (
-    Adj,
-    OptPairTensor,
-    OptTensor,
-    Size,
-    SparseTensor,
-)
-from torch_geometric.utils import (
-    is_torch_sparse_tensor,
-    softmax,
-    to_edge_index,
-)
+from torch_geometric.typing import Adj, OptPairTensor, OptTensor, Size
+from torch_geometric.utils import softmax
 
 from ikgat.kernels.draws import Draws
-from ikgat.nn.conv.gat_base import without_autocast
+from ikgat.nn.conv.gat_base import adjacency_edges, without_autocast
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.edge_softmax import edge_logit
 
@@ -73,11 +63,7 @@ def attention_decomposition(
     x_src, x_dst, _, _ = conv._project(x)
     edge_index, edge_attr = conv._add_self_loops(edge_index, edge_attr,
                                                  x_src, x_dst, size)
-    if isinstance(edge_index, SparseTensor):
-        row, col, _ = edge_index.coo()
-        edge_index = torch.stack([col, row], dim=0)
-    elif is_torch_sparse_tensor(edge_index):
-        edge_index = to_edge_index(edge_index)[0].flip(0)
+    edge_index = adjacency_edges(edge_index)
     src, dst = edge_index[0], edge_index[1]
     dst_rows = dst if x_dst is not None else torch.zeros_like(dst)
     with without_autocast(x_src.device):

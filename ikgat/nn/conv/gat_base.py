@@ -24,6 +24,7 @@ from torch_geometric.utils import (
     add_self_loops,
     is_torch_sparse_tensor,
     remove_self_loops,
+    to_edge_index,
 )
 from torch_geometric.utils.sparse import set_sparse_value
 
@@ -371,6 +372,20 @@ class GATConvBase(AttentionLayer, MessagePassing):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, heads={self.heads})')
+
+
+def adjacency_edges(edge_index: Adj) -> Tensor:
+    r"""The edges of :obj:`edge_index` as a ``[2, E]`` (source, target)
+    tensor: itself if it is one, else the entries of the sparse transposed
+    adjacency ``adj_t`` (a :class:`torch_sparse.SparseTensor` or a torch
+    sparse tensor, row = target) in the order of its values, so that
+    per-edge results can be written back into it."""
+    if isinstance(edge_index, SparseTensor):
+        row, col, _ = edge_index.coo()
+        return torch.stack([col, row], dim=0)
+    if is_torch_sparse_tensor(edge_index):
+        return to_edge_index(edge_index)[0].flip(0)
+    return edge_index
 
 
 def takes_gat_conv_parameters(init: Callable) -> Callable:

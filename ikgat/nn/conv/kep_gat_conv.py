@@ -12,15 +12,12 @@ from torch_geometric.typing import (
     Size,
     SparseTensor,
 )
-from torch_geometric.utils import (
-    is_torch_sparse_tensor,
-    softmax,
-    to_edge_index,
-)
+from torch_geometric.utils import is_sparse, softmax
 
 from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import (
     GATConvBase,
+    adjacency_edges,
     takes_gat_conv_parameters,
     without_autocast,
 )
@@ -425,13 +422,9 @@ class KEPGATConv(KEPPosterior, GATConvBase):
         r"""The edges as a ``[2, E]`` (source, target) tensor in the order of
         the adjacency's values (so attention weights can be written back into
         a sparse adjacency), and the numbers of source and target nodes."""
-        if isinstance(edge_index, SparseTensor):
-            row, col, _ = edge_index.coo()  # adj_t: row = target
-            return (torch.stack([col, row], dim=0), edge_index.size(1),
+        if is_sparse(edge_index):  # adj_t: (targets, sources)
+            return (adjacency_edges(edge_index), edge_index.size(1),
                     edge_index.size(0))
-        if is_torch_sparse_tensor(edge_index):
-            coo = to_edge_index(edge_index)[0].flip(0)
-            return coo, edge_index.size(1), edge_index.size(0)
         num_src = x_src.size(0) if size is None else size[0]
         if size is not None:
             num_dst = size[1]
