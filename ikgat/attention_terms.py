@@ -2,7 +2,8 @@ r"""The similarity and magnitude terms of kernel attention over training
 epochs (the IKA paper's Fig. 3): :class:`AttentionTermsRecorder`, a hook
 for the training loop, and the statistics it records.
 """
-from typing import Any, Callable, Dict, Mapping, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import torch
 from torch import Tensor
@@ -31,6 +32,7 @@ TERM_STATISTICS = ('log_similarity_mean', 'log_magnitude_mean',
                    'log_similarity_spread', 'log_magnitude_spread')
 
 
+@dataclass(eq=False)
 class AttentionTermsRecorder:
     r"""Records, per epoch and attention layer, the similarity and magnitude
     terms of the attention logits, :math:`\log\tilde\alpha_{ij} =
@@ -60,28 +62,30 @@ class AttentionTermsRecorder:
     The record is :attr:`log`, a JSON-friendly dict: ``epoch``, ``val_acc``,
     ``val_loss`` (lists) and ``layers``, ``name -> statistic -> list``.
     """
-    def __init__(self, model: torch.nn.Module, x: Any, edge_index: Any,
-                 layer: LayerSelector = None, every: int = 1,
-                 callback: Optional[Callable[[int, float, float],
-                                             None]] = None):
+    model: torch.nn.Module
+    x: Any = field(repr=False)
+    edge_index: Any = field(repr=False)
+    layer: LayerSelector = None
+    every: int = 1
+    callback: Optional[Callable[[int, float, float], None]] = None
+    #: The names of the recorded layers (:func:`attention_layers`).
+    names: List[str] = field(init=False)
+    #: The record, JSON-friendly: ``epoch``, ``val_acc``, ``val_loss``
+    #: (lists) and ``layers``, ``name -> statistic -> list``.
+    log: Dict[str, Any] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        every = self.every
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"'every' must be a positive integer (got "
                              f"{every!r})")
-        self.model = model
-        self.x = x
-        self.edge_index = edge_index
-        self.layer = layer
-        self.every = every
-        self.callback = callback
-        self.names = [name for name, _ in attention_layers(model, layer)]
-        #: The record, JSON-friendly: ``epoch``, ``val_acc``, ``val_loss``
-        #: (lists) and ``layers``, ``name -> statistic -> list``.
-        self.log: Dict[str, Any] = dict(
-            epoch=[], val_acc=[], val_loss=[], layers={
-                name or type(model).__name__: {key: []
-                                               for key in TERM_STATISTICS}
-                for name in self.names
-            })
+        self.names = [name for name, _ in attention_layers(self.model,
+                                                           self.layer)]
+        self.log = dict(epoch=[], val_acc=[], val_loss=[], layers={
+            name or type(self.model).__name__: {key: []
+                                                for key in TERM_STATISTICS}
+            for name in self.names
+        })
 
     def record(self, epoch: int, val_acc: float = float('nan'),
                val_loss: float = float('nan')) -> None:
