@@ -1,15 +1,6 @@
 r"""Kernel attention for graph transformers: the IKA decomposition of scaled
 dot-product attention, a drop-in for PyG's ``TransformerConv``."""
-from typing import (
-    Any,
-    Callable,
-    ContextManager,
-    Dict,
-    NamedTuple,
-    Optional,
-    Tuple,
-    Union,
-)
+from typing import Any, Callable, ContextManager, Dict, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -33,22 +24,12 @@ from ikgat.nn.conv.kernel_attention import (
     KernelAttention,
     implicit_full_graph_summary,
 )
+from ikgat.nn.conv.routes import TransformerRoute
 from ikgat.nn.conv.transformer_edge_path import TransformerEdgePath
 from ikgat.nn.conv.transformer_inputs import TransformerInputs
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.dtypes import accumulation_dtype
 from ikgat.ops.gat_attention import prepare_csr
-
-
-class TransformerRoute(NamedTuple):
-    r"""How one forward pass of :class:`IKTransformerConv` attends, decided
-    once by :meth:`IKTransformerConv._route`."""
-    #: :func:`~ikgat.ops.transformer_attention.fused_transformer_attention`
-    #: runs its Triton kernels.
-    fused: bool
-    #: PyG's :meth:`propagate` aggregates (else edge chunks, or the fused
-    #: kernels).
-    propagate: bool
 
 
 @shared_docstring

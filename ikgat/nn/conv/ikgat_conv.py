@@ -1,12 +1,4 @@
-from typing import (
-    Any,
-    ContextManager,
-    Dict,
-    NamedTuple,
-    Optional,
-    Tuple,
-    Union,
-)
+from typing import Any, ContextManager, Dict, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -45,26 +37,9 @@ from ikgat.nn.conv.kernel_attention import (  # noqa: F401 (public here)
     implicit_full_graph_summary,
     implicit_sampling_caveat,
 )
+from ikgat.nn.conv.routes import GATRoute
 from ikgat.ops.aggregation import attention_aggregate
 from ikgat.ops.edge_softmax import edge_logit, kernel_edge_softmax
-
-
-class GATRoute(NamedTuple):
-    r"""How one forward pass of :class:`IKGATConv` attends, decided once by
-    :meth:`IKGATConv._route` (the GPU guide, "When the fused kernels
-    run")."""
-    #: :func:`~ikgat.ops.gat_attention.fused_attention` runs its Triton
-    #: kernels (``'triton'``), its PyTorch implementation (``'torch'``,
-    #: while :func:`torch.compile` traces off CUDA), or not (:obj:`None`).
-    fused: Optional[str]
-    #: The fused operator adds the self-loops in its sort of the edges.
-    self_loops_in_sort: bool
-    #: :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` replaces PyG's
-    #: :meth:`edge_updater`.
-    lean_softmax: bool
-    #: :func:`~ikgat.ops.aggregation.attention_aggregate` replaces PyG's
-    #: :meth:`propagate`.
-    lean_aggregation: bool
 
 
 @shared_docstring
