@@ -104,8 +104,8 @@ def forward_kernel(score_src, score_dst, x_src, edge_gate, rowptr, src, out,
                    BLOCK_C: tl.constexpr):
     i, offs_h, start, stop, offs_c, mask_h, mask_hc = node_program_step(
         rowptr, H, C, BLOCK_H, BLOCK_C)
-    row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
-    s0_dst, s1_dst, g_dst = _scores(score_dst, (row * H + offs_h) * 3,
+    dst_row = i * (1 - BROADCAST)  # row 0 of a (1, H, 3) score_dst
+    s0_dst, s1_dst, g_dst = _scores(score_dst, (dst_row * H + offs_h) * 3,
                                     mask_h)
     running_max, running_sum, acc = softmax_start_step(BLOCK_H, BLOCK_C)
     for first in range(start, stop, BLOCK_E):
