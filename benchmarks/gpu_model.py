@@ -107,9 +107,9 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ikgat.atomic_writes import check_writable
-from ikgat.ops.attention_steps import TILE_ELEMENTS
 from ikgat.ops.node_terms_triton import next_power_of_2
 from ikgat.ops.runtime import KernelLaunch
+from ikgat.ops.tiling import TILE_ELEMENTS
 
 
 @dataclass(frozen=True)

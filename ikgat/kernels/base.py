@@ -69,7 +69,6 @@ from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ikgat.deprecation import renamed_argument
 from ikgat.kernels.anchor import (  # noqa: F401 (also importable here)
     pad_node_vectors,
     scaled_anchor_distance_sq,
@@ -450,57 +449,6 @@ class Kernel(torch.nn.Module):
         return f'heads={self.heads}, channels={self.channels}{pairing}'
 
 
-class PairStatisticKernel(Kernel):
-    r"""Base of the kernels whose log-similarity is a function :math:`g` of
-    one number of the pair: the squared distance (:attr:`statistic`
-    ``'distance_sq'``, the stationary kernels) or the dot product
-    (``'dot'``),
-
-    .. math::
-        \log\mathrm{sim}(x, y) = g(\|x - y\|^2) \quad\text{or}\quad
-        \log\mathrm{sim}(x, y) = g(x^\top y).
-
-    A subclass sets :attr:`statistic` and defines :math:`g` as
-    :meth:`log_similarity_of`; the entry points evaluate the statistic in
-    both pairings, row by row (:meth:`similarity`,
-    :meth:`pair_log_similarity`) and node-wise against the scaled anchors
-    (:meth:`log_similarity`, through
-    :func:`~ikgat.kernels.anchor.scaled_anchor_distance_sq` or
-    :func:`~ikgat.kernels.anchor.scaled_anchor_dot`).
-    """
-    pairs_vectors = True
-    #: The number of the pair :math:`g` takes: ``'distance_sq'``,
-    #: :math:`\|x - y\|^2`, or ``'dot'``, :math:`x^\top y`.
-    statistic: str
-
-    def log_similarity_of(self, statistic: Tensor) -> Tensor:
-        r""":math:`g`, element-wise: the log-similarity of the pairs whose
-        :attr:`statistic` is :obj:`statistic`."""
-        raise NotImplementedError
-
-    def similarity(self, x: Tensor, y: Tensor, *,
-                   draws: Optional[Draws] = None) -> Tensor:
-        return self.log_similarity_of(self._pair_statistic(x, y)).exp()
-
-    def pair_log_similarity(self, query: Tensor, key: Tensor, *,
-                            draws: Optional[Draws] = None) -> Tensor:
-        return self.log_similarity_of(self._pair_statistic(query, key))
-
-    def log_similarity(self, x: Tensor, anchor: Tensor, is_source: bool,
-                       slopes: Tensor, *,
-                       draws: Optional[Draws] = None) -> Tensor:
-        anchor_statistic = (scaled_anchor_dot if self.statistic == 'dot'
-                            else scaled_anchor_distance_sq)
-        return self.log_similarity_of(
-            anchor_statistic(x, anchor, is_source, slopes))
-
-    def _pair_statistic(self, x: Tensor, y: Tensor) -> Tensor:
-        if self.statistic == 'dot':
-            return (x * y).sum(-1)
-        diff = x - y
-        return (diff * diff).sum(-1)
-
-
 def _ignoring_draws(method: Callable[..., Any]) -> Callable[..., Any]:
     r""":obj:`method`, an entry point written without ``draws``, taking
     ``draws=None`` (a deterministic kernel's)."""
@@ -512,47 +460,3 @@ def _ignoring_draws(method: Callable[..., Any]) -> Callable[..., Any]:
                             f'takes no draws')
         return method(self, *args, **kwargs)
     return entry_point
-
-
-def check_positive(owner: str, name: str, value: float) -> float:
-    """Return ``value`` as a float, or raise naming the option and value."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not value > 0 or value == float('inf')):
-        raise ValueError(f"{owner}: '{name}' must be a positive finite number "
-                         f"(got {value!r})")
-    return float(value)
-
-
-def check_num_spectral_points(owner: str, num_spectral_points: int) -> int:
-    r"""Return :obj:`num_spectral_points` (:math:`R`), or raise naming it."""
-    if (isinstance(num_spectral_points, bool)
-            or not isinstance(num_spectral_points, int)
-            or num_spectral_points < 1):
-        raise ValueError(f"{owner}: 'num_spectral_points' (the number R of "
-                         f"spectral points per head) must be a positive "
-                         f"integer (got {num_spectral_points!r})")
-    return num_spectral_points
-
-
-#: :func:`~ikgat.deprecation.renamed_argument` of ``num_spectral_points``
-#: (default :obj:`64`) under its former name ``num_features``, for the
-#: constructors that take both:
-#: ``renamed_num_features(owner, old_value=num_features,
-#: new_value=num_spectral_points)``.  A :func:`functools.partial` rather
-#: than a function, because it adds no frame to the stack: the
-#: :class:`DeprecationWarning` points at the line that called the
-#: constructor, as when the constructor calls ``renamed_argument`` itself.
-renamed_num_features = functools.partial(
-    renamed_argument, old='num_features', new='num_spectral_points',
-    new_default=64)
-
-
-class DeprecatedNumFeatures:
-    r"""Mixin: the attribute ``num_features``, the former name of
-    ``num_spectral_points``, read with a :class:`DeprecationWarning`."""
-    @property
-    def num_features(self) -> int:
-        warnings.warn(f"{type(self).__name__}.num_features is deprecated; "
-                      f"read num_spectral_points", DeprecationWarning,
-                      stacklevel=2)
-        return self.num_spectral_points

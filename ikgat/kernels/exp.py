@@ -3,12 +3,10 @@ from typing import Optional
 
 from torch import Tensor
 
-from ikgat.kernels.base import (
-    PairFeatureMap,
-    PairStatisticKernel,
-    check_positive,
-)
+from ikgat.kernels.arguments import check_positive
+from ikgat.kernels.base import PairFeatureMap
 from ikgat.kernels.draws import Draws
+from ikgat.kernels.pair_statistic import PairStatisticKernel
 
 
 class ExpKernel(PairStatisticKernel):

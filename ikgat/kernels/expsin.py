@@ -3,7 +3,8 @@ import math
 
 from torch import Tensor
 
-from ikgat.kernels.base import PairStatisticKernel, check_positive
+from ikgat.kernels.arguments import check_positive
+from ikgat.kernels.pair_statistic import PairStatisticKernel
 
 
 class ExpSinKernel(PairStatisticKernel):

@@ -8,14 +8,13 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
-from ikgat.kernels.base import (
+from ikgat.kernels.arguments import (
     DeprecatedNumFeatures,
-    Kernel,
-    PairFeatureMap,
     check_num_spectral_points,
     check_positive,
     renamed_num_features,
 )
+from ikgat.kernels.base import Kernel, PairFeatureMap
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
 from ikgat.kernels.draws import Draws
 from ikgat.kernels.graph_summary import finite_mean, finite_sums, graph_summary  # noqa: F401 (also here)

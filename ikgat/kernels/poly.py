@@ -5,8 +5,9 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from ikgat.kernels.base import PairStatisticKernel, check_positive
+from ikgat.kernels.arguments import check_positive
 from ikgat.kernels.draws import Draws
+from ikgat.kernels.pair_statistic import PairStatisticKernel
 
 
 class PolynomialKernel(PairStatisticKernel):

@@ -4,12 +4,10 @@ from typing import Optional
 from torch import Tensor
 
 from ikgat.kernels.anchor import scaled_anchor_dot
-from ikgat.kernels.base import (
-    PairFeatureMap,
-    PairStatisticKernel,
-    check_positive,
-)
+from ikgat.kernels.arguments import check_positive
+from ikgat.kernels.base import PairFeatureMap
 from ikgat.kernels.draws import Draws
+from ikgat.kernels.pair_statistic import PairStatisticKernel
 
 
 class RBFKernel(PairStatisticKernel):

@@ -4,14 +4,13 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ikgat.kernels.base import (
+from ikgat.kernels.arguments import (
     DeprecatedNumFeatures,
-    Kernel,
-    PairFeatureMap,
     check_num_spectral_points,
     check_positive,
     renamed_num_features,
 )
+from ikgat.kernels.base import Kernel, PairFeatureMap
 from ikgat.kernels.docstrings import shared_docstring
 from ikgat.kernels.draws import Draws
 from ikgat.kernels.random_features import (

@@ -114,8 +114,6 @@ import torch
 from torch import Tensor
 
 from ikgat.ops.attention_steps import (
-    TILE_ELEMENTS,
-    edge_tiling,
     keep_scale,
     torch_keep,
     torch_softmax_aggregate,
@@ -140,6 +138,7 @@ from ikgat.ops.runtime import (
     next_power_of_2,
     resolve_use_triton,
 )
+from ikgat.ops.tiling import TILE_ELEMENTS, edge_tiling
 
 # ---------------------------------------------------------------------------
 # Launch and registration: 'use_triton' picks the Triton kernels, else the

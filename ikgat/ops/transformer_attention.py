@@ -103,7 +103,6 @@ from torch import Tensor
 
 import ikgat.ops.transformer_fourier as transformer_fourier
 from ikgat.ops.attention_steps import (
-    grid,
     keep_scale,
     torch_keep,
     torch_softmax_aggregate,
@@ -119,6 +118,7 @@ from ikgat.ops.runtime import (
     next_power_of_2,
     resolve_use_triton,
 )
+from ikgat.ops.tiling import grid
 from ikgat.ops.transformer_attention_triton import (
     backward_dst_kernel,
     backward_src_kernel,

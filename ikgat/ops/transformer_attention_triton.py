@@ -13,7 +13,6 @@ launch (:mod:`ikgat.ops.runtime`), by
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
 from ikgat.ops.attention_steps import (
-    ROW_ELEMENTS,
     aggregate_step,
     edge_rows_step,
     finish_step,
@@ -29,9 +28,9 @@ from ikgat.ops.attention_steps import (
     statistics_step,
     store_row_step,
     target_gradient_step,
-    tiling,
 )
 from ikgat.ops.runtime import lazy_jit
+from ikgat.ops.tiling import ROW_ELEMENTS, tiling
 
 triton = None
 tl = None

@@ -72,13 +72,10 @@ registered operator are :mod:`ikgat.ops.transformer_attention`'s.
 from __future__ import annotations  # keeps 'tl.constexpr' a string
 
 from ikgat.ops.attention_steps import (
-    ROW_ELEMENTS,
     aggregate_step,
     edge_rows_step,
-    edge_tiling,
     finish_step,
     first_tile_step,
-    head_block,
     link_step,
     next_tile_step,
     node_program_step,
@@ -90,10 +87,10 @@ from ikgat.ops.attention_steps import (
     statistics_step,
     store_row_step,
     target_gradient_step,
-    tiling,
 )
 from ikgat.ops.node_terms_triton import sincos_step
 from ikgat.ops.runtime import TritonConstant, lazy_jit, next_power_of_2
+from ikgat.ops.tiling import ROW_ELEMENTS, edge_tiling, head_block, tiling
 
 #: Columns of the vectors per unrolled step of the loops over :math:`d`
 #: (``tl.static_range``), so that a step's loads issue together.  Whole

@@ -16,8 +16,8 @@ pytest.importorskip('triton')
 
 import ikgat.nn.conv.ik_transformer_conv as transformer_module  # noqa: E402
 from ikgat import IKTransformerConv, MIKANTransformerConv  # noqa: E402
-from ikgat.ops.attention_steps import head_block, tiling  # noqa: E402
 from ikgat.ops.fourier_features import angle_product  # noqa: E402
+from ikgat.ops.tiling import head_block, tiling  # noqa: E402
 from ikgat.ops.transformer_attention import (  # noqa: E402
     IDENTITY,
     LINKS,

@@ -16,7 +16,7 @@ from torch_geometric.utils import softmax
 import ikgat.nn.graph_cache as graph_cache
 import ikgat.ops.gat_attention as gat_attention
 from ikgat.kernels import Kernel
-from ikgat.kernels.base import DeprecatedNumFeatures, renamed_num_features
+from ikgat.kernels.arguments import DeprecatedNumFeatures, renamed_num_features
 from ikgat.kernels.draws import Draws
 from ikgat.nn.conv.decomposition import (  # noqa: F401 (public here)
     AttentionDecomposition,

@@ -41,7 +41,7 @@ from torch.utils.hooks import RemovableHandle
 from torch_geometric.typing import OptPairTensor, OptTensor
 
 from ikgat.kernels import Kernel, resolve_kernel
-from ikgat.kernels.base import check_num_spectral_points, check_positive
+from ikgat.kernels.arguments import check_num_spectral_points, check_positive
 from ikgat.kernels.draws import Draws
 from ikgat.kernels.graph_summary import finite_mean, finite_sums
 from ikgat.nn.conv.checks import count_graphs

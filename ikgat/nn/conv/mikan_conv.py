@@ -3,7 +3,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 from torch import Tensor
 
 from ikgat.kernels import ImplicitSpectralKernel
-from ikgat.kernels.base import renamed_num_features
+from ikgat.kernels.arguments import renamed_num_features
 from ikgat.nn.conv.docstrings import shared_docstring
 from ikgat.nn.conv.gat_base import check_sizes
 from ikgat.nn.conv.ikgat_conv import IKGATConv
