@@ -107,7 +107,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ikgat.atomic_writes import check_writable
-from ikgat.ops.node_terms_triton import next_power_of_2
+from ikgat.ops.node_terms_triton import C_STEP, next_power_of_2
 from ikgat.ops.runtime import KernelLaunch
 from ikgat.ops.tiling import TILE_ELEMENTS
 
@@ -148,7 +148,7 @@ H100 = Hardware()
 #: of a B_E x B_H x B_C tile, 'tile_head' once per tile and head, 'node_*'
 #: once per program's node.  Node terms: per angle (node x head x point,
 #: issued), plus 'where_accumulate' per node (or point) and channel and
-#: padded channel of the one-channel-at-a-time contraction.
+#: padded channel of the backward's one-channel-at-a-time contraction.
 OPS: Dict[str, Dict[str, float]] = {
     # logit (gate add, compare, two selects, add) 5, max 1, shift 1, ex2
     # scale 1, sum 1; p x and acc 2 per channel; the rescale per tile:
@@ -520,39 +520,45 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
     mr = sets * points
     setups = {name: _setup(launch) for name, launch in
               node_term_launches(n, h, c, points, sets, t).items()}
-    block_n, block_r, block_c, block_t = (
-        setups['grad_x_kernel'][1][name]
-        for name in ('BLOCK_N', 'BLOCK_R', 'BLOCK_C', 'BLOCK_T'))
-    node_blocks = setups['estimate_kernel'][0][0]
-    programs, _, point_blocks = setups['grad_points_kernel'][0]
-    issued_angles = node_blocks * block_n * h * point_blocks * block_r
+    # The channel loops' trips: C_STEP channels unrolled a trip in the
+    # forward kernel, one channel a trip in the backward ones.
+    channel_trips = -(-c // C_STEP)
     sincos = OPS['sincos']['flops']
     x_bytes = n * h * c * f32
     nt_bytes = n * h * t * f32
     out = []
+
+    def angle_flops(ops: Dict[str, float], block_t: int) -> float:
+        return (ops['angle_channel'] * c + sincos
+                + ops['angle_slope'] * block_t + ops.get('angle', 0))
+
     name = 'estimate_kernel'
     ops = OPS[name]
     grid, constexprs, warps = setups[name]
+    node_blocks, point_blocks = grid[0], -(-mr // constexprs['BLOCK_R'])
+    issued_angles = (node_blocks * constexprs['BLOCK_N'] * h * point_blocks
+                     * constexprs['BLOCK_R'])
     out.append(KernelCost(
         name, 'node terms forward', grid, constexprs, warps=warps,
         bytes=x_bytes + 2 * nt_bytes,
-        flops=issued_angles * (ops['angle_channel'] * c + sincos
-                               + ops['angle_slope'] * block_t)
+        flops=issued_angles * angle_flops(ops, constexprs['BLOCK_T'])
         + ops['node_slope'] * n * h * t,
         transcendentals=ops['log_per_node_slope'] * n * h * t,
         round_trips=node_blocks * h * point_blocks,
-        loop_trips=(point_blocks, c)))  # blocks of points; channels
+        loop_trips=(point_blocks, channel_trips)))  # points; channels
 
     name = 'grad_x_kernel'
     ops = OPS[name]
     grid, constexprs, warps = setups[name]
+    node_blocks, point_blocks = grid[0], -(-mr // constexprs['BLOCK_R'])
+    issued_angles = (node_blocks * constexprs['BLOCK_N'] * h * point_blocks
+                     * constexprs['BLOCK_R'])
     out.append(KernelCost(
         name, 'node terms backward, dx', grid, constexprs, warps=warps,
         bytes=2 * x_bytes + 2 * nt_bytes,
-        flops=issued_angles * (ops['angle_channel'] * c + sincos
-                               + ops['angle_slope'] * block_t + ops['angle'])
-        + ops['where_accumulate'] * node_blocks * block_n * h * point_blocks
-        * c * block_c
+        flops=issued_angles * angle_flops(ops, constexprs['BLOCK_T'])
+        + ops['where_accumulate'] * node_blocks * constexprs['BLOCK_N'] * h
+        * point_blocks * c * constexprs['BLOCK_C']
         + (ops['node_slope'] + 2 * ops['div_per_node_slope']) * n * h * t,
         transcendentals=ops['div_per_node_slope'] * n * h * t,
         round_trips=node_blocks * h * (1 + point_blocks),
@@ -560,18 +566,20 @@ def node_term_kernels(nodes: int, heads: int = 8, channels: int = 8,
 
     name = 'grad_points_kernel'
     ops = OPS[name]
-    # Node blocks per program, as the wrapper spreads them (at most
-    # MAX_PARTIALS programs):
-    blocks_per_program = -(-node_blocks // programs)
-    partial_bytes = programs * h * mr * (2 * c + 2 * t) * f32
     grid, constexprs, warps = setups[name]
+    # Node blocks per program, as the wrapper spreads the backward's node
+    # blocks (at most MAX_PARTIALS programs):
+    programs, _, point_blocks = grid
+    blocks_per_program = -(-node_blocks // programs)
+    issued_angles = (programs * blocks_per_program * constexprs['BLOCK_N']
+                     * h * point_blocks * constexprs['BLOCK_R'])
+    partial_bytes = programs * h * mr * (2 * c + 2 * t) * f32
     out.append(KernelCost(
         name, 'node terms backward, dw dA', grid, constexprs, warps=warps,
         bytes=point_blocks * (x_bytes + 2 * nt_bytes) + partial_bytes,
-        flops=issued_angles * (ops['angle_channel'] * c + sincos
-                               + ops['angle_slope'] * block_t + ops['angle'])
-        + ops['where_accumulate'] * node_blocks * h * point_blocks * block_r
-        * c * block_c
+        flops=issued_angles * angle_flops(ops, constexprs['BLOCK_T'])
+        + ops['where_accumulate'] * programs * blocks_per_program * h
+        * point_blocks * constexprs['BLOCK_R'] * c * constexprs['BLOCK_C']
         + (ops['node_slope'] + 2 * ops['div_per_node_slope']) * n * h * t
         * point_blocks,
         transcendentals=ops['div_per_node_slope'] * n * h * t * point_blocks,

@@ -312,15 +312,16 @@ def aggregate_step(running_max, running_sum, acc, logit, values, row, offs_c,
     r"""The Triton body of one block of edges of the forward pass: the
     online softmax step (:func:`online_softmax_step`) on the block's
     logits :obj:`logit` :math:`(B_E, B_H)` (made :math:`-\infty` here
-    outside the block's edges :obj:`mask_e`), then the accumulator
-    :math:`a' = c\,a + \sum_e \mu_e p_e X_e / (1 - p)` over the rows
-    :math:`X_e` of :obj:`values` :math:`(N, H, C)` at :obj:`row` (the
-    dropout of :func:`keep_step` with ``HAS_DROPOUT``; the sum :math:`l`
-    stays that of the undropped terms).  Returns ``(new_max, new_sum,
-    new_acc)``."""
+    outside the block's edges :obj:`mask_e` and the heads of :obj:`H`),
+    then the accumulator :math:`a' = c\,a + \sum_e \mu_e p_e X_e / (1 -
+    p)` over the rows :math:`X_e` of :obj:`values` :math:`(N, H, C)` at
+    :obj:`row` (the dropout of :func:`keep_step` with ``HAS_DROPOUT``; the
+    sum :math:`l` stays that of the undropped terms).  Returns
+    ``(new_max, new_sum, new_acc)``."""
     new_max, rescale, p, new_sum = online_softmax_step(
         running_max, running_sum,
-        tl.where(mask_e[:, None], logit, float('-inf')))
+        tl.where(mask_e[:, None] & (offs_h < H)[None, :], logit,
+                 float('-inf')))
     x = gather_rows_step(values, row, offs_c, C, mask_e, mask_hc)
     if HAS_DROPOUT:  # the output sums the dropped terms
         p = p * keep_step(seed, e, offs_h, H, dropout, keep_scale)

@@ -29,10 +29,12 @@ is loaded) and
 * :func:`estimate`: one program per block of :math:`B_N` nodes walks the
   :math:`mR` spectral points in blocks of :math:`B_R`, forms the
   :math:`B_N \times B_R` angles one channel at a time (an outer product
-  per channel: no nodes x points x channels tile, which at 8 channels
-  filled the register file), takes their sine and cosine from one range
-  reduction and two polynomials (:func:`sincos_step`), and accumulates
-  :math:`f` for every slope in registers: :math:`N H T` floats are
+  per channel, :data:`C_STEP` channels unrolled a step: no nodes x points
+  x channels tile, which at 8 channels filled the register file), takes
+  their sine and cosine from one range reduction and two polynomials
+  (:func:`sincos_step`), and keeps each angle's terms of :math:`f`, for
+  every slope, apart in registers until the walk ends, when one sum over
+  the points (across threads) makes :math:`f`: :math:`N H T` floats are
   written, nothing else.
 * backward, two launches that both recompute the angles and store nothing
   of size :math:`N \times H \times R`:
@@ -46,6 +48,13 @@ is loaded) and
      writes its partial sums, and one reduction over at most
      :data:`MAX_PARTIALS` programs finishes them (deterministic, no
      atomics).
+
+  They keep their loops over channels one channel a trip and their sums a
+  step at a time: terms kept apart over the walk, as the forward kernel
+  keeps them, took nodes x points x channels accumulators, which Triton
+  3.6 spilled (0.3-1.3 kB a thread), and loops unrolled :data:`C_STEP`
+  channels a trip spilled 8-208 bytes (sm_80 and sm_90,
+  ``benchmarks.gpu_compile``).
 
 The tiles are :data:`TILE_ANGLES` angles (16 points above 32 channels):
 every launch stays within 128 registers without spilling, for sm_80 and
@@ -62,6 +71,7 @@ from torch import Tensor
 
 from ikgat.ops.runtime import (
     NODE_TERMS_SWITCH,
+    TritonConstant,
     launch,
     lazy_jit,
     next_power_of_2,
@@ -72,6 +82,15 @@ tl = None
 
 #: Upper bound on the angles of one nodes x points tile (:math:`B_N B_R`).
 TILE_ANGLES = 512
+#: Channels per unrolled trip of the forward kernel's loop over :math:`c`
+#: (``tl.static_range``, masked past :math:`C`), so that a trip's loads
+#: issue together.  One channel a trip, the loop's control and address
+#: arithmetic cost the forward kernel more instructions than its angles'
+#: arithmetic; with its per-block sums across threads gone too, it issues
+#: 1,985 warp-instructions a program instead of 3,244 (SASS, Triton 3.6,
+#: sm_90, 16 nodes x 32 points, 8 channels, mR = 128).
+C_STEP = 8
+_C_STEP = TritonConstant(C_STEP)
 #: At most this many programs per head and block of spectral points write
 #: partial sums of the spectral-point gradients (their buffer does not grow
 #: with :math:`N`).
@@ -115,17 +134,27 @@ def sincos_step(theta):
 
 @lazy_jit
 def _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C, OFFSET,
-            BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr):
-    # theta [B_N, B_R] = x_n . u_k, one channel at a time (an outer
-    # product per channel: no nodes x points x channels tile in
-    # registers); u is the half of w at columns OFFSET..OFFSET+C.
+            BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+            STEP: tl.constexpr):
+    # theta [B_N, B_R] = x_n . u_k, an outer product per channel (no nodes
+    # x points x channels tile in registers), STEP channels unrolled a trip
+    # (one: a plain loop); u is the half of w at columns OFFSET..OFFSET+C.
     angle = tl.zeros([BLOCK_N, BLOCK_R], tl.float32)
     x_row = x + offs_n * H * C + h * C
     u_row = points + rows * 2 * C + OFFSET
-    for c in range(C):
-        x_c = tl.load(x_row + c, mask=mask_n, other=0.)
-        u_c = tl.load(u_row + c, mask=mask_k, other=0.)
-        angle += x_c[:, None] * u_c[None, :]
+    if STEP == 1:
+        for c in range(C):
+            x_c = tl.load(x_row + c, mask=mask_n, other=0.)
+            u_c = tl.load(u_row + c, mask=mask_k, other=0.)
+            angle += x_c[:, None] * u_c[None, :]
+    else:
+        for first in range(0, C, STEP):
+            for step in tl.static_range(STEP):
+                c = first + step
+                in_c = (tl.zeros([1], dtype=tl.int32) + c) < C
+                x_c = tl.load(x_row + c, mask=mask_n & in_c, other=0.)
+                u_c = tl.load(u_row + c, mask=mask_k & in_c, other=0.)
+                angle += x_c[:, None] * u_c[None, :]
     return angle
 
 
@@ -142,30 +171,32 @@ def _anchor_tiles(cos_weight, sin_weight, h, offs_k, mask_k, offs_t, mask_t,
 
 @lazy_jit
 def estimate_kernel(x, points, cos_weight, sin_weight, out, estimate, eps,
-                    scale, N, H, C, R, MR, T, OFFSET, BLOCK_N: tl.constexpr,
-                    BLOCK_R: tl.constexpr, BLOCK_T: tl.constexpr):
+                    scale, N, H, C, R, MR, T, OFFSET,
+                    BLOCK_N: tl.constexpr, BLOCK_R: tl.constexpr,
+                    BLOCK_T: tl.constexpr):
     h = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_t = tl.arange(0, BLOCK_T)
     mask_n, mask_t = offs_n < N, offs_t < T
-    acc = tl.zeros([BLOCK_N, BLOCK_T], dtype=tl.float32)
+    # Each angle's terms, summed over the points once, after the loop:
+    acc = tl.zeros([BLOCK_N, BLOCK_R, BLOCK_T], dtype=tl.float32)
     for first in range(0, MR, BLOCK_R):
         offs_k = first + tl.arange(0, BLOCK_R)
         mask_k = offs_k < MR
         angle = _angles(x, points, offs_n, mask_n,
                         _point_rows(offs_k, h, H, R), mask_k, h, H, C,
-                        OFFSET, BLOCK_N, BLOCK_R)
+                        OFFSET, BLOCK_N, BLOCK_R, _C_STEP)
         sin, cos = sincos_step(angle)
         cos_w, sin_w = _anchor_tiles(cos_weight, sin_weight, h, offs_k,
                                      mask_k, offs_t, mask_t, T, R)
         # Masked points have u = 0 (cos = 1) but zero anchor weights:
-        acc += tl.sum(cos[:, :, None] * cos_w[None, :, :]
-                      + sin[:, :, None] * sin_w[None, :, :], axis=1)
+        acc += (cos[:, :, None] * cos_w[None, :, :]
+                + sin[:, :, None] * sin_w[None, :, :])
     offs_nt = offs_n[:, None] * H * T + h * T + offs_t[None, :]
     mask_nt = mask_n[:, None] & mask_t[None, :]
-    acc = acc * scale
-    tl.store(estimate + offs_nt, acc, mask=mask_nt)
-    tl.store(out + offs_nt, tl.log(acc * acc + eps), mask=mask_nt)
+    f = tl.sum(acc, axis=1) * scale
+    tl.store(estimate + offs_nt, f, mask=mask_nt)
+    tl.store(out + offs_nt, tl.log(f * f + eps), mask=mask_nt)
 
 
 @lazy_jit
@@ -207,7 +238,7 @@ def grad_x_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
         mask_k = offs_k < MR
         rows = _point_rows(offs_k, h, H, R)
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
-                        OFFSET, BLOCK_N, BLOCK_R)
+                        OFFSET, BLOCK_N, BLOCK_R, 1)
         sin, cos = sincos_step(angle)
         cos_w, sin_w = _anchor_tiles(cos_weight, sin_weight, h, offs_k,
                                      mask_k, offs_t, mask_t, T, R)
@@ -249,7 +280,7 @@ def grad_points_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
         grad_tile = _grad_estimate(grad, estimate, offs_n, mask_n, offs_t,
                                    mask_t, h, H, T, eps, scale)
         angle = _angles(x, points, offs_n, mask_n, rows, mask_k, h, H, C,
-                        OFFSET, BLOCK_N, BLOCK_R)
+                        OFFSET, BLOCK_N, BLOCK_R, 1)
         sin, cos = sincos_step(angle)
         d = _grad_angle(sin, cos, grad_tile, cos_w, sin_w)
         # dL/du_k,c = sum_n D_n,k x_n,c, one channel at a time:
@@ -275,7 +306,7 @@ def grad_points_kernel(x, points, cos_weight, sin_weight, grad, estimate, eps,
 
 
 def block_sizes(num_angles: int, channels: int, slopes: int
-            ) -> Tuple[int, int, int, int]:
+                ) -> Tuple[int, int, int, int]:
     r""":math:`(B_N, B_R, B_C, B_T)`: a tile of :data:`TILE_ANGLES` nodes
     x points (fewer points when there are fewer), all channels and
     slopes.  The backward accumulators are :math:`B_N \times B_C` and
