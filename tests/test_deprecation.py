@@ -40,3 +40,27 @@ def test_renamed_names_are_their_new_objects_with_a_warning():
         assert lean_hooks.SKIPPED_STEPS is kernel_attention.SKIPPED_STEPS
     with pytest.raises(AttributeError, match='NoSuchName'):
         _ = lean_hooks.NoSuchName
+
+
+@pytest.mark.parametrize('old_module, name, new_module', [
+    ('ikgat.kernels.base', 'check_positive', 'ikgat.kernels.arguments'),
+    ('ikgat.kernels.base', 'check_num_spectral_points',
+     'ikgat.kernels.arguments'),
+    ('ikgat.kernels.base', 'DeprecatedNumFeatures',
+     'ikgat.kernels.arguments'),
+    ('ikgat.ops.attention_steps', 'tiling', 'ikgat.ops.tiling'),
+    ('ikgat.ops.attention_steps', 'edge_tiling', 'ikgat.ops.tiling'),
+    ('ikgat.ops.attention_steps', 'TILE_ELEMENTS', 'ikgat.ops.tiling'),
+    ('ikgat.ops.transformer_attention', 'head_block', 'ikgat.ops.tiling'),
+    ('ikgat.ops.transformer_attention', 'TABLE_ROW_ELEMENTS',
+     'ikgat.ops.transformer_attention_triton'),
+    ('ikgat.ops.transformer_attention', 'CHUNKED_TILES',
+     'ikgat.ops.transformer_fourier'),
+])
+def test_names_that_moved_between_modules_still_import(old_module, name,
+                                                       new_module):
+    old = importlib.import_module(old_module)
+    with pytest.warns(DeprecationWarning, match=f'import {name} from '
+                      f'{new_module}'):
+        value = getattr(old, name)
+    assert value is getattr(importlib.import_module(new_module), name)

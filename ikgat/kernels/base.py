@@ -69,6 +69,7 @@ from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
+from ikgat.deprecation import moved_names
 from ikgat.kernels.anchor import (  # noqa: F401 (also importable here)
     pad_node_vectors,
     scaled_anchor_distance_sq,
@@ -460,3 +461,11 @@ def _ignoring_draws(method: Callable[..., Any]) -> Callable[..., Any]:
                             f'takes no draws')
         return method(self, *args, **kwargs)
     return entry_point
+
+
+# The argument checks, importable from here before they had their module
+# (ikgat.kernels.arguments), for one release:
+__getattr__ = moved_names(__name__, {
+    name: ('ikgat.kernels.arguments', name) for name in (
+        'check_positive', 'check_num_spectral_points',
+        'DeprecatedNumFeatures')})

@@ -99,6 +99,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from ikgat.deprecation import moved_names
 from ikgat.ops.runtime import lazy_jit
 
 triton = None
@@ -465,3 +466,11 @@ def torch_softmax_aggregate(logit: Tensor, values: Tensor, src: Tensor,
     out = logit.new_zeros(num_dst, heads, values.size(2))
     out.index_add_(0, dst, weight.unsqueeze(-1) * values.to(logit.dtype)[src])
     return out, weight, row_max, row_den
+
+
+# The tiling, importable from here before it had its module
+# (ikgat.ops.tiling), for one release:
+__getattr__ = moved_names(__name__, {
+    name: ('ikgat.ops.tiling', name) for name in (
+        'TILE_ELEMENTS', 'ROW_ELEMENTS', 'edge_tiling', 'head_block',
+        'tiling', 'grid')})

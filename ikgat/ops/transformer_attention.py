@@ -102,6 +102,7 @@ import torch
 from torch import Tensor
 
 import ikgat.ops.transformer_fourier as transformer_fourier
+from ikgat.deprecation import moved_names
 from ikgat.ops.attention_steps import (
     keep_scale,
     torch_keep,
@@ -493,3 +494,14 @@ def fused_transformer_attention(
         seed, float(scale), float(eps), float(dropout), link == LOG_SQUARE,
         bool(use_triton))
     return out
+
+
+# The tiling constants and functions that ikgat.nn.triton_transformer (now
+# this module) held, for one release:
+__getattr__ = moved_names(__name__, {
+    'ROW_ELEMENTS': ('ikgat.ops.tiling', 'ROW_ELEMENTS'),
+    'head_block': ('ikgat.ops.tiling', 'head_block'),
+    'tiling': ('ikgat.ops.tiling', 'tiling'),
+    'TABLE_ROW_ELEMENTS': ('ikgat.ops.transformer_attention_triton',
+                           'TABLE_ROW_ELEMENTS'),
+    'CHUNKED_TILES': ('ikgat.ops.transformer_fourier', 'CHUNKED_TILES')})
