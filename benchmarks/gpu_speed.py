@@ -56,8 +56,9 @@ each step should need; an OOM is reported as such)::
     # seconds on CPU, tiny graphs (checks the script, numbers meaningless):
     python -m benchmarks.gpu_speed --smoke --output /tmp/gpu_speed.md
 
-Imports ikgat's public layers, torch and torch_geometric (and the fused
-kernel module), and from ``benchmarks/`` only the commit of the checkout
+Imports ikgat's public layers and atomic writes, torch and torch_geometric
+(and the fused kernel module), and from ``benchmarks/`` only the commit of
+the checkout
 (:func:`benchmarks.harness.provenance.git_commit`, which a copy without its
 ``.git`` takes from ``IKGAT_GIT_COMMIT``).
 """
@@ -68,7 +69,6 @@ import os.path as osp
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from contextlib import nullcontext
 from typing import Callable, Dict, List, Optional
@@ -536,21 +536,6 @@ def markdown(header: Dict[str, str], layers: List[dict], fused: List[dict],
     return '\n'.join(lines) + '\n'
 
 
-def write_durably(path: str, text: str) -> None:
-    folder = osp.dirname(osp.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, suffix='.tmp')
-    try:
-        with os.fdopen(handle, 'w') as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if osp.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description='GPU speed study: attention layers and the fused '
@@ -638,6 +623,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     device = torch.device('cpu' if args.smoke else 'cuda')
     timer = Timer(device)
     import torch_geometric
+
+    from ikgat.atomic_writes import write_text_atomic
     header = {
         'device': torch.cuda.get_device_name() if device.type == 'cuda'
         else f'CPU ({platform.processor() or platform.machine()}, smoke)',
@@ -666,10 +653,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(f'{graph}: training step', file=sys.stderr, flush=True)
         training += training_rows(graph, catalogue[graph], device, timer,
                                   args)
-    write_durably(args.output, markdown(header, layers, fused, training,
-                                        bandwidth))
+    write_text_atomic(args.output, markdown(header, layers, fused,
+                                            training, bandwidth))
     stem = osp.splitext(args.output)[0]
-    write_durably(stem + '.json', json.dumps(
+    write_text_atomic(stem + '.json', json.dumps(
         dict(header=header, copy_gbps=bandwidth, layers=layers,
              fused=fused, training=training), indent=1) + '\n')
     print(f'wrote {args.output}', file=sys.stderr)
