@@ -70,7 +70,8 @@ def sharpen_densities(module):
     does after this."""
     for kernel in module.modules():
         if isinstance(kernel, ImplicitSpectralKernel):
-            torch.nn.init.normal_(kernel.encoder_out.weight, std=1.0)
+            torch.nn.init.normal_(kernel.encoder_readout.weight,
+                                  std=kernel.encoder_readout.in_features)
     return module
 
 

@@ -98,6 +98,20 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     :math:`h_s` to :meth:`draw` (its :obj:`summary`), and a subgraph holding every
     in-neighbour then gives the full graph's outputs.
 
+    Training: three choices keep the evaluation output as steady from epoch
+    to epoch as GATConv's in any training loop (PyG's ``examples/gat.py``
+    with this kernel swapped in: ``benchmarks.eval_stability``).
+    :math:`h_s` enters the inference network detached: it conditions the
+    density, and a gradient through a mean over all nodes added the same
+    rank-one term to every node's projection gradient.  The network's
+    readout is divided by its width :math:`K`, :math:`(\mu - \bar\mu_h,
+    \log\sigma - \log\sigma_p) = V\,\mathrm{ELU}(\cdot)/K + b`, so that an
+    Adam step moves :math:`\mu` as far as a step of the head means
+    :math:`\bar\mu_h` does, not :math:`K` times farther.  And
+    :math:`\log\sigma` is read relative to the prior's, so that weight
+    decay pulls :math:`\sigma` towards :math:`\sigma_p`, where the KL term
+    has its optimum, and not towards 1.
+
     Args:
         heads (int): Number of heads :math:`H`.
         channels (int): Channels per head :math:`C`.
@@ -163,7 +177,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                            self.dimension)
 
         self.encoder_hidden = torch.nn.Linear(2 * channels, hidden_channels)
-        self.encoder_out = torch.nn.Linear(hidden_channels,
+        self.encoder_readout = torch.nn.Linear(hidden_channels,
                                            2 * self.latent_dim)
         self.head_mean = Parameter(torch.empty(heads, self.latent_dim))
         self.transform_hidden = torch.nn.Linear(1, 16)
@@ -184,11 +198,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
     def reset_parameters(self):
         self.encoder_hidden.reset_parameters()
-        torch.nn.init.normal_(self.encoder_out.weight, std=1e-3)
-        with torch.no_grad():
-            self.encoder_out.bias[:self.latent_dim].zero_()
-            self.encoder_out.bias[self.latent_dim:].fill_(
-                math.log(self.prior_scale))
+        # The outputs start near zero, whatever the width (the readout
+        # divides by it): mu at the head means, sigma at the prior's.
+        torch.nn.init.normal_(self.encoder_readout.weight,
+                              std=1e-3 * self.encoder_readout.in_features)
+        torch.nn.init.zeros_(self.encoder_readout.bias)
         # Per-head means start as a prior draw, so heads start different:
         torch.nn.init.normal_(self.head_mean, std=self.prior_scale)
         self.transform_hidden.reset_parameters()
@@ -267,11 +281,16 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         else:
             summary = graph_summary(x_src, x_dst, batch_src, batch_dst,
                                     num_graphs)
+        # h_s is the condition of the density, not a path for gradients: a
+        # gradient through a mean over all nodes adds one rank-one term to
+        # every node's projection gradient, which made the evaluation
+        # output swing from epoch to epoch (see Training above):
         hidden = F.elu(_linear(self.encoder_hidden,
-                               summary.view(-1, summary.size(-1))))
-        mean, log_std = _linear(self.encoder_out, hidden).view(
+                               summary.detach().view(-1, summary.size(-1))))
+        mean, log_std = self._readout(hidden).view(
             num_graphs, self.heads, 2, self.latent_dim).unbind(2)
         mean = mean + self.head_mean.to(mean.dtype)
+        log_std = log_std + math.log(self.prior_scale)
         # A clamp inactive in normal training; it bounds sigma for huge
         # summaries, where exp(log_std) overflowed to inf (and the KL too);
         # hardtanh is that clamp with a one-operation backward:
@@ -329,6 +348,34 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                       summary, self.heads)
         self.last_draws = draws
         return draws
+
+    def _readout(self, hidden: Tensor) -> Tensor:
+        r"""The inference network's last layer, :math:`(\mu - \bar\mu_h,
+        \log\sigma - \log\sigma_p) = V h / K + b` for its :math:`K`
+        inputs: divided by its width, so that an Adam step moves :math:`\mu`
+        about as far as a step of the head means :math:`\bar\mu_h` does,
+        not :math:`K` times farther (see Training in the class
+        docstring)."""
+        layer = self.encoder_readout
+        return F.linear(hidden,
+                        layer.weight.to(hidden.dtype) / layer.in_features,
+                        layer.bias.to(hidden.dtype))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              *args, **kwargs):
+        # ikgat 0.1 named the readout encoder_out and read out V h + b, b
+        # holding log sigma itself: the same function in today's terms.
+        weight = state_dict.pop(prefix + 'encoder_out.weight', None)
+        bias = state_dict.pop(prefix + 'encoder_out.bias', None)
+        if weight is not None:
+            state_dict[prefix + 'encoder_readout.weight'] = (weight *
+                                                             weight.size(1))
+        if bias is not None:
+            bias = bias.clone()
+            bias[bias.numel() // 2:] -= math.log(self.prior_scale)
+            state_dict[prefix + 'encoder_readout.bias'] = bias
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      *args, **kwargs)
 
     def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
                 batch_src: Optional[Tensor], batch_dst: Optional[Tensor],

@@ -22,7 +22,8 @@ def kernel_and_graphs(pairing='anchor'):
     kernel = ImplicitSpectralKernel(H, C, num_spectral_points=R,
                                     pairing=pairing).double()
     with torch.no_grad():  # a density that depends on the summary
-        kernel.encoder_out.weight.normal_(0, 0.3)
+        kernel.encoder_readout.weight.normal_(
+            0, 0.3 * kernel.encoder_readout.in_features)
     first = torch.randn(7, H, C, dtype=torch.double)
     second = 3 * torch.randn(5, H, C, dtype=torch.double) + 1
     return kernel, first, second
@@ -164,7 +165,8 @@ def test_two_layers_sharing_a_kernel_keep_their_own_summary():
                       num_spectral_points=R).eval()
     second = IKGATConv(5, C, heads=H, kernel=first.kernel).eval()
     with torch.no_grad():
-        first.kernel.encoder_out.weight.normal_(0, 0.3)
+        first.kernel.encoder_readout.weight.normal_(
+            0, 0.3 * first.kernel.encoder_readout.in_features)
     alone = second(x, edge_index)
     full = 10 * torch.randn(30, 5)
     with first.full_graph_summary(full):

@@ -25,7 +25,8 @@ def test_kl_equals_torch_distributions():
     conv = make_mikan().double()
     randomise_copula(conv)
     with torch.no_grad():  # move q away from its initial state
-        conv.kernel.encoder_out.weight.normal_(0, 0.3)
+        conv.kernel.encoder_readout.weight.normal_(
+            0, 0.3 * conv.kernel.encoder_readout.in_features)
     x, edge_index = random_graph(20, 60, 6, seed=0)
     batch = torch.tensor([0] * 8 + [1] * 12)
     conv(x.double(), edge_index, batch=batch)
@@ -58,7 +59,7 @@ def test_kl_is_zero_when_q_is_the_prior():
     conv = make_mikan()
     kernel = conv.kernel
     with torch.no_grad():
-        kernel.encoder_out.weight.zero_()
+        kernel.encoder_readout.weight.zero_()
         kernel.head_mean.zero_()
     x, edge_index = random_graph(10, 30, 6, seed=1)
     conv(x, edge_index)
