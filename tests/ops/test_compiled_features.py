@@ -111,12 +111,13 @@ def test_the_estimate_is_the_same_through_compiled_tables(
     monkeypatch.setattr(cf, 'ENABLED', True)
     monkeypatch.setattr(cf, 'MIN_ANGLES', 0)
     calls = []
-    compiled = cf.compiled_features.compiled
+    compiled = torch.compile(cf.features, dynamic=True)
 
     def spy(*args):
         calls.append(args[0].shape)
         return compiled(*args)
 
+    monkeypatch.setattr(cf.compiled_features, 'failed', False)
     monkeypatch.setattr(cf.compiled_features, 'compiled', spy)
     out, grads = run_estimate(num_graphs, edge_key)
     # Shared points: the queries and the keys (or the one chunk of edge
@@ -139,8 +140,10 @@ def test_a_failing_compiler_falls_back_with_one_warning(monkeypatch):
     def broken(*args):
         raise RuntimeError('no C++ compiler')
 
-    monkeypatch.setattr(cf.compiled_features, 'compiled', broken)
-    monkeypatch.setattr(cf.compiled_features_backward, 'compiled', broken)
+    for function in (cf.compiled_features, cf.compiled_features_backward):
+        # (failed, set by the fallback, is restored after the test too)
+        monkeypatch.setattr(function, 'failed', False)
+        monkeypatch.setattr(function, 'compiled', broken)
     with pytest.warns(RuntimeWarning,
                       match='no C.. compiler.*eager path') as record:
         out, grads = run_estimate(1, False)
