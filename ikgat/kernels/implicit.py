@@ -98,6 +98,11 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     :math:`h_s` to :meth:`draw` (its :obj:`summary`), and a subgraph holding every
     in-neighbour then gives the full graph's outputs.
 
+    Evaluation: each pair :math:`\pm w` adds the same term twice to the
+    estimate, so the similarities are computed from the first :math:`R/2`
+    points (``distinct_half``): exactly the estimate of all :math:`R`,
+    with half the sines and cosines.
+
     Training: three choices keep the evaluation output as steady from epoch
     to epoch as GATConv's in any training loop (PyG's ``examples/gat.py``
     with this kernel swapped in: ``benchmarks.eval_stability``).
@@ -427,7 +432,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
     def similarity(self, x: Tensor, y: Tensor, *,
                    draws: Optional[Draws] = None) -> Tensor:
-        points = [w[0] for w in self.spectral_points(draws)]
+        points = [distinct_half(w[0]) for w in self.spectral_points(draws)]
         return fourier_estimate(x, y, points)**2
 
     def pair_log_similarity(self, query: Tensor, key: Tensor, *,
@@ -441,7 +446,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         draws = self._given_draws(draws)
         dst_batch, src_batch = draws.batches
         return edge_fourier_log_similarity(
-            query, key, draws.points.transpose(1, 2), src, dst, self.eps,
+            query, key, distinct_half(draws.points).transpose(1, 2), src,
+            dst, self.eps,
             edge_key, dst_batch, src_batch)
 
     def pair_feature_map(self, query: Tensor, key: Tensor, *,
@@ -453,7 +459,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                              f"nodes, not {stacked.size(0)} (one per "
                              f"graph); use edge_log_similarity")
         # Every draw, S H heads, draw after draw: (m, S H, R, D).
-        points = stacked[0].transpose(0, 1)
+        points = distinct_half(stacked[0].transpose(0, 1))
         draws = points.size(1) // query.size(1)
         return fourier_pair_feature_map(query.repeat(1, draws, 1),
                                         key.repeat(1, draws, 1), points,
@@ -464,7 +470,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                        draws: Optional[Draws] = None) -> Tensor:
         draws = self._given_draws(draws)
         return fourier_log_similarity(x, anchor, is_source, slopes,
-                                      draws.spectral_points(), self.eps,
+                                      [distinct_half(points) for points in
+                                       draws.spectral_points()], self.eps,
                                       batch=draws.batches[int(is_source)],
                                       node_path=self.node_path)
 
@@ -477,7 +484,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # features for both sides.
         draws = self._given_draws(draws)
         dst_batch, src_batch = draws.batches
-        points = draws.points
+        points = distinct_half(draws.points)
         # Every draw's points (S H heads); one sample for all nodes goes
         # stacked, (m, H, R, D):
         sets: Union[Tensor, List[Tensor]] = (
@@ -520,6 +527,21 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                 f'num_spectral_points={self.num_spectral_points}, '
                 f'prior_scale={self.prior_scale:.4g}, '
                 f'num_samples={self.num_samples}, copula={self.copula}')
+
+
+def distinct_half(points: Tensor) -> Tensor:
+    r"""The first :math:`R/2` of a symmetric sample's :math:`R` points
+    (:math:`w_{R/2+r} = -w_r`, along the second-to-last dimension): the
+    points an estimate needs.  A pair :math:`\pm w_r` adds the same term
+    twice to every random-feature estimate, since
+    :math:`\cos(-\theta) = \cos\theta` and the sines of both sides flip
+    together, :math:`\sum_{s,s'} \cos(w_{s,r}^\top x - w_{s',r}^\top y)`
+    for the non-stationary map; so the estimate over :math:`R` points with
+    normaliser :math:`m^2 R` equals the one over the first :math:`R/2`
+    with :math:`m^2 R/2`, exactly, with half the sines and cosines.
+    Gradients are exact too: the points' gradient reaches :math:`s(\tilde
+    z)` through the first half alone, as the total derivative."""
+    return points[..., :points.size(-2) // 2, :]
 
 
 def _linear(layer: torch.nn.Linear, x: Tensor) -> Tensor:

@@ -93,3 +93,41 @@ def test_a_state_dict_of_ikgat_0_1_loads_as_the_same_function(copula):
     torch.testing.assert_close(loaded.mean, expected.mean)
     torch.testing.assert_close(loaded.log_std, expected.log_std)
     torch.testing.assert_close(loaded.points, expected.points)
+
+
+@pytest.mark.parametrize('pairing', ['anchor', 'vectors'])
+def test_the_distinct_half_gives_the_estimate_of_all_points(pairing):
+    # w and -w add the same term: the similarities evaluate R/2 points,
+    # and equal (values and gradients) the estimate over all R.
+    from ikgat.kernels.random_features import (
+        fourier_estimate,
+        fourier_log_similarities,
+    )
+    torch.manual_seed(1)
+    module = ImplicitSpectralKernel(H, C, num_spectral_points=R,
+                                    pairing=pairing).double()
+    x = torch.randn(6, H, C, dtype=torch.double, requires_grad=True)
+    y = torch.randn(6, H, C, dtype=torch.double, requires_grad=True)
+    draws = module.draw(x, y, sample=True)
+    assert torch.equal(draws.points[..., R // 2:, :],
+                       -draws.points[..., :R // 2, :])
+    if pairing == 'vectors':
+        fast = module.similarity(x, y, draws=draws)
+        full = fourier_estimate(
+            x, y, [w[0] for w in draws.spectral_points()])**2
+    else:
+        anchor = torch.randn(H, 2 * C, dtype=torch.double)
+        slopes = torch.tensor([1.0, 0.2], dtype=torch.double)
+        fast = torch.stack(module.node_log_similarities(
+            x, y, anchor, slopes, False, draws=draws))
+        full = torch.stack(fourier_log_similarities(
+            x, y, anchor, slopes, draws.points.squeeze(0).transpose(0, 1),
+            module.eps))
+    weights = torch.randn_like(full)
+    grads = torch.autograd.grad((fast * weights).sum(),
+                                (x, y, module.head_mean), retain_graph=True)
+    expected = torch.autograd.grad((full * weights).sum(),
+                                   (x, y, module.head_mean))
+    torch.testing.assert_close(fast, full)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want)
