@@ -89,7 +89,10 @@ Three interchangeable kernels compute the same formulas:
 * ``node_path='eager'``, the default: on float32 CUDA tensors the Triton
   kernels of :mod:`ikgat.ops.node_terms_triton` (one launch for the
   forward pass, two for the backward pass, however many nodes: a loop of
-  chunks is launch-bound on a GPU); elsewhere plain tensor operations on
+  chunks is launch-bound on a GPU); on CPU from
+  :data:`~ikgat.ops.compiled_features.MIN_ANGLES` angles a side (PubMed's
+  size) the compiled chunks of ``'compile'``, where a first compilation
+  repays itself within a training run; elsewhere plain tensor operations on
   reused chunk buffers (fresh multi-megabyte tensors per chunk cost page
   faults that doubled the time);
 * ``node_path='triton'``: the Triton kernels on any device (on CPU through
@@ -119,6 +122,7 @@ from ikgat.ops.node_terms_chunks import (
     chunked_estimate,
     chunked_estimate_backward,
 )
+from ikgat.ops.compiled_features import use_compiled
 from ikgat.ops.runtime import triton_usable
 
 #: The node paths of :func:`fused_fourier_log_similarity` (those of
@@ -373,7 +377,8 @@ def _log_similarity(x: Tensor, points: Tensor,
     r""":math:`\log(f^2 + \epsilon)` of one side from the stacked sets and
     the anchor features."""
     anchor_cos, anchor_sin = features
-    node_path = _resolve_node_path(node_path, x)
+    angles_per_node = x.size(1) * points.size(0) * points.size(2)
+    node_path = _resolve_node_path(node_path, x, x.size(0) * angles_per_node)
     size = chunk_size_for(x.size(1), points.size(0) * points.size(2),
                           chunk_size)
     log_similarity, _ = fourier_estimate(x.contiguous(), points,
@@ -386,14 +391,23 @@ def _log_similarity(x: Tensor, points: Tensor,
     return log_similarity
 
 
-def _resolve_node_path(node_path: str, x: Tensor) -> str:
-    r"""The chunk kernel that runs: ``'eager'`` becomes ``'triton'`` for
-    float32 tensors on a CUDA device (or ``'meta'``, which stands for one)
-    when Triton is installed; ``'triton'`` needs float32 (on CPU tensors it
-    runs in Triton's interpreter)."""
+def _resolve_node_path(node_path: str, x: Tensor, angles: int) -> str:
+    r"""The chunk kernel that runs for :obj:`angles` angles in all:
+    ``'eager'`` becomes ``'triton'`` for float32 tensors on a CUDA device
+    (or ``'meta'``, which stands for one) when Triton is installed, and
+    ``'compile'`` on CPU where
+    :func:`~ikgat.ops.compiled_features.use_compiled` says compiling pays
+    (at least :data:`~ikgat.ops.compiled_features.MIN_ANGLES` angles);
+    ``'triton'`` needs float32 (on CPU tensors it runs in Triton's
+    interpreter)."""
     if node_path == 'eager' and x.device.type in ('cuda', 'meta') and (
             x.dtype == torch.float32 and triton_usable()):
         return 'triton'
+    if node_path == 'eager' and use_compiled(x, angles):
+        # On CPU, from PubMed's size up, the compiled chunks repay their
+        # first compilation within a training run (one loop for the
+        # angles, their sines and cosines and the reductions):
+        return 'compile'
     if node_path == 'triton' and x.dtype != torch.float32:
         raise ValueError(f"fused_fourier_log_similarity: node_path='triton' "
                          f"computes in float32 (got {x.dtype}); pass float32 "
