@@ -52,7 +52,8 @@ class GATNodeScores:
         return lp_norm_squared(scaled_anchor, self.p).t()
 
     def _node_scores(self, x_src: Tensor, x_dst: OptTensor,
-                     draws: int = 1, kernel_draws: Optional[Draws] = None
+                     draws: int = 1, kernel_draws: Optional[Draws] = None,
+                     targets: Optional[int] = None
                      ) -> Tuple[Tensor, Tensor]:
         r"""Everything of the logit that depends on one endpoint, packed per
         node as [logit part for :math:`c = 1`, for :math:`c =`
@@ -62,7 +63,10 @@ class GATNodeScores:
         :math:`S > 1`, for the kernel's :math:`S` draws stacked along the
         heads (:math:`S H` heads, the projections and anchors repeated):
         those of :obj:`kernel_draws`, which a stochastic kernel takes as
-        ``draws=``."""
+        ``draws=``.  With :obj:`targets`, the kernel's target terms are
+        computed for the first :obj:`targets` rows only (the rows that
+        edges point to) and the other rows' are zero: no edge reads
+        them."""
         x_src, q, anchor, slopes = self._accumulation_inputs(x_src, x_dst)
         if draws > 1:
             x_src, q = x_src.repeat(1, draws, 1), q.repeat(1, draws, 1)
@@ -79,8 +83,17 @@ class GATNodeScores:
         # ½‖c a‖² on the target side: the logit is GAT's c e_ij at any input
         # scale.
         reduced_source = self.magnitude and self.p == 2.0 and gamma != 0.0
+        rows = q.size(0)
+        q_terms = q if targets is None or targets >= rows else q[:targets]
         logit_dst, logit_src = kernel.node_log_similarities(
-            q, x_src, anchor, slopes, reduced_source, draws=kernel_draws)
+            q_terms, x_src, anchor, slopes, reduced_source,
+            draws=kernel_draws)
+        if logit_dst.size(0) < rows:
+            logit_dst = torch.cat([
+                logit_dst,
+                logit_dst.new_zeros(rows - logit_dst.size(0),
+                                    *logit_dst.shape[1:])
+            ])
         if reduced_source:
             if gamma != -0.5:
                 logit_src = logit_src + (

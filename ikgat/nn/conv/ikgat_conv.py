@@ -290,8 +290,9 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
                    kernel_draws: Optional[Draws] = None) -> Tensor:
         r"""The attention weights :math:`(E, H)` of the kernel's draw
         :obj:`kernel_draws` (of a stochastic kernel), after dropout."""
-        score_src, score_dst = self._node_scores(x_src, x_dst,
-                                                 kernel_draws=kernel_draws)
+        score_src, score_dst = self._node_scores(
+            x_src, x_dst, kernel_draws=kernel_draws,
+            targets=_targets_in_use(edge_index, x_dst, kernel_draws))
         if route.lean_softmax:
             assert isinstance(edge_index, Tensor)
             # edge_update's logit and softmax, chunked over the edges: no
@@ -415,3 +416,26 @@ def _num_targets(x_src: Tensor, x_dst: OptTensor, size: Size) -> int:
     if size is not None:
         return size[1] if size[1] is not None else size[0]
     return x_src.size(0)
+
+
+def _targets_in_use(edge_index: Adj, x_dst: OptTensor,
+                    kernel_draws: Optional[Draws]) -> Optional[int]:
+    r"""On CPU, one more than the largest target of an edge of
+    :obj:`edge_index` that is not a self-loop: the target rows whose node
+    terms the softmax reads.  A row past it has its self-loop alone (or no
+    edge): a softmax over one edge is 1 whatever its logit.  A subgraph
+    from PyG's ``NeighborLoader`` lists its nodes hop by hop and its last
+    hop's nodes are sources only, so the targets are a short prefix of the
+    rows (a tenth of them at fan-outs of 10).  :obj:`None` (every row) on
+    other devices, where the maximum is a host synchronisation, while
+    :func:`torch.compile` traces, for a sparse adjacency and for per-graph
+    spectral points (whose batch vector covers every row)."""
+    if (x_dst is None or not isinstance(edge_index, Tensor)
+            or edge_index.layout != torch.strided
+            or edge_index.device.type != 'cpu' or edge_index.numel() == 0
+            or torch.compiler.is_compiling()
+            or (kernel_draws is not None
+                and kernel_draws.batches[0] is not None)):
+        return None
+    targets = edge_index[1][edge_index[0] != edge_index[1]]
+    return int(targets.max()) + 1 if targets.numel() else 1
