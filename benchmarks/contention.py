@@ -34,7 +34,7 @@ import torch_geometric.transforms as T
 from torch_geometric.nn import GATConv
 
 from ikgat import IKGATConv
-from ikgat.datasets import load_planetoid
+from ikgat.data import load_planetoid
 from ikgat.models import TwoLayerGAT
 
 MODELS: Dict[str, Callable[[int, int], torch.nn.Module]] = {

@@ -29,7 +29,7 @@ from torch_geometric.nn import GATConv, TransformerConv
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
 from ikgat import IKGATConv, IKTransformerConv
-from ikgat.datasets import load_planetoid
+from ikgat.data import load_planetoid
 from ikgat.kernels import KERNELS
 from ikgat.reference import edge_wise_attention
 

@@ -7,7 +7,7 @@ dropout 0.6, Adam lr 0.005, weight decay 5e-4, patience 100, row-normalised
 features, public split) but fewer epochs than the benchmark:
 
 * IKAN-direct (``kernel='direct'``) for every :math:`p` of ``--ps``, each
-  with an :class:`~ikgat.visualization.AttentionTermsRecorder`;
+  with an :class:`~ikgat.inspection.AttentionTermsRecorder`;
 * MIKAN at :math:`p = 2` with KL weight :math:`\beta` = ``--beta``;
 
 keeps each run's best-validation weights, saves them as checkpoints that
@@ -42,9 +42,9 @@ from benchmarks.harness.registry import (
 )
 from benchmarks.harness.results import RESULTS_DIR
 from benchmarks.harness.runtime import seed_everything
-from ikgat import visualization as viz
-from ikgat.checkpoints import load_checkpoint, save_checkpoint
+from ikgat import inspection as viz
 from ikgat.training import train_node_classifier
+from ikgat.training.checkpoints import load_checkpoint, save_checkpoint
 
 OUT_DIR = osp.join(RESULTS_DIR, 'figures')
 CHECKPOINT_DIR = osp.join('checkpoints', 'figures')

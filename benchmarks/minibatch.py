@@ -12,14 +12,14 @@ registry's ``gat`` (PyG's GATConv) and ``ikan-direct`` (IKGATConv
 output head, dropout 0.6 (the GAT protocol of the registry), trained with
 Adam (lr 0.005, weight decay 5e-4).
 
-Batches come from the library: :func:`ikgat.sampling.neighbor_sampler`
+Batches come from the library: :func:`ikgat.training.sampling.neighbor_sampler`
 (PyG's :class:`~torch_geometric.loader.NeighborLoader`, fan-out
 ``--fan-out`` in-neighbours per hop) and
-:func:`ikgat.sampling.sampled_batches` (epochs of shuffled global batches of
+:func:`ikgat.training.sampling.sampled_batches` (epochs of shuffled global batches of
 ``--batch-size`` seeds, each rank sampling its share).  A training step is
 the body of :func:`ikgat.training.train_node_classifier`'s mini-batch loop
 (:func:`ikgat.training.minibatch_step`: forward,
-:func:`ikgat.distributed.data_parallel_loss` on the seeds, backward, Adam
+:func:`ikgat.training.distributed.data_parallel_loss` on the seeds, backward, Adam
 step).
 
 **Part ``single``** (one process, ``--threads`` threads): one
@@ -108,8 +108,12 @@ from benchmarks.harness.results import (
 )
 from benchmarks.harness.runtime import seed_everything, set_threads
 from benchmarks.scale import GRAPHS, make_graph
-from ikgat.sampling import neighbor_sampler, require_sampler, sampled_batches
 from ikgat.training import minibatch_step
+from ikgat.training.sampling import (
+    neighbor_sampler,
+    require_sampler,
+    sampled_batches,
+)
 
 #: The models compared (names of :data:`benchmarks.harness.registry.MODELS`).
 DEFAULT_MODELS = ('gat', 'ikan-direct')
@@ -164,7 +168,7 @@ def build_graph(graph: str, fraction: float) -> Data:
 def batch_stream(sampler, seeds: Tensor, batch_size: int, seed: int,
                  rank: int = 0, world_size: int = 1
                  ) -> Iterator[Tuple[Data, int]]:
-    r""":func:`ikgat.sampling.sampled_batches` over epochs 1, 2, ...: this
+    r""":func:`ikgat.training.sampling.sampled_batches` over epochs 1, 2, ...: this
     rank's subgraph of each global batch and the global batch's size."""
     for epoch in itertools.count(1):
         yield from sampled_batches(sampler, seeds, batch_size, epoch, seed,

@@ -77,7 +77,7 @@ DEFAULT_OGB_RESULTS = osp.join(RESULTS_DIR, 'ogb.csv')
 def default_ogb_root() -> str:
     r"""``$IKGAT_CACHE/ogb`` (or the user cache): OGB writes ``processed/``
     beside the downloaded files, so the root must be writable."""
-    from ikgat.datasets import cache_dir
+    from ikgat.data import cache_dir
     return osp.join(cache_dir(), 'ogb')
 
 

@@ -77,9 +77,9 @@ from benchmarks.summary import (
     render_summary,
     select_hyperparameters,
 )
-from ikgat.checkpoints import save_checkpoint
 from ikgat.kernels.random_features import NODE_PATHS
 from ikgat.training import train_node_classifier
+from ikgat.training.checkpoints import save_checkpoint
 
 
 def run_one(bench: BenchData, model: str, seed: int, protocol: Dict[str, Any],

@@ -35,8 +35,8 @@ from benchmarks.harness.results import RESULTS_DIR, write_text
 from benchmarks.harness.runtime import seed_everything, set_threads
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
 from ikgat.models import TwoLayerGAT
-from ikgat.sampling import neighbor_sampler
 from ikgat.training import train_node_classifier
+from ikgat.training.sampling import neighbor_sampler
 
 DEFAULT_OUTPUT = osp.join(RESULTS_DIR, 'sampled_vs_full.md')
 

@@ -69,7 +69,7 @@ def synthetic_graph(name: str, num_nodes: int, num_edges: int,
 
 
 def planetoid_graph(name: str) -> Graph:
-    from ikgat.datasets import load_planetoid
+    from ikgat.data import load_planetoid
     data = load_planetoid(name)[0]
     return Graph(name, data.x, data.edge_index)
 

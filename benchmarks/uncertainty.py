@@ -90,7 +90,7 @@ from benchmarks.harness.runtime import (
     resolve_device,
     seed_everything,
 )
-from ikgat.datasets import toy_citation_graph
+from ikgat.data import toy_citation_graph
 from ikgat.kernels.random_features import NODE_PATHS
 from ikgat.training import train_node_classifier, variational_adam
 

@@ -38,8 +38,20 @@ MOVED_MODULES: Dict[str, str] = {
     'ikgat.kernels.compiled': 'ikgat.ops.compiled',
     'ikgat.nn.kl': 'ikgat.nn.losses',
     # Renamed to say what they hold:
-    'ikgat.train_layers': 'ikgat.layer_recipes',
+    'ikgat.train_layers': 'ikgat.training.layer_recipes',
     'ikgat.durable': 'ikgat.atomic_writes',
+    # The application in packages of one concept each:
+    'ikgat.datasets': 'ikgat.data',
+    'ikgat.layer_recipes': 'ikgat.training.layer_recipes',
+    'ikgat.checkpoints': 'ikgat.training.checkpoints',
+    'ikgat.distributed': 'ikgat.training.distributed',
+    'ikgat.sampling': 'ikgat.training.sampling',
+    'ikgat.metric_inputs': 'ikgat.metrics.inputs',
+    'ikgat.attention_capture': 'ikgat.inspection.capture',
+    'ikgat.attention_terms': 'ikgat.inspection.terms',
+    'ikgat.visualization': 'ikgat.inspection.figures',
+    'ikgat.cli_arguments': 'ikgat.cli.arguments',
+    'ikgat.cli_plot': 'ikgat.cli.plot',
 }
 
 

@@ -65,7 +65,7 @@ def pytest_configure(config):
 def cora():
     import torch_geometric.transforms as T
 
-    from ikgat.datasets import load_planetoid
+    from ikgat.data import load_planetoid
     try:
         dataset = load_planetoid('Cora', transform=T.NormalizeFeatures())
     except RuntimeError as error:

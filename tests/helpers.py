@@ -13,7 +13,7 @@ from ikgat import IKGATConv, kernels
 from ikgat.kernels import KERNELS
 from ikgat.models import TwoLayerGAT
 from ikgat.reference import edge_wise_attention
-from ikgat.sampling import has_sampler
+from ikgat.training.sampling import has_sampler
 
 #: The one device of the tests of the CUDA path (the fused attention, the
 #: Triton node terms, compile): CUDA where there is one, else the CPU, where

@@ -4,8 +4,8 @@ import inspect
 import torch
 from torch_geometric.nn import TransformerConv
 
-from ikgat.checkpoints import load_checkpoint, save_checkpoint
 from ikgat.models import TwoLayerGAT
+from ikgat.training.checkpoints import load_checkpoint, save_checkpoint
 
 # Saved apart from model_kwargs (the layer class and save_checkpoint's
 # conv_kwargs) or not saved: out_conv_kwargs, which TwoLayerGAT does not

@@ -7,7 +7,7 @@ import torch
 import torch_geometric.typing
 
 from ikgat.cli import main
-from ikgat.sampling import has_sampler
+from ikgat.training.sampling import has_sampler
 from tests.helpers import fast_few, needs_sampler
 
 
@@ -47,7 +47,7 @@ def test_train_progress_shows_loss_and_validation_accuracy(cora,
     from ikgat.training import train_node_classifier
     stream = io.StringIO()
     monkeypatch.setattr(
-        'ikgat.training.tqdm',
+        'ikgat.training.loop.tqdm',
         lambda *args, **kwargs: tqdm(*args, file=stream, mininterval=0,
                                      **kwargs))
     model = TwoLayerGAT(cora.num_features, 2, cora.num_classes, IKGATConv,
@@ -64,7 +64,8 @@ def test_no_progress_switch(cora, capsys):
 
 
 @pytest.mark.parametrize('argv, expected', [
-    (['train', '--dataset', 'Kora'], "Unknown Planetoid dataset 'Kora'"),
+    (['train', '--dataset', 'Kora'],
+     "unknown dataset 'Kora'; choose one of Cora, CiteSeer"),
     (['train', '--epochs', '0'], "--epochs: must be a positive integer"),
     (['train', '--dropout', '1.5'], "--dropout: must lie in [0, 1)"),
     (['train', '--p', 'nan'], "--p: must be a positive number"),
@@ -98,8 +99,8 @@ def test_a_truncated_raw_file_is_named(tmp_path, monkeypatch, capsys):
 def test_an_unwritable_checkpoint_path_fails_before_training(
         tmp_path, monkeypatch, capsys):
     (tmp_path / 'file').write_text('a file, not a folder')
-    monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)
-    monkeypatch.setattr('ikgat.cli.load_planetoid', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.train.train_node_classifier', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.train.load_dataset', _must_not_train)
     err = run_failing(['train', '--save-checkpoint',
                        str(tmp_path / 'file' / 'model.pt')], capsys)
     assert '--save-checkpoint: cannot write' in err and 'file' in err
@@ -115,7 +116,7 @@ def test_a_damaged_checkpoint_is_one_line(tmp_path, capsys, content):
 
 
 def test_debug_shows_the_traceback(tmp_path):
-    from ikgat.cli import CommandError
+    from ikgat.cli.arguments import CommandError
     with pytest.raises(CommandError) as error_info:
         main(['train', '--root', str(tmp_path / 'nowhere'), '--debug'])
     assert isinstance(error_info.value.__cause__, ValueError)
@@ -141,9 +142,9 @@ def test_atomic_open_keeps_the_old_file_when_a_write_fails(tmp_path):
 
 def test_a_failed_checkpoint_save_keeps_the_previous_one(tmp_path,
                                                         monkeypatch):
-    from ikgat.checkpoints import load_checkpoint, save_checkpoint
     from ikgat.models import TwoLayerGAT
     from ikgat.nn import IKGATConv
+    from ikgat.training.checkpoints import load_checkpoint, save_checkpoint
     model = TwoLayerGAT(4, 2, 3, IKGATConv, heads=2,
                         conv_kwargs=dict(kernel='rbf'))
     path = str(tmp_path / 'model.pt')
@@ -213,7 +214,7 @@ def layer_checkpoints(cora, tmp_path_factory):
 @pytest.mark.parametrize('layer', fast_few(
     list(LAYER_SUMMARIES), ('ikgat', 'kep', 'mikan-transformer')))
 def test_train_each_layer(layer, layer_checkpoints, cora):
-    from ikgat.checkpoints import load_checkpoint
+    from ikgat.training.checkpoints import load_checkpoint
     path, lines = layer_checkpoints[layer]
     described, draws = LAYER_SUMMARIES[layer]
     assert lines[0].startswith(f'ikgat train: {described}: 2708 nodes')
@@ -286,8 +287,8 @@ def test_stochastic_layers_report_the_same_draws_in_every_run(
 ])
 def test_options_that_do_not_apply_are_refused_before_training(
         argv, expected, monkeypatch, capsys):
-    monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)
-    monkeypatch.setattr('ikgat.cli.load_planetoid', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.train.train_node_classifier', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.train.load_dataset', _must_not_train)
     assert expected in run_failing(['train'] + argv, capsys)
 
 
@@ -299,7 +300,7 @@ def test_options_that_do_not_apply_are_refused_before_training(
 def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
         kind, layer_checkpoints, tmp_path, capsys):
     pytest.importorskip('matplotlib')
-    from ikgat.cli import PLOT_NEEDS, TRANSFORMER_OPTIONS
+    from ikgat.cli.plot import PLOT_NEEDS, TRANSFORMER_OPTIONS
     _, layers, options = PLOT_NEEDS[kind]
     kernel_layers = {'ikgat', 'mikan', 'transformer', 'mikan-transformer'}
     drawn = {'tsne': kernel_layers, 'copula': {'mikan', 'mikan-transformer'},
@@ -322,9 +323,9 @@ def test_plot_kinds_on_the_checkpoints_of_ikgat_train(
 
 
 def test_plot_tsne_names_the_kernels_with_spectral_points(tmp_path, capsys):
-    from ikgat.checkpoints import save_checkpoint
     from ikgat.models import TwoLayerGAT
     from ikgat.nn import IKGATConv
+    from ikgat.training.checkpoints import save_checkpoint
     model = TwoLayerGAT(4, 2, 3, IKGATConv, heads=2,
                         conv_kwargs=dict(kernel='rbf'))
     path = str(tmp_path / 'rbf.pt')
@@ -341,11 +342,11 @@ def test_transformer_takes_only_the_kernels_that_pair_two_vectors(
     # is refused in one line naming those that do, before any training:
     import dataclasses
 
-    from ikgat.layer_recipes import TRAIN_LAYERS
+    from ikgat.training.layer_recipes import TRAIN_LAYERS
     monkeypatch.setitem(TRAIN_LAYERS, 'transformer', dataclasses.replace(
         TRAIN_LAYERS['transformer'], kernels=('direct', 'rbf')))
-    monkeypatch.setattr('ikgat.cli.train_node_classifier', _must_not_train)
-    monkeypatch.setattr('ikgat.cli.load_planetoid', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.train.train_node_classifier', _must_not_train)
+    monkeypatch.setattr('ikgat.cli.train.load_dataset', _must_not_train)
     err = run_failing(['train', '--layer', 'transformer', '--kernel',
                        'expsin'], capsys)
     assert err == ('ikgat train: error: --kernel expsin does not apply to '
@@ -362,7 +363,7 @@ def test_train_in_mini_batches(cora, capsys, tmp_path):
     lines = capsys.readouterr().out.splitlines()
     assert 'mini-batches of 70 seeds, fan-out 5 -1' in lines[0]
     assert '2 epochs in' in lines[1]
-    from ikgat.checkpoints import load_checkpoint
+    from ikgat.training.checkpoints import load_checkpoint
     info = load_checkpoint(path).info
     assert info['batch_size'] == 70 and info['fan_out'] == [5, -1]
 

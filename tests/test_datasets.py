@@ -5,7 +5,7 @@ import shutil
 import pytest
 import torch
 
-from ikgat.datasets import cache_dir, data_root, load_planetoid
+from ikgat.data import cache_dir, data_root, load_planetoid
 
 
 def test_root_resolution(monkeypatch, tmp_path):

@@ -2,6 +2,7 @@
 one: moved modules are aliases of the modules they moved to."""
 import importlib
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,42 @@ def test_names_that_moved_between_modules_still_import(old_module, name,
                       f'{new_module}'):
         value = getattr(old, name)
     assert value is getattr(importlib.import_module(new_module), name)
+
+
+@pytest.mark.parametrize('old_module, name, new_module', [
+    ('ikgat.cli', 'CommandError', 'ikgat.cli.arguments'),
+    ('ikgat.cli', 'OneLineParser', 'ikgat.cli.arguments'),
+    ('ikgat.cli', 'user_input', 'ikgat.cli.arguments'),
+    ('ikgat.cli', 'positive_int', 'ikgat.cli.arguments'),
+    ('ikgat.cli', 'PLOT_KINDS', 'ikgat.cli.plot'),
+    ('ikgat.cli', 'PLOT_NEEDS', 'ikgat.cli.plot'),
+    ('ikgat.cli', 'TRANSFORMER_OPTIONS', 'ikgat.cli.plot'),
+    ('ikgat.cli', 'run_train', 'ikgat.cli.train'),
+])
+def test_the_command_lines_former_names_still_import(old_module, name,
+                                                      new_module):
+    old = importlib.import_module(old_module)
+    with pytest.warns(DeprecationWarning, match=f'import {name} from '
+                      f'{new_module}'):
+        value = getattr(old, name)
+    assert value is getattr(importlib.import_module(new_module), name)
+
+
+@pytest.mark.parametrize('module, name', [
+    ('ikgat.training', 'train_node_classifier'),
+    ('ikgat.training', 'variational_adam'),
+    ('ikgat.training', 'TrainResult'),
+    ('ikgat.inspection', 'AttentionTermsRecorder'),
+    ('ikgat.inspection', 'sparsity_statistics'),
+    ('ikgat.inspection', 'attention_weights'),
+    ('ikgat.metrics', 'ece'),
+    ('ikgat.metrics', 'uncertainty_report'),
+    ('ikgat.datasets', 'load_planetoid'),
+    ('ikgat.datasets', 'toy_citation_graph'),
+])
+def test_the_former_modules_names_import_from_their_packages(module, name):
+    # ikgat.training, .inspection and .metrics became packages that keep
+    # the names of the modules they were; ikgat.datasets is ikgat.data.
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        assert getattr(importlib.import_module(module), name) is not None

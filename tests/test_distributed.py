@@ -24,15 +24,15 @@ from ikgat import (
     MIKANConv,
     MIKANTransformerConv,
 )
-from ikgat.datasets import toy_citation_graph
-from ikgat.distributed import (
+from ikgat.data import toy_citation_graph
+from ikgat.models import TwoLayerGAT
+from ikgat.training import train_node_classifier
+from ikgat.training.distributed import (
     data_parallel_loss,
     save_on_main,
     seed_nodes_for_rank,
 )
-from ikgat.models import TwoLayerGAT
-from ikgat.sampling import has_sampler, minibatch_training
-from ikgat.training import train_node_classifier
+from ikgat.training.sampling import has_sampler, minibatch_training
 
 BATCH_SIZE, STEPS, BETA = 6, 4, 0.01
 # A collective that waits longer than COLLECTIVE_TIMEOUT raises in the

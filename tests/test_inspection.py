@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ikgat import MIKANConv, inspection
-from ikgat.attention_terms import _group_spread
+from ikgat.inspection.terms import _group_spread
 from ikgat.training import train_node_classifier
 from tests.helpers import CHANNELS, HEADS, R, tiny_graph, tiny_model
 

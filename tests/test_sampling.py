@@ -17,11 +17,12 @@ from ikgat import (
     MIKANConv,
     MIKANTransformerConv,
 )
-from ikgat.datasets import toy_citation_graph
+from ikgat.data import toy_citation_graph
 from ikgat.kernels import KERNELS, ImplicitSpectralKernel
 from ikgat.models import TwoLayerGAT
 from ikgat.nn import layer_over_full_graph
-from ikgat.sampling import (
+from ikgat.training import train_node_classifier
+from ikgat.training.sampling import (
     check_num_neighbors,
     global_batches,
     minibatch_training,
@@ -30,7 +31,6 @@ from ikgat.sampling import (
     sampled_batches,
     warn_sampling_caveats,
 )
-from ikgat.training import train_node_classifier
 from tests.helpers import needs_sampler
 
 #: Every layer whose target outputs depend on in-neighbourhoods only (the

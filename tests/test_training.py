@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from ikgat import IKGATConv
-from ikgat.datasets import toy_citation_graph
+from ikgat.data import toy_citation_graph
 from ikgat.models import TwoLayerGAT
 from ikgat.training import (
     full_batch_step,

@@ -9,8 +9,8 @@ from tests.helpers import CHANNELS, HEADS, R, tiny_graph, tiny_model
 pytest.importorskip('matplotlib')
 pytest.importorskip('sklearn')
 
-from ikgat import visualization as viz  # noqa: E402
-from ikgat.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
+from ikgat import inspection as viz  # noqa: E402
+from ikgat.training.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ from typing import Any, NamedTuple, Optional
 import torch_geometric.transforms as T
 
 from benchmarks.harness.registry import canonical_dataset
-from ikgat.datasets import load_planetoid
+from ikgat.data import load_planetoid
 
 
 class BenchData(NamedTuple):

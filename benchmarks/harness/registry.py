@@ -10,9 +10,9 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import torch
 
 from ikgat.cli import fan_out, positive_int
-from ikgat.datasets import PLANETOID_NAMES
+from ikgat.data import PLANETOID_NAMES
 from ikgat.kernels.random_features import check_node_path
-from ikgat.sampling import minibatch_training
+from ikgat.training.sampling import minibatch_training
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ PAPER_SOURCES = {'GAT': 'GAT paper, 100 runs',
 #: seeds per step are given, then neighbour-sampled mini-batches with
 #: ``fan_out`` in-neighbours per node and hop and layer-wise evaluation in
 #: batches of ``eval_batch_size`` targets
-#: (:func:`ikgat.sampling.minibatch_training`).
+#: (:func:`ikgat.training.sampling.minibatch_training`).
 FULL_BATCH: Dict[str, Any] = dict(batch_size=None, fan_out=(10, 10),
                                   eval_batch_size=4096)
 GAT_PROTOCOL: Dict[str, Any] = dict(lr=0.005, weight_decay=5e-4, hidden=8,
@@ -175,7 +175,7 @@ def training_regime(protocol: Dict[str, Any], model: torch.nn.Module,
     :func:`ikgat.training.train_node_classifier` for the regime of
     :obj:`protocol` (:data:`FULL_BATCH`): none for full batch, else the
     mini-batches and layer-wise inference of
-    :func:`ikgat.sampling.minibatch_training`."""
+    :func:`ikgat.training.sampling.minibatch_training`."""
     if protocol['batch_size'] is None:
         return {}
     batches, inference = minibatch_training(

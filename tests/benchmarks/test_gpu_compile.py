@@ -277,7 +277,7 @@ def test_the_command_line_prints_a_build_error_in_one_line(monkeypatch,
             '(CompilationError: x); pass fused_attention=False to avoid it',
             'Traceback: 60 lines of Triton')
 
-    monkeypatch.setattr(cli, 'run_train', fail)
+    monkeypatch.setattr('ikgat.cli.train.run_train', fail)
     with pytest.raises(SystemExit) as caught:
         cli.main(['train', '--dataset', 'Cora', '--epochs', '1'])
     assert caught.value.code == 1

@@ -8,7 +8,7 @@ from benchmarks.mikan_draws import (
     render,
 )
 from benchmarks.uncertainty import UncertaintyConfig, build
-from ikgat.datasets import toy_citation_graph
+from ikgat.data import toy_citation_graph
 
 PROTOCOL = dict(lr=0.01, weight_decay=5e-4, hidden=4, heads=2, out_heads=1,
                 dropout=0.6)

@@ -25,7 +25,7 @@ from benchmarks.summary import (
     select_hyperparameters,
     summarize,
 )
-from ikgat.datasets import toy_citation_graph
+from ikgat.data import toy_citation_graph
 from ikgat.training import train_node_classifier
 from tests.helpers import needs_sampler
 
@@ -316,7 +316,7 @@ def test_cli_summary_and_results_schema_errors(tmp_path, capsys):
 
 
 def test_saved_checkpoints_rebuild_the_trained_models(tmp_path):
-    from ikgat.checkpoints import load_checkpoint
+    from ikgat.training.checkpoints import load_checkpoint
 
     checkpoints = tmp_path / 'checkpoints'
     rows = run_benchmark(['Tiny'], ['gat', 'ikan-direct', 'mikan'], [0],
@@ -345,7 +345,7 @@ def test_a_saved_checkpoint_computes_what_the_trained_model_did(
     # `--save-checkpoints` through run_one: the rebuilt model, with what it
     # was built with (the transformer family's self-loops included), gives
     # the saved model's outputs with the saved weights.
-    from ikgat.checkpoints import load_checkpoint
+    from ikgat.training.checkpoints import load_checkpoint
     saved = []
     original = bench.save_checkpoint
 

@@ -15,7 +15,7 @@ from benchmarks.harness.results import (
 )
 from benchmarks.planetoid import main as planetoid_main
 from benchmarks.planetoid import run_benchmark
-from ikgat.datasets import toy_citation_graph
+from ikgat.data import toy_citation_graph
 
 QUICK = dict(epochs=4, patience=2)
 

@@ -719,12 +719,12 @@ def test_kl_divergence_of_a_model_counts_the_transformer_layers():
     ('TransformerConv', {}),
 ])
 def test_checkpoint_round_trip(layer, conv_kwargs, self_loops, tmp_path):
-    from ikgat.checkpoints import (
+    from ikgat.models import TwoLayerGAT
+    from ikgat.training.checkpoints import (
         layer_classes,
         load_checkpoint,
         save_checkpoint,
     )
-    from ikgat.models import TwoLayerGAT
     torch.manual_seed(0)
     model = TwoLayerGAT(5, 3, 2, layer_classes()[layer], heads=2,
                         conv_kwargs=conv_kwargs,
