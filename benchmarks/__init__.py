@@ -18,6 +18,8 @@ Uncertainty and what the models learned:
 
 * :mod:`~benchmarks.uncertainty`, :mod:`~benchmarks.kep_diagnostics`,
   :mod:`~benchmarks.mikan_draws`: calibration and uncertainty;
+* :mod:`~benchmarks.eval_stability`: how steady each layer's evaluation
+  output is in PyG's ``examples/gat.py``, against GATConv's;
 * :mod:`~benchmarks.figures`: the figures of the inspection guide
   (docs/guides/inspection.md).
 
