@@ -8,8 +8,10 @@ into ``<cache>/ogb/ogbn_arxiv/``, where OGB writes ``processed/``.  ``ogb``
 is the ``ogb`` extra (``pip install 'ikgat[ogb]'``), imported inside the
 functions.
 """
+import contextlib
 import os
 import os.path as osp
+import sys
 from typing import Optional, Tuple
 
 import torch
@@ -93,7 +95,10 @@ def _read(name: str, root: str):
 
     # ogb 1.3.6 reads its processed file with a bare torch.load, which is
     # weights_only since torch 2.6; allow the PyG classes that file holds.
+    # ogb prints its progress when it processes: to stderr, so that
+    # stdout holds the results only.
     os.makedirs(root, exist_ok=True)
     with torch.serialization.safe_globals(
-            [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
+            [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]), \
+            contextlib.redirect_stdout(sys.stderr):
         return PygNodePropPredDataset(name, root=root)
