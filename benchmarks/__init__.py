@@ -30,6 +30,10 @@ Time and memory on CPU:
   against GATConv;
 * :mod:`~benchmarks.transformer_speed`: time and memory against PyG's
   TransformerConv;
+* :mod:`~benchmarks.epoch_speed`: a whole training epoch of the GAT recipe
+  with every layer, beside the PyG layer it replaces;
+* :mod:`~benchmarks.node_floor`: the node terms' time against a floor from
+  this machine's measured sine, cosine and multiply-add rates;
 * :mod:`~benchmarks.compile_pays`: where compiling the CPU node tables
   pays;
 * :mod:`~benchmarks.minibatch`: mini-batch (neighbour-sampled) training

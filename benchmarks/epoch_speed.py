@@ -44,7 +44,7 @@ from ikgat import (
     MIKANConv,
     MIKANTransformerConv,
 )
-from ikgat.datasets import load_planetoid
+from ikgat.data import load_planetoid
 from ikgat.kernels import KERNELS
 
 GAT_KERNELS = ['rbf', 'direct', 'implicit', 'rff', 'rff_ns', 'rbf_only',

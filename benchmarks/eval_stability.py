@@ -30,7 +30,7 @@ from torch_geometric.nn import GATConv
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
 from ikgat import IKGATConv, KEPGATConv, MIKANConv
-from ikgat.datasets import load_planetoid
+from ikgat.data import load_planetoid
 
 #: The layers compared, each a class called as the example calls GATConv.
 LAYERS: Dict[str, Callable[..., torch.nn.Module]] = {

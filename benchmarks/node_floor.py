@@ -37,9 +37,9 @@ from typing import Callable, Dict, List
 import numpy as np
 import torch
 
+import ikgat.ops.compiled_features as compiled_features
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
-import ikgat.ops.compiled_features as compiled_features
 from ikgat.ops.node_terms import fused_fourier_log_similarity
 
 GRAPHS = {'Cora': 2708, 'CiteSeer': 3327, 'PubMed': 19717}

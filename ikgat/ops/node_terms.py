@@ -116,13 +116,13 @@ from torch import Tensor
 
 import ikgat.ops.node_terms_triton as node_terms_triton
 from ikgat.deprecation import renamed_argument
+from ikgat.ops.compiled_features import use_compiled
 from ikgat.ops.node_terms_chunks import (
     CHUNK_ELEMENTS,  # noqa: F401 (documented here)
     chunk_size_for,
     chunked_estimate,
     chunked_estimate_backward,
 )
-from ikgat.ops.compiled_features import use_compiled
 from ikgat.ops.runtime import triton_usable
 
 #: The node paths of :func:`fused_fourier_log_similarity` (those of

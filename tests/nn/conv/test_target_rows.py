@@ -1,6 +1,7 @@
 """On CPU, IKGATConv computes the kernel's target terms only for the rows
-that edges other than self-loops point to (a neighbour-sampled subgraph's last hop is sources
-only): the outputs and gradients equal those of every row."""
+that edges other than self-loops point to (a neighbour-sampled subgraph's
+last hop is sources only): the outputs and gradients equal those of every
+row."""
 import pytest
 import torch
 
