@@ -17,14 +17,17 @@ Example:
     ...                                 num_spectral_points=4)
     >>> nodes = torch.randn(5, 2, 3)
     >>> draws = kernel.draw(nodes, nodes, num_draws=3, sample=True)
-    >>> draws.num_draws, tuple(draws.points.shape)  # (G, S H, sets, R, D)
-    (3, (1, 6, 2, 4, 6))
+    >>> draws.num_draws, tuple(draws.points.shape)  # (G, S H, sets, R/2, D)
+    (3, (1, 6, 2, 2, 6))
     >>> second = draws.select(1)  # a new object; draws is unchanged
     >>> tuple(second.points.shape), draws.num_draws
-    ((1, 2, 2, 4, 6), 3)
+    ((1, 2, 2, 2, 6), 3)
+    >>> [tuple(w.shape) for w in second.spectral_points()]  # both halves
+    [(1, 2, 4, 6), (1, 2, 4, 6)]
 """
 from typing import List, NamedTuple, Optional, Tuple
 
+import torch
 from torch import Tensor
 
 
@@ -32,7 +35,8 @@ class Draws(NamedTuple):
     r"""The spectral points of one forward pass of a stochastic kernel, per
     graph and draw, with what they were drawn from.  Immutable: selecting a
     draw (:meth:`select`) returns a new object."""
-    #: The points in use, :math:`(G, H', \text{sets}, R, D)`: every draw
+    #: The points in use, :math:`(G, H', \text{sets}, R, D)` (:math:`R/2`
+    #: for a :attr:`mirrored` sample): every draw
     #: stacked along the heads (:math:`H' = S H`, draw after draw), or one
     #: draw (:math:`H' = H`) after :meth:`select`.
     points: Tensor
@@ -51,6 +55,13 @@ class Draws(NamedTuple):
     summary: Tensor
     #: The kernel's number of heads :math:`H`.
     heads: int
+    #: Whether the sample is symmetric, :math:`[w \,\|\, -w]` along the
+    #: points, in which case :attr:`points` and :attr:`stacked` hold its
+    #: distinct half :math:`w` (:math:`R/2` points): a pair :math:`\pm w`
+    #: adds the same term twice to every random-feature estimate, so the
+    #: estimate over the half with its own normaliser is the estimate over
+    #: all :math:`R` (:class:`~ikgat.kernels.ImplicitSpectralKernel`).
+    mirrored: bool = False
 
     @property
     def num_draws(self) -> int:
@@ -74,7 +85,17 @@ class Draws(NamedTuple):
 
     def spectral_points(self) -> List[Tensor]:
         r"""The point sets of the draw in use (the first if every draw is),
-        each :math:`(G, H, R, D)`."""
+        each :math:`(G, H, R, D)`, both halves of a :attr:`mirrored`
+        sample."""
+        sets = self.distinct_sets()
+        if self.mirrored:
+            sets = [torch.cat([points, -points], dim=-2) for points in sets]
+        return sets
+
+    def distinct_sets(self) -> List[Tensor]:
+        r"""The point sets that an estimate needs, each :math:`(G, H, R',
+        D)`: those of :meth:`spectral_points`, or their distinct half
+        (:math:`R' = R/2`) for a :attr:`mirrored` sample."""
         return list(self.points[:, :self.heads].unbind(dim=2))
 
 

@@ -99,9 +99,10 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
     in-neighbour then gives the full graph's outputs.
 
     Evaluation: each pair :math:`\pm w` adds the same term twice to the
-    estimate, so the similarities are computed from the first :math:`R/2`
-    points (``distinct_half``): exactly the estimate of all :math:`R`,
-    with half the sines and cosines.
+    estimate, so the draws hold the distinct half :math:`s(\tilde z)`
+    (:attr:`Draws.mirrored <ikgat.kernels.draws.Draws.mirrored>`) and the
+    similarities are computed from those :math:`R/2` points: exactly the
+    estimate of all :math:`R`, with half the sines and cosines.
 
     Training: three choices keep the evaluation output as steady from epoch
     to epoch as GATConv's in any training loop (PyG's ``examples/gat.py``
@@ -290,8 +291,10 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # gradient through a mean over all nodes adds one rank-one term to
         # every node's projection gradient, which made the evaluation
         # output swing from epoch to epoch (see Training above):
+        if summary.requires_grad:
+            summary = summary.detach()
         hidden = F.elu(_linear(self.encoder_hidden,
-                               summary.detach().view(-1, summary.size(-1))))
+                               summary.view(-1, summary.size(-1))))
         mean, log_std = self._readout(hidden).view(
             num_graphs, self.heads, 2, self.latent_dim).unbind(2)
         mean = mean + self.head_mean.to(mean.dtype)
@@ -343,14 +346,16 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                                 self.num_sets, half, self.dimension)
         # w = sign(z) g(|z|) for z = [z~, -z~], [G, H, sets, R, D]:
         dtype = latent.dtype
+        # Only the distinct half s(z~) of the symmetric sample [w, -w]
+        # (Draws.mirrored):
         points = symmetric_spectral_points(
-            latent, 3, self.transform_hidden.weight.view(-1).to(dtype),
+            latent, None, self.transform_hidden.weight.view(-1).to(dtype),
             self.transform_hidden.bias.to(dtype),
             self.transform_out.weight.view(-1).to(dtype),
             self.transform_out.bias.to(dtype),
             self.raw_transform_scale.to(dtype))
         draws = Draws(points, points, (batch_dst, batch_src), mean, log_std,
-                      summary, self.heads)
+                      summary, self.heads, mirrored=True)
         self.last_draws = draws
         return draws
 
@@ -432,7 +437,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
 
     def similarity(self, x: Tensor, y: Tensor, *,
                    draws: Optional[Draws] = None) -> Tensor:
-        points = [distinct_half(w[0]) for w in self.spectral_points(draws)]
+        points = [w[0] for w in self._given_draws(draws).distinct_sets()]
         return fourier_estimate(x, y, points)**2
 
     def pair_log_similarity(self, query: Tensor, key: Tensor, *,
@@ -446,8 +451,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         draws = self._given_draws(draws)
         dst_batch, src_batch = draws.batches
         return edge_fourier_log_similarity(
-            query, key, distinct_half(draws.points).transpose(1, 2), src,
-            dst, self.eps,
+            query, key, draws.points.transpose(1, 2), src, dst, self.eps,
             edge_key, dst_batch, src_batch)
 
     def pair_feature_map(self, query: Tensor, key: Tensor, *,
@@ -459,7 +463,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                              f"nodes, not {stacked.size(0)} (one per "
                              f"graph); use edge_log_similarity")
         # Every draw, S H heads, draw after draw: (m, S H, R, D).
-        points = distinct_half(stacked[0].transpose(0, 1))
+        points = stacked[0].transpose(0, 1)
         draws = points.size(1) // query.size(1)
         return fourier_pair_feature_map(query.repeat(1, draws, 1),
                                         key.repeat(1, draws, 1), points,
@@ -470,8 +474,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                        draws: Optional[Draws] = None) -> Tensor:
         draws = self._given_draws(draws)
         return fourier_log_similarity(x, anchor, is_source, slopes,
-                                      [distinct_half(points) for points in
-                                       draws.spectral_points()], self.eps,
+                                      draws.distinct_sets(), self.eps,
                                       batch=draws.batches[int(is_source)],
                                       node_path=self.node_path)
 
@@ -484,7 +487,7 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         # features for both sides.
         draws = self._given_draws(draws)
         dst_batch, src_batch = draws.batches
-        points = distinct_half(draws.points)
+        points = draws.points
         # Every draw's points (S H heads); one sample for all nodes goes
         # stacked, (m, H, R, D):
         sets: Union[Tensor, List[Tensor]] = (
@@ -527,21 +530,6 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
                 f'num_spectral_points={self.num_spectral_points}, '
                 f'prior_scale={self.prior_scale:.4g}, '
                 f'num_samples={self.num_samples}, copula={self.copula}')
-
-
-def distinct_half(points: Tensor) -> Tensor:
-    r"""The first :math:`R/2` of a symmetric sample's :math:`R` points
-    (:math:`w_{R/2+r} = -w_r`, along the second-to-last dimension): the
-    points an estimate needs.  A pair :math:`\pm w_r` adds the same term
-    twice to every random-feature estimate, since
-    :math:`\cos(-\theta) = \cos\theta` and the sines of both sides flip
-    together, :math:`\sum_{s,s'} \cos(w_{s,r}^\top x - w_{s',r}^\top y)`
-    for the non-stationary map; so the estimate over :math:`R` points with
-    normaliser :math:`m^2 R` equals the one over the first :math:`R/2`
-    with :math:`m^2 R/2`, exactly, with half the sines and cosines.
-    Gradients are exact too: the points' gradient reaches :math:`s(\tilde
-    z)` through the first half alone, as the total derivative."""
-    return points[..., :points.size(-2) // 2, :]
 
 
 def _linear(layer: torch.nn.Linear, x: Tensor) -> Tensor:

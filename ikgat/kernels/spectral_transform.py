@@ -45,16 +45,19 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def symmetric_spectral_points(latent: Tensor, dim: int, weight_in: Tensor,
-                              bias_in: Tensor, weight_out: Tensor,
-                              bias_out: Tensor, raw_scale: Tensor) -> Tensor:
+def symmetric_spectral_points(latent: Tensor, dim: Optional[int],
+                              weight_in: Tensor, bias_in: Tensor,
+                              weight_out: Tensor, bias_out: Tensor,
+                              raw_scale: Tensor) -> Tensor:
     r"""Return :math:`w = [s(\tilde z) \,\|\, -s(\tilde z)]` along
-    :obj:`dim` (see the module docstring).
+    :obj:`dim` (see the module docstring), or :math:`s(\tilde z)` alone,
+    the distinct half, for :obj:`dim` :obj:`None` (:math:`G^- = 0` in the
+    backward pass).
 
     Args:
         latent (torch.Tensor): :math:`\tilde z`, any shape.
-        dim (int): The dimension along which :math:`s(\tilde z)` and
-            :math:`-s(\tilde z)` are concatenated.
+        dim (int, optional): The dimension along which :math:`s(\tilde z)`
+            and :math:`-s(\tilde z)` are concatenated, or :obj:`None`.
         weight_in (torch.Tensor): :math:`u`, shape :math:`(K,)`.
         bias_in (torch.Tensor): :math:`b`, shape :math:`(K,)`.
         weight_out (torch.Tensor): :math:`v`, shape :math:`(K,)`.
@@ -86,6 +89,8 @@ class _SymmetricSpectralPoints(torch.autograd.Function):
         ctx.save_for_backward(latent, hidden, weight_in, bias_in,
                               weight_out, raw_scale)
         ctx.dim = dim
+        if dim is None:
+            return points
         return torch.cat([points, -points], dim=dim)
 
     @staticmethod
@@ -94,9 +99,12 @@ class _SymmetricSpectralPoints(torch.autograd.Function):
          raw_scale) = ctx.saved_tensors
         (need_latent, _, need_weight_in, need_bias_in, need_weight_out,
          need_bias_out, need_raw_scale) = ctx.needs_input_grad
-        positive, negative = grad.chunk(2, dim=ctx.dim)
         sign = latent.sign()
-        grad_g = ((positive - negative) * sign).reshape(-1)  # gamma
+        if ctx.dim is None:
+            grad_g = (grad * sign).reshape(-1)  # gamma
+        else:
+            positive, negative = grad.chunk(2, dim=ctx.dim)
+            grad_g = ((positive - negative) * sign).reshape(-1)
         magnitude = latent.abs().reshape(-1)
         if torch.is_grad_enabled():
             # A double backward (create_graph=True): h again from the

@@ -109,8 +109,9 @@ def test_the_distinct_half_gives_the_estimate_of_all_points(pairing):
     x = torch.randn(6, H, C, dtype=torch.double, requires_grad=True)
     y = torch.randn(6, H, C, dtype=torch.double, requires_grad=True)
     draws = module.draw(x, y, sample=True)
-    assert torch.equal(draws.points[..., R // 2:, :],
-                       -draws.points[..., :R // 2, :])
+    for points in draws.spectral_points():  # [w, -w], w the half held
+        assert torch.equal(points[..., R // 2:, :], -points[..., :R // 2, :])
+    assert draws.mirrored and draws.points.size(-2) == R // 2
     if pairing == 'vectors':
         fast = module.similarity(x, y, draws=draws)
         full = fourier_estimate(
@@ -121,7 +122,8 @@ def test_the_distinct_half_gives_the_estimate_of_all_points(pairing):
         fast = torch.stack(module.node_log_similarities(
             x, y, anchor, slopes, False, draws=draws))
         full = torch.stack(fourier_log_similarities(
-            x, y, anchor, slopes, draws.points.squeeze(0).transpose(0, 1),
+            x, y, anchor, slopes,
+            torch.stack(draws.spectral_points(), 1).squeeze(0),
             module.eps))
     weights = torch.randn_like(full)
     grads = torch.autograd.grad((fast * weights).sum(),
