@@ -1,6 +1,5 @@
 r"""IKAN: an implicit spectral density inferred variationally."""
 import math
-import warnings
 from typing import List, Optional, Tuple, Union
 
 import torch
@@ -18,6 +17,8 @@ from ikgat.kernels.base import Kernel, PairFeatureMap
 from ikgat.kernels.copula import cholesky_factor, correlated_noise
 from ikgat.kernels.draws import Draws
 from ikgat.kernels.graph_summary import finite_mean, finite_sums, graph_summary  # noqa: F401 (also here)
+from ikgat.kernels.implicit_deprecated import DeprecatedDrawState
+from ikgat.kernels.latent_noise import latent_noise
 from ikgat.kernels.random_features import (
     check_node_path,
     fourier_estimate,
@@ -37,7 +38,8 @@ from ikgat.ops.edge_fourier import edge_fourier_log_similarity
 LOG_STD_BOUND = 10.0
 
 
-class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
+class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
+                             Kernel):
     r"""IKAN: the non-stationary random-feature kernel whose spectral points
     are drawn, per graph and per forward pass, from an implicit density
     inferred from the graph
@@ -305,29 +307,8 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
         log_std = F.hardtanh(log_std, -LOG_STD_BOUND, LOG_STD_BOUND)
         latent = mean  # mean, log_std: [G, H, D]
         if sample:
-            # Drawn graph by graph and draw by draw, (G, [S,] H, D), so that a
-            # graph gets the same numbers from the same seed whatever graphs
-            # follow it (the first graph of a mini-batch gets the draws it
-            # gets alone), and S draws at once the numbers of S draws one
-            # after another; then laid out head-major, (H, [S,] G, D), so
-            # that the copula's (L eps) over the heads is one matrix product:
-            draw_dims = () if num_draws == 1 else (num_draws, )
-            # PyTorch's CPU sampler fills blocks of 16 numbers (and fewer
-            # than 16 another way), so a graph's numbers are those it gets
-            # alone only if each graph's share is a whole number of blocks;
-            # otherwise each graph draws a padded row, cut back to its share.
-            shape = (num_graphs, *draw_dims, self.heads, self.latent_dim)
-            share = num_draws * self.heads * self.latent_dim
-            if share % 16 == 0:
-                noise = torch.randn(*shape, generator=generator,
-                                    device=mean.device, dtype=mean.dtype)
-            else:
-                noise = torch.randn(num_graphs, share + 16 - share % 16,
-                                    generator=generator, device=mean.device,
-                                    dtype=mean.dtype)
-                noise = noise[:, :share].reshape(shape)
-            noise = (noise.permute(2, 1, 0, 3) if draw_dims else
-                     noise.transpose(0, 1))
+            noise = latent_noise(num_graphs, num_draws, self.heads,
+                                 self.latent_dim, mean, generator)
             if self.raw_correlation is not None:
                 noise = correlated_noise(self.raw_correlation.to(mean.dtype),
                                          noise)
@@ -386,44 +367,6 @@ class ImplicitSpectralKernel(DeprecatedNumFeatures, Kernel):
             state_dict[prefix + 'encoder_readout.bias'] = bias
         super()._load_from_state_dict(state_dict, prefix, local_metadata,
                                       *args, **kwargs)
-
-    def prepare(self, x_src: Tensor, x_dst: Optional[Tensor],
-                batch_src: Optional[Tensor], batch_dst: Optional[Tensor],
-                num_graphs: int, sample: bool,
-                generator: Optional[torch.Generator] = None,
-                num_draws: int = 1) -> None:
-        r"""Deprecated: :meth:`Kernel.prepare
-        <ikgat.kernels.base.Kernel.prepare>`, which this kernel took with
-        :obj:`generator` before :obj:`num_draws`."""
-        self._deprecated_prepare(x_src, x_dst, batch_src, batch_dst,
-                                 num_graphs, sample, num_draws,
-                                 generator=generator)
-
-    def select_draw(self, index: int) -> None:
-        r"""Deprecated: make draw :obj:`index` of :attr:`last_draws` the one
-        in use; pass ``draws=draws.select(index)`` instead
-        (:meth:`Draws.select <ikgat.kernels.draws.Draws.select>`)."""
-        warnings.warn(f'{type(self).__name__}.select_draw is deprecated; '
-                      f'pass draws=draws.select(index) to the similarities',
-                      DeprecationWarning, stacklevel=2)
-        self.last_draws = self._given_draws(None).select(index)
-
-    @property
-    def fixed_summary(self) -> Optional[Tensor]:
-        r"""The :math:`h_s` :math:`(1, H, 2C)` that :meth:`draw` uses when
-        given no :obj:`summary` (deprecated: pass it as :obj:`summary`, or
-        use the layer's ``full_graph_summary``)."""
-        warnings.warn(f'{type(self).__name__}.fixed_summary is deprecated; '
-                      f'pass summary= to draw(), or use the layer\'s '
-                      f'full_graph_summary', DeprecationWarning, stacklevel=2)
-        return self._fixed_summary
-
-    @fixed_summary.setter
-    def fixed_summary(self, summary: Optional[Tensor]) -> None:
-        warnings.warn(f'{type(self).__name__}.fixed_summary is deprecated; '
-                      f'pass summary= to draw(), or use the layer\'s '
-                      f'full_graph_summary', DeprecationWarning, stacklevel=2)
-        self._fixed_summary = summary
 
     def spectral_points(self, draws: Optional[Draws] = None) -> List[Tensor]:
         r"""The spectral point sets of :obj:`draws` (default: of the last
