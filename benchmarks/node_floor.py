@@ -24,7 +24,9 @@ the measured time, the floor and their ratio, for the graph sizes of
 Cora, CiteSeer and PubMed (the GAT recipe's first layer: 8 heads x 8,
 2 sets of 64 points), on the node path that the layers take by default
 (eager chunks, compiled chunks from PubMed's size) and on the eager and
-the compiled chunks at every size.  Writes
+the compiled chunks at every size; then the floor of a whole epoch's
+node terms against GATConv's measured epoch, the least ratio to GATConv
+that the random-feature layers can reach at these sizes.  Writes
 ``benchmarks/results/node_floor.md``.
 """
 import argparse
@@ -119,8 +121,35 @@ def _node_terms_seconds(num_nodes: int, node_path: str,
     return median_seconds(step, repeats)
 
 
+#: The GAT recipe's second layer per graph: output heads and classes.
+SECOND_LAYER = {'Cora': (1, 7), 'CiteSeer': (1, 6), 'PubMed': (8, 3)}
+
+
+def gat_epoch_seconds(graph: str, rounds: int) -> float:
+    r"""The median epoch of the GAT recipe with GATConv
+    (:mod:`benchmarks.epoch_speed`)."""
+    from benchmarks.epoch_speed import measure
+    return statistics.median(measure(graph, ['GATConv'], rounds,
+                                     2)['GATConv'])
+
+
+def epoch_floor_ms(graph: str, trig: float, fma: float,
+                   distinct_points: int) -> float:
+    r"""The floor of one epoch's node terms (both sides of both layers,
+    two forward passes and one backward pass) with :obj:`distinct_points`
+    points a set."""
+    heads2, channels2 = SECOND_LAYER[graph]
+    total = 0.0
+    for heads, channels in ((HEADS, CHANNELS), (heads2, channels2)):
+        angles = 2 * GRAPHS[graph] * heads * SETS * distinct_points
+        forward = 2 * trig + (channels + 2 * SLOPES) * fma
+        backward = 2 * trig + (3 * channels + 4 * SLOPES + 2) * fma
+        total += angles * (2 * forward + backward)
+    return total * 1e-6
+
+
 def report(ns: Dict[str, float], rows: List[Dict[str, object]],
-           threads: int) -> str:
+           threads: int, epochs: Dict[str, float]) -> str:
     trig = min(ns['numpy cos'] + ns['numpy sin'],
                ns['torch cos'] + ns['torch sin']) / 2
     lines = [
@@ -154,6 +183,28 @@ def report(ns: Dict[str, float], rows: List[Dict[str, object]],
             f'| {row["graph"]} | {row["nodes"]} | {angles / 1e6:.1f} M | '
             f'{row["path"]} | {1e3 * row["seconds"]:.1f} | {floor:.1f} | '
             f'{1e3 * row["seconds"] / floor:.2f}x |')
+    if epochs:
+        lines += [
+            '', 'The floor of a whole epoch of the GAT recipe (both sides of '
+            'both layers, the training and the evaluation forward passes and '
+            'one backward pass; the second layer with its output heads and '
+            'classes) against GATConv\'s measured epoch (median of 5, '
+            '`benchmarks.epoch_speed`): the least ratio to GATConv that '
+            'these sines, cosines and multiply-adds allow, for `direct` (2 '
+            'sets of 64 points) and for the implicit kernels (the 32 '
+            'distinct points of their symmetric sample).', '',
+            '| graph | GATConv epoch ms | floor ms, direct | least ratio, '
+            'direct | floor ms, implicit | least ratio, implicit |',
+            '|---|---|---|---|---|---|'
+        ]
+        for graph, seconds in epochs.items():
+            gat = 1e3 * seconds
+            direct = epoch_floor_ms(graph, trig, ns['multiply-add'], POINTS)
+            implicit = epoch_floor_ms(graph, trig, ns['multiply-add'],
+                                      POINTS // 2)
+            lines.append(f'| {graph} | {gat:.1f} | {direct:.1f} | '
+                         f'{(gat + direct) / gat:.2f}x | {implicit:.1f} | '
+                         f'{(gat + implicit) / gat:.2f}x |')
     return '\n'.join(lines) + '\n'
 
 
@@ -176,7 +227,8 @@ def main(argv=None) -> None:
             rows.append(dict(graph=graph, nodes=GRAPHS[graph], path=path,
                              seconds=seconds))
             print(graph, path, f'{1e3 * seconds:.1f} ms', flush=True)
-    text = report(ns, rows, args.threads)
+    epochs = {graph: gat_epoch_seconds(graph, 5) for graph in args.graphs}
+    text = report(ns, rows, args.threads, epochs)
     write_text(args.output, text)
     print(text)
 
