@@ -49,10 +49,26 @@ IMPORTED: List[Tuple[str, str]] = [
 #: The index's module sections: the first whose rule matches a module takes
 #: it; modules that match none are listed under 'Other modules', so nothing
 #: new is ever left out.
+#: The application's packages, each a section of the index.
+APPLICATION: List[Tuple[str, str]] = [
+    ('Data: ikgat.data', 'ikgat.data'),
+    ('Training and tuning: ikgat.training', 'ikgat.training'),
+    ('Inspection and figures: ikgat.inspection', 'ikgat.inspection'),
+    ('Metrics: ikgat.metrics', 'ikgat.metrics'),
+    ('The command line: ikgat.cli', 'ikgat.cli'),
+]
+_PACKAGES = {'ikgat.kernels', 'ikgat.nn', 'ikgat.ops'} | {
+    package for _, package in APPLICATION}
+
+
+def _in_package(package: str) -> Callable[[str], bool]:
+    return lambda name: name == package or name.startswith(package + '.')
+
+
 GROUPS: List[Tuple[str, Callable[[str], bool]]] = [
-    ('The package, training, data and the command line',
-     lambda name: name.count('.') <= 1 and name not in {
-         'ikgat.kernels', 'ikgat.nn', 'ikgat.ops'}),
+    ('The package, its models and shared helpers',
+     lambda name: name.count('.') <= 1 and name not in _PACKAGES),
+    *[(title, _in_package(package)) for title, package in APPLICATION],
     ('Layers: ikgat.nn.conv', lambda name: name.startswith('ikgat.nn.conv')),
     ('Kernels: ikgat.kernels', lambda name: name.startswith('ikgat.kernels')),
     ('Operators: ikgat.ops', lambda name: name.startswith('ikgat.ops')),
@@ -210,7 +226,7 @@ def write_api_pages(app) -> None:
 
 
 def write_cli_help(app) -> None:
-    for args in (['train'], ['plot']):
+    for args in (['train'], ['tune'], ['plot']):
         out = subprocess.run(
             [sys.executable, '-m', 'ikgat.cli', *args, '--help'],
             capture_output=True, text=True, check=True,

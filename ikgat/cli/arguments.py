@@ -5,7 +5,7 @@ what the user asked for into one line on stderr (exit status 2)."""
 import argparse
 import pickle
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Optional, TypeVar
 
 _Value = TypeVar('_Value')
 
@@ -71,7 +71,7 @@ def fan_out(text: str) -> int:
 
 
 def dataset_name(text: str) -> str:
-    r"""An argparse type: a name of :data:`ikgat.data.DATASET_NAMES` in any
+    r"""An argparse type: a name of :data:`ikgat.data.catalog.DATASET_NAMES` in any
     case."""
     from ikgat.data.catalog import dataset_name as known_name
     try:
@@ -80,10 +80,12 @@ def dataset_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
-    r"""Add ``--dataset``, ``--root`` and ``--split`` to :obj:`parser`."""
+def add_dataset_arguments(parser: argparse.ArgumentParser,
+                          default: Optional[str] = 'Cora') -> None:
+    r"""Add ``--dataset``, ``--root`` and ``--split`` to :obj:`parser`;
+    ``--dataset`` defaults to :obj:`default` (shown as Cora)."""
     from ikgat.data.catalog import DATASET_NAMES
-    parser.add_argument('--dataset', default='Cora', type=dataset_name,
+    parser.add_argument('--dataset', default=default, type=dataset_name,
                         help=f'{", ".join(DATASET_NAMES)} (any case; '
                         f'default: Cora)')
     parser.add_argument('--root', default=None,

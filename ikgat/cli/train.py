@@ -10,6 +10,7 @@ from ikgat.atomic_writes import check_writable
 from ikgat.cli.arguments import (
     CommandError,
     add_dataset_arguments,
+    dataset_name,
     fan_out,
     non_negative_float,
     non_negative_int,
@@ -21,6 +22,11 @@ from ikgat.cli.arguments import (
 from ikgat.data import load_dataset
 from ikgat.kernels import KERNELS, vector_kernels
 from ikgat.models import TwoLayerGAT
+from ikgat.training.configuration import (
+    SEARCH_SEEDS,
+    TRAIN_DEFAULTS,
+    read_config,
+)
 from ikgat.training.distributed import init_from_environment, world
 from ikgat.training.layer_recipes import (
     LAYER_OPTIONS,
@@ -34,11 +40,11 @@ from ikgat.training.sampling import minibatch_training, require_sampler
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Add the options of ``ikgat train`` to :obj:`parser`."""
-    add_dataset_arguments(parser)
+    add_dataset_arguments(parser, default=None)
     layers = parser.add_argument_group(
         'layer', 'the layer trained, and its options (each layer takes '
         'those that mean something for it; the others are refused)')
-    layers.add_argument('--layer', default='ikgat',
+    layers.add_argument('--layer', default=None,
                         choices=list(TRAIN_LAYERS),
                         help='; '.join(f'{name}: {layer.help}' for name,
                                        layer in TRAIN_LAYERS.items())
@@ -72,14 +78,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     layers.add_argument('--ksvd-weight', type=non_negative_float,
                         default=None, help='kep: eta of the loss term eta * '
                         'KSVD loss (default: 0.1)')
-    parser.add_argument('--hidden', type=positive_int, default=8)
-    parser.add_argument('--heads', type=positive_int, default=8)
-    parser.add_argument('--dropout', type=probability, default=0.6)
-    parser.add_argument('--lr', type=positive_float, default=0.005)
-    parser.add_argument('--weight-decay', type=float, default=5e-4)
+    parser.add_argument('--config', metavar='BEST.json', default=None,
+                        help='a configuration written by `ikgat tune`: its '
+                        'dataset, layer, layer options, hidden, heads, '
+                        'dropout, lr and weight decay replace the defaults '
+                        '(an option given here still wins)')
+    # None: the configuration's value, else TRAIN_DEFAULTS (apply_config).
+    parser.add_argument('--hidden', type=positive_int, default=None,
+                        help='(default: 8)')
+    parser.add_argument('--heads', type=positive_int, default=None,
+                        help='(default: 8)')
+    parser.add_argument('--dropout', type=probability, default=None,
+                        help='(default: 0.6)')
+    parser.add_argument('--lr', type=positive_float, default=None,
+                        help='(default: 0.005)')
+    parser.add_argument('--weight-decay', type=float, default=None,
+                        help='(default: 5e-4)')
     parser.add_argument('--epochs', type=positive_int, default=1000)
     parser.add_argument('--patience', type=positive_int, default=100)
-    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--seed', type=non_negative_int, default=0,
+                        help='the seed of the initialisation, dropout and '
+                        'draws, below 1000000 (the seeds of `ikgat tune` '
+                        'lie above; default: 0)')
     parser.add_argument('--batch-size', type=positive_int, default=None,
                         help='seed nodes per mini-batch step, sampled with '
                         'PyG\'s NeighborLoader (needs pyg-lib or '
@@ -117,11 +137,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=run_train)
 
 
+def apply_config(args: argparse.Namespace) -> None:
+    r"""Fill in the options left out of :obj:`args` from ``--config``
+    (:func:`ikgat.training.configuration.read_config`), else from the
+    defaults; refuse a seed of ``ikgat tune``'s searches."""
+    config = None
+    if args.config is not None:
+        with user_input('--config: '):
+            config = read_config(args.config)
+            config.dataset = dataset_name(config.dataset)
+    args.dataset = args.dataset or (config.dataset if config else 'Cora')
+    args.layer = args.layer or (config.layer if config else 'ikgat')
+    for name, default in TRAIN_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(config, name) if config else default)
+    if config is not None and config.layer == args.layer:
+        for option, value in config.layer_options.items():
+            if option not in LAYER_OPTIONS:
+                raise CommandError(f'--config {args.config}: unknown layer '
+                                   f'option {option!r}; write it again with '
+                                   f'`ikgat tune`')
+            if getattr(args, option) is None:
+                setattr(args, option, value)
+    if args.seed in SEARCH_SEEDS:
+        raise CommandError(f'--seed {args.seed} is a seed of `ikgat tune`\'s '
+                           f'searches; evaluate with a seed below '
+                           f'{SEARCH_SEEDS.start}')
+
+
 def run_train(args: argparse.Namespace) -> None:
     r"""``ikgat train``: train a two-layer model on a Planetoid dataset
     with the parsed options, print the accuracies and, with
     ``--save-checkpoint``, write the checkpoint."""
     start = time.perf_counter()
+    apply_config(args)
     layer = TRAIN_LAYERS[args.layer]
     with user_input():
         settings = resolve_settings(args.layer, {

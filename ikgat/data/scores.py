@@ -1,5 +1,5 @@
 r"""How a dataset scores a model: a callable of ``(logits, y, mask)`` that
-returns a float, higher is better, with the :attr:`name` shown in logs.
+returns a float, higher is better, with the ``name`` shown in logs.
 
 The training loop selects its epoch on the validation split's score, so
 that a dataset scored by ROC-AUC selects by ROC-AUC, with no branch on the

@@ -20,7 +20,7 @@ and tensors (so it loads with ``weights_only=True``):
   ``num_features`` loads too);
 * ``dataset``, ``normalize_features``: the data it was trained on;
 * ``state_dict``; ``log`` (optional, e.g. an
-  :class:`~ikgat.inspection.figures.AttentionTermsRecorder` log) and ``info``
+  :class:`~ikgat.inspection.terms.AttentionTermsRecorder` log) and ``info``
   (optional, e.g. accuracies and the best epoch).
 """
 import os.path as osp

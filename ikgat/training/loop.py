@@ -201,7 +201,8 @@ def train_node_classifier(
             (default: ``model(data.x, data.edge_index)``)
         score: ``score(logits, y, mask)``, higher is better: what
             ``val_acc`` and ``test_acc`` hold and the epoch is selected on
-            (e.g. a dataset's :attr:`~ikgat.data.NodeDataset.score`).
+            (e.g. the ``score`` of a
+            :class:`~ikgat.data.node_dataset.NodeDataset`).
             (default: :func:`masked_accuracy`)
     """
     if select not in SELECTIONS:
