@@ -1,7 +1,7 @@
 r"""The ``ikgat`` command line (:func:`main`, the console script): each
 sub-command in a module of its own, imported when it runs, so that
 ``ikgat --help`` imports neither torch nor PyG."""
-from ikgat.cli.main import main
+from ikgat.cli.commands import main
 from ikgat.deprecation import moved_names
 
 __all__ = ['main']

@@ -1,4 +1,4 @@
 r"""``python -m ikgat.cli``: the ``ikgat`` command."""
-from ikgat.cli.main import main
+from ikgat.cli.commands import main
 
 main()
