@@ -38,7 +38,8 @@ class DeprecatedDrawState:
 
     @property
     def fixed_summary(self) -> Optional[Tensor]:
-        r"""The :math:`h_s` :math:`(1, H, 2C)` that :meth:`draw` uses when
+        r"""The :math:`h_s` :math:`(1, H, 2C)` that :meth:`ImplicitSpectralKernel.draw
+        <ikgat.kernels.ImplicitSpectralKernel.draw>` uses when
         given no :obj:`summary` (deprecated: pass it as :obj:`summary`, or
         use the layer's ``full_graph_summary``)."""
         warnings.warn(f'{type(self).__name__}.fixed_summary is deprecated; '

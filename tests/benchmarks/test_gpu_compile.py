@@ -365,7 +365,8 @@ def capture(layer, label):
                     reason='records the CPU path of the interpreter')
 def test_the_capture_has_the_launch_only_cuda_makes():
     # IKTransformerConv implicit in evaluation, 4 draws x 1 head, R = 16:
-    # on CUDA its fused attention gathers 2R = 32-wide node tables, a
+    # on CUDA its fused attention gathers R = 16-wide node tables (the
+    # cosines and sines of the R/2 distinct points of a symmetric draw), a
     # launch that the CPU path (spectral points) never made.
     calls, launches = capture(
         'IKTransformerConv-implicit',
@@ -376,7 +377,7 @@ def test_the_capture_has_the_launch_only_cuda_makes():
                and launch['name'] == 'forward_kernel']
     assert len(forward) == 1
     assert forward[0]['constexprs'] == dict(
-        LOG_SQUARE=True, HAS_DROPOUT=False, BLOCK_E=4, BLOCK_H=4, BLOCK_D=32,
+        LOG_SQUARE=True, HAS_DROPOUT=False, BLOCK_E=8, BLOCK_H=4, BLOCK_D=16,
         BLOCK_C=8)
     assert forward[0]['options']['num_warps'] == 4
     # The same call on the points: the Fourier-pair kernels.
