@@ -94,7 +94,7 @@ def _must_not_train(*args, **kwargs):
 def test_bad_input_is_one_line_before_any_training(tmp_path, capsys,
                                                    monkeypatch, argv,
                                                    expected):
-    monkeypatch.setattr('ikgat.training.tuning.train_node_classifier',
+    monkeypatch.setattr('ikgat.training.fitting.train_node_classifier',
                         _must_not_train)
     with pytest.raises(SystemExit) as caught:
         main(['tune', '--storage', f'sqlite:///{tmp_path}/study.db',
@@ -109,7 +109,7 @@ def test_a_study_of_another_dataset_or_layer_is_refused(tmp_path, capsys,
                                                         monkeypatch):
     _tune(tmp_path, '--trials', '1', epochs='1')
     capsys.readouterr()
-    monkeypatch.setattr('ikgat.training.tuning.train_node_classifier',
+    monkeypatch.setattr('ikgat.training.fitting.train_node_classifier',
                         _must_not_train)
     for argv, expected in ((['--dataset', 'CiteSeer'], '--dataset Cora'),
                            (['--layer', 'ikgat'], '--layer gat')):
@@ -127,7 +127,7 @@ def test_a_study_of_another_dataset_or_layer_is_refused(tmp_path, capsys,
 
 def test_a_storage_that_cannot_be_written_is_refused(tmp_path, capsys,
                                                      monkeypatch):
-    monkeypatch.setattr('ikgat.training.tuning.train_node_classifier',
+    monkeypatch.setattr('ikgat.training.fitting.train_node_classifier',
                         _must_not_train)
     (tmp_path / 'a_file').write_text('not a folder')
     storage = f'sqlite:///{tmp_path}/a_file/study.db'

@@ -203,7 +203,8 @@ def run_train(args: argparse.Namespace) -> None:
         model = TwoLayerGAT(dataset.num_features, args.hidden,
                             dataset.num_classes, layer.conv(),
                             heads=args.heads, out_heads=dataset.out_heads,
-                            dropout=args.dropout, conv_kwargs=conv_kwargs)
+                            dropout=args.dropout, conv_kwargs=conv_kwargs,
+                            self_loops=layer.self_loops)
     model = model.to(device)
     trained = model
     if args.compile:

@@ -132,7 +132,8 @@ def run_tune(args: argparse.Namespace) -> None:
           + (f', {remaining} to run' if remaining is not None else '')
           + (f', for at most {args.timeout:g} s' if args.timeout else ''),
           flush=True)
-    objective = tuning.Objective(dataset, args.split, args.layer, space,
+    objective = tuning.Objective(dataset, dataset.split(args.split),
+                                 args.layer, space,
                                  args.heads, args.epochs, args.patience,
                                  device)
     bar = tqdm(total=remaining, unit='trial', dynamic_ncols=True,

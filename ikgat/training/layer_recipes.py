@@ -6,9 +6,11 @@ of :data:`TRAIN_LAYERS`.
 
 The graph transformer layers (``transformer``:
 :class:`~ikgat.IKTransformerConv`; ``mikan-transformer``:
-:class:`~ikgat.MIKANTransformerConv`) sit beside their GAT-form
-counterparts (``ikgat``, ``mikan``) and train in the same recipe, the
-TransformerConv layer in place of the GAT layer; ``transformer`` takes the
+:class:`~ikgat.MIKANTransformerConv`; their baseline ``transformerconv``,
+PyG's ``TransformerConv``) sit beside their GAT-form counterparts
+(``ikgat``, ``mikan``, ``gat``) and train in the same recipe, the
+TransformerConv layer in place of the GAT layer and one self-loop per node
+added to the graph (GATConv adds them inside); ``transformer`` takes the
 kernels that pair two vectors only (:func:`ikgat.kernels.vector_kernels`).
 
 Every layer trains in the same recipe (:class:`~ikgat.models.TwoLayerGAT`,
@@ -59,6 +61,9 @@ class TrainLayer:
             terms``).
         kernels: The ``--kernel`` values the layer takes (:obj:`None`:
             every kernel of :data:`ikgat.kernels.KERNELS`).
+        self_loops: Whether the model gives the graph one self-loop per
+            node before the layers (the transformer layers, which add
+            none themselves, as GATConv does).
     """
     class_name: str
     help: str
@@ -68,6 +73,7 @@ class TrainLayer:
     mean_draws: int = 1
     kernel_terms: bool = False
     kernels: Optional[Tuple[str, ...]] = None
+    self_loops: bool = False
 
     @property
     def stochastic(self) -> bool:
@@ -198,11 +204,16 @@ TRAIN_LAYERS: Dict[str, TrainLayer] = {
         dict(kernel='direct', p=2.0, num_spectral_points=64),
         lambda settings: _pick(settings,
                                ('kernel', 'p', 'num_spectral_points')),
-        kernel_terms=True, kernels=tuple(vector_kernels())),
+        kernel_terms=True, kernels=tuple(vector_kernels()),
+        self_loops=True),
     'mikan-transformer': TrainLayer(
         'MIKANTransformerConv', 'MIKANTransformerConv, the transformer '
         'form of mikan',
         dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1),
         lambda settings: _pick(settings, ('p', 'num_spectral_points')),
-        set_draws=_set_mikan_draws, mean_draws=1, kernel_terms=True),
+        set_draws=_set_mikan_draws, mean_draws=1, kernel_terms=True,
+        self_loops=True),
+    'transformerconv': TrainLayer(
+        'TransformerConv', "PyG's TransformerConv, the transformer layers' "
+        'baseline', {}, lambda settings: {}, self_loops=True),
 }

@@ -20,20 +20,14 @@ an Optuna study (``pip install 'ikgat[tune]'``), run by ``ikgat tune``.
 """
 import os
 import socket
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
+from torch_geometric.data import Data
 
 from ikgat.data import NodeDataset
-from ikgat.models import TwoLayerGAT
 from ikgat.training.configuration import SEARCH_SEEDS, TrainConfig
-from ikgat.training.layer_recipes import (
-    TRAIN_LAYERS,
-    evaluate_draws,
-    resolve_settings,
-)
-from ikgat.training.loop import train_node_classifier, variational_adam
-from ikgat.training.sampling import minibatch_training
+from ikgat.training.fitting import fit_configuration
 from ikgat.training.search_space import (
     SHARED_OPTIONS,
     Choice,
@@ -165,7 +159,10 @@ class Objective:
 
     Args:
         dataset (NodeDataset): The dataset.
-        split (int): Which of its fixed splits.
+        data (torch_geometric.data.Data): The split searched, with 1-D
+            masks (e.g. :meth:`NodeDataset.split
+            <ikgat.data.node_dataset.NodeDataset.split>`); its test mask is
+            never read.
         layer (str): The layer (a key of
             :data:`~ikgat.training.layer_recipes.TRAIN_LAYERS`).
         space (dict): The distributions searched.
@@ -174,11 +171,11 @@ class Objective:
         patience (int): Early stopping's patience.
         device (torch.device): Where trials train.
     """
-    def __init__(self, dataset: NodeDataset, split: int, layer: str,
+    def __init__(self, dataset: NodeDataset, data: Data, layer: str,
                  space: Dict[str, Distribution], heads: int, epochs: int,
                  patience: int, device: torch.device):
         self.dataset = dataset
-        self.data = dataset.split(split).to(device)
+        self.data = data.to(device)
         self.layer = layer
         self.space = space
         self.heads = heads
@@ -191,46 +188,18 @@ class Objective:
         trial.set_user_attr('process', _this_process())
         seed = SEARCH_SEEDS[trial.number]
         trial.set_user_attr('seed', seed)
-        values = sample(trial, self.space)
-        layer = TRAIN_LAYERS[self.layer]
-        settings = resolve_settings(self.layer, {
-            name: value for name, value in values.items()
-            if name not in SHARED_OPTIONS})
-        torch.manual_seed(seed)
-        data, dataset = self.data, self.dataset
-        model = TwoLayerGAT(
-            dataset.num_features, values['hidden'], dataset.num_classes,
-            layer.conv(), heads=self.heads, out_heads=dataset.out_heads,
-            dropout=values['dropout'],
-            conv_kwargs=layer.conv_kwargs(settings)).to(self.device)
-        batches = inference = None
-        if dataset.batch_size is not None:
-            batches, inference = minibatch_training(
-                model, data, dataset.batch_size, list(dataset.fan_out),
-                4096, seed)
 
         def report(epoch: int, val_score: float, val_loss: float) -> None:
             trial.report(val_score, epoch)
             if trial.should_prune():
                 raise optuna.TrialPruned()
 
-        result = train_node_classifier(
-            model, data, epochs=self.epochs, patience=self.patience,
-            restore_best_state=layer.stochastic, on_epoch=report,
-            extra_loss=layer.extra_loss(model, settings,
-                                        int(data.train_mask.sum())),
-            optimizer=variational_adam(model, values['lr'],
-                                       values['weight_decay']),
-            batches=batches, inference=inference, score=dataset.score)
-        trial.set_user_attr('best_epoch', result.best_epoch)
-        if not layer.stochastic:
-            return result.val_acc
-        forward: Callable[[], torch.Tensor] = inference or (
-            lambda: model(data.x, data.edge_index))
-        torch.manual_seed(seed)
-        logits = evaluate_draws(model, layer, settings['num_samples'],
-                                forward)
-        return dataset.score(logits, data.y, data.val_mask)
+        fit = fit_configuration(
+            self.dataset, self.data, self.layer, sample(trial, self.space),
+            self.heads, self.epochs, self.patience, seed, self.device,
+            read_test=False, on_epoch=report)
+        trial.set_user_attr('best_epoch', fit.best_epoch)
+        return fit.val_score
 
 
 def identity(dataset: str, layer: str, split: int,
