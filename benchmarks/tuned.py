@@ -40,6 +40,7 @@ import torch
 from torch_geometric.data import Data
 
 from benchmarks.harness.provenance import git_commit
+from benchmarks.harness.registry import PAPER_RESULTS
 from benchmarks.harness.results import (
     ResultsWriter,
     format_float,
@@ -69,6 +70,8 @@ class TunedModel:
     layer: str
     fixed: Tuple[str, ...] = ()
     baseline: Optional[str] = None
+    #: The key of ``PAPER_RESULTS`` (the GAT paper's and the IKA paper's
+    #: Table 5) shown beside it.
     paper: Optional[str] = None
     label: str = ''
 
@@ -84,15 +87,6 @@ MODELS: Dict[str, TunedModel] = {
                                   label='TransformerConv'),
     'iktransformer': TunedModel('transformer', (), 'transformerconv', None,
                                 'IKTransformerConv (kernel searched)'),
-}
-#: The IKA paper's Table 5 (mean, std) and the GAT paper's.
-PAPER = {
-    'GAT': {'Cora': (83.0, 0.7), 'CiteSeer': (72.5, 0.7),
-            'PubMed': (79.0, 0.3)},
-    'IKAN-direct': {'Cora': (83.3, 0.7), 'CiteSeer': (72.8, 1.0),
-                    'PubMed': (79.2, 0.4)},
-    'MIKAN': {'Cora': (83.4, 0.6), 'CiteSeer': (72.9, 0.8),
-              'PubMed': (79.1, 0.6)},
 }
 #: Platonov et al. (ICLR 2023), GAT, ROC-AUC (mean, std) over the 10
 #: splits, with their recipe: 5 layers with residual connections and layer
@@ -296,7 +290,7 @@ def render_summary(rows: List[Dict[str, str]],
                           f'n={diff.n}')
             verdict = ('better' if diff.low > 0 else 'worse'
                        if diff.high < 0 else 'within noise')
-        published = PAPER.get(entry.paper or '', {}).get(name)
+        published = PAPER_RESULTS.get(entry.paper or '', {}).get(name)
         if name in PLATONOV_GAT and model == 'gat':
             published = PLATONOV_GAT[name]
         shown = (f'{published[0]:.2f} ± {published[1]:.2f}' if published
