@@ -136,8 +136,14 @@ def test_studies_resume_and_evaluation_writes_paired_rows(tmp_path, capsys):
         ('ikgat-direct', '1')]
     assert all(0 <= float(r['test_score']) <= 1 for r in rows)
     summary = str(tmp_path / 'tuned.md')
-    tuned.main(['summary', '--results', results, '--out', summary, *paths])
+    tuned.main(['summary', '--results', results, '--out', summary, *paths,
+                '--studies', str(tmp_path / 'studies.log')])
     text = open(summary).read()
+    assert '| Cora-gat | ' in text and '| Cora-ikgat-direct | ' in text
+    gat_study = next(line for line in text.splitlines()
+                     if line.startswith('| Cora-gat | '))
+    complete, pruned = gat_study.split('|')[2:4]
+    assert int(complete) + int(pruned) == 3
     assert '| Cora | IKGATConv direct | accuracy | 2 |' in text
     assert 'vs gat, n=2' in text and '83.30 ± 0.70' in text
     assert '- Cora ikgat-direct: ' in text
