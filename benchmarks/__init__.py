@@ -6,6 +6,10 @@ Accuracy and correctness:
 * :mod:`~benchmarks.planetoid`: the GAT protocol over seeds on Cora,
   CiteSeer and PubMed, the validation-only search, and the Markdown summary
   (:mod:`~benchmarks.summary`);
+* :mod:`~benchmarks.tuned`: the tables from tuned configurations: every
+  layer's options searched with one trial budget (the search of ``ikgat
+  tune``), the best evaluated on seeds or fixed splits the search never
+  used, and paired with its PyG baseline;
 * :mod:`~benchmarks.ogbn`: the same on OGB's node-property datasets;
 * :mod:`~benchmarks.exactness`: the figures behind the correctness claims;
 * :mod:`~benchmarks.explainers`: PyG's explainers on every layer;

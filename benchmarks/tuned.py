@@ -30,6 +30,7 @@ search never reads a test mask.
 """
 import argparse
 import copy
+import glob
 import math
 import os.path as osp
 import time
@@ -339,21 +340,19 @@ def render_summary(rows: List[Dict[str, str]],
                   '| study | complete | pruned | best validation | hours |',
                   '|---|---:|---:|---|---:|'] + study_progress(studies)
     lines += ['', '## The configurations', '',
-              'Each study\'s best trial (`configs/<dataset>-<model>.json`, '
-              'for `ikgat train --config`):', '']
-    for name, model in runs:
-        path = config_path(configs, name, model)
-        if osp.isfile(path):
-            from ikgat.training.configuration import read_config
-            config = read_config(path)
-            trial = config.provenance
-            lines.append(
-                f'- {name} {model}: {config.layer_options or "defaults"}, '
-                f'hidden {config.hidden}, dropout {config.dropout:.3g}, '
-                f'lr {config.lr:.3g}, weight decay {config.weight_decay:.3g}'
-                f' (trial {trial.get("trial")} of '
-                f'{trial.get("finished_trials")}, validation '
-                f'{trial.get("validation_score", math.nan):.4f})')
+              'Each study\'s best trial so far (`configs/<dataset>-<model>'
+              '.json`, for `ikgat train --config`):', '']
+    from ikgat.training.configuration import read_config
+    for path in sorted(glob.glob(osp.join(configs, '*.json'))):
+        config = read_config(path)
+        trial = config.provenance
+        lines.append(
+            f'- {osp.basename(path)[:-5]}: '
+            f'{config.layer_options or "no layer options"}, hidden '
+            f'{config.hidden}, dropout {config.dropout:.3g}, lr '
+            f'{config.lr:.3g}, weight decay {config.weight_decay:.3g} (trial '
+            f'{trial.get("trial")} of {trial.get("finished_trials")}, '
+            f'validation {trial.get("validation_score", math.nan):.4f})')
     return '\n'.join(lines) + '\n'
 
 

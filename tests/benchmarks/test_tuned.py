@@ -146,7 +146,7 @@ def test_studies_resume_and_evaluation_writes_paired_rows(tmp_path, capsys):
     assert int(complete) + int(pruned) == 3
     assert '| Cora | IKGATConv direct | accuracy | 2 |' in text
     assert 'vs gat, n=2' in text and '83.30 ± 0.70' in text
-    assert '- Cora ikgat-direct: ' in text
+    assert '- Cora-ikgat-direct: ' in text
 
 
 def test_evaluation_without_a_study_says_which_to_run(tmp_path):
