@@ -208,3 +208,22 @@ def test_a_configuration_that_is_not_one_is_one_line(tmp_path, capsys, text,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and expected in err
     assert err.startswith(f'ikgat train: error: --config: {path}')
+
+
+def test_a_trial_reports_every_tenth_epoch_to_the_pruner(tmp_path,
+                                                         monkeypatch):
+    from ikgat.training.loop import TrainResult
+    from ikgat.training.tuning import REPORT_EVERY
+
+    def curve(model, data, on_epoch=None, **kwargs):
+        for epoch in range(1, 26):
+            on_epoch(epoch, epoch / 100, 1.0)
+        return TrainResult(0.25, 0.0, 25, 25, 0.0)
+
+    monkeypatch.setattr('ikgat.training.fitting.train_node_classifier',
+                        curve)
+    _tune(tmp_path, '--trials', '1')
+    study = optuna.load_study(study_name='ikgat-tune',
+                              storage=f'sqlite:///{tmp_path}/study.db')
+    assert REPORT_EVERY == 10
+    assert study.trials[0].intermediate_values == {10: 0.1, 20: 0.2}

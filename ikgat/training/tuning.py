@@ -13,7 +13,7 @@ an Optuna study (``pip install 'ikgat[tune]'``), run by ``ikgat tune``.
   variational layers are scored with their draws averaged.
 * The TPE sampler proposes the options; a median pruner stops a trial whose
   validation curve falls below the median of the earlier trials' at the
-  same epoch.
+  same epoch (read every :data:`REPORT_EVERY` epochs).
 * Optuna writes a trial's end (state, value, options) in one transaction:
   a killed process loses the trial in flight only, which the next run
   marks failed (:func:`open_study`) before it goes on.
@@ -37,6 +37,9 @@ from ikgat.training.search_space import (
 
 #: How to install what ``ikgat tune`` needs.
 OPTUNA_HELP = "ikgat tune needs Optuna: pip install 'ikgat[tune]'"
+#: Epochs between the validation scores a trial reports to the pruner
+#: (and the study stores).
+REPORT_EVERY = 10
 #: What a study records of what it searches, in its user attributes.
 STUDY_KEYS = ('dataset', 'layer', 'split', 'space')
 
@@ -190,6 +193,8 @@ class Objective:
         trial.set_user_attr('seed', seed)
 
         def report(epoch: int, val_score: float, val_loss: float) -> None:
+            if epoch % REPORT_EVERY:
+                return
             trial.report(val_score, epoch)
             if trial.should_prune():
                 raise optuna.TrialPruned()
