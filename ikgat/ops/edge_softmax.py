@@ -23,7 +23,14 @@ For an edge :math:`e = (j \to i)` with optional edge gate :math:`\epsilon_{e,h}`
     {\sum_{e' \to i} \exp(\ell_{e',h} - m_{i,h}) + 10^{-16}},
     \quad m_{i,h} = \max_{e' \to i} \ell_{e',h},
 
-which is what ``IKGATConv.edge_update`` does with PyG's
+**GAT's own logit.**  Where the kernel form is GAT's function (the RBF
+kernel of length-scale 1 with the :math:`L^2` magnitude), the slope parts
+are :math:`s_t = c_t\,g` up to constants that cancel over an edge, and the
+layer passes the gates alone, :math:`(N, H, 1)`: then :math:`\ell_{e,h} =
+\mathrm{LeakyReLU}(\gamma_{e,h})`, GATConv's logit, one gather a side
+instead of three.
+
+The three-slot form is what ``IKGATConv.edge_update`` does with PyG's
 :func:`~torch_geometric.utils.softmax`: both compute the logit with
 :func:`edge_logit` (so the same slope choice :math:`t` and the same
 logits).  PyG's path
@@ -60,7 +67,9 @@ gates through it; the logit is linear in the picked scores and the edge gate:
     \frac{\partial L}{\partial \epsilon_{e,h}} = c_{t_{e,h}}
     \frac{\partial L}{\partial \ell_{e,h}},
 
-and zero for the gate slots.  The group sums are one chunked
+and zero for the gate slots; in the one-slot form the gate's gradient is
+:math:`c_{t_{e,h}}\,\partial L/\partial \ell_{e,h}` summed over the edges
+of each endpoint.  The group sums are one chunked
 ``index_add_`` over the targets, the score gradients one chunked
 ``index_add_`` per endpoint.  Each chunk needs :math:`O(\text{chunk} \cdot
 H)` scratch memory.  The backward pass is not itself differentiable (no
@@ -69,6 +78,7 @@ double backward).
 from typing import Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 from torch_geometric.typing import OptTensor
@@ -130,14 +140,24 @@ class KernelEdgeSoftmax(torch.autograd.Function):
         num_edges, heads = src.numel(), score_src.size(1)
         alpha = score_src.new_empty(num_edges, heads)
         group_max = score_src.new_full((num_dst, heads), float('-inf'))
+        gat_form = score_src.size(-1) == 1
+        gate_src, gate_dst = score_src[..., 0], score_dst[..., 0]
         for start, stop in chunks(num_edges, chunk_size):
             src_c, dst_c = src[start:stop], dst[start:stop]
-            logit, _ = edge_logit(
-                score_src.index_select(0, src_c),
-                _target_rows(score_dst, dst_c, broadcast_dst),
-                None if edge_gate is None else edge_gate[start:stop],
-                negative_slope)
-            alpha[start:stop] = logit
+            logit = alpha[start:stop]
+            if gat_form:  # GATConv's LeakyReLU of the gate, in place
+                torch.add(gate_src.index_select(0, src_c),
+                          _target_rows(gate_dst, dst_c, broadcast_dst),
+                          out=logit)
+                if edge_gate is not None:
+                    logit.add_(edge_gate[start:stop])
+                F.leaky_relu_(logit, negative_slope)
+            else:
+                logit.copy_(edge_logit(
+                    score_src.index_select(0, src_c),
+                    _target_rows(score_dst, dst_c, broadcast_dst),
+                    None if edge_gate is None else edge_gate[start:stop],
+                    negative_slope)[0])
             group_max.scatter_reduce_(0, dst_c.view(-1, 1).expand_as(logit),
                                       logit, reduce='amax')
         # exp(logit - max), summed per target, as PyG's softmax:
@@ -178,8 +198,9 @@ class KernelEdgeSoftmax(torch.autograd.Function):
             if need_dst else None
         grad_edge = alpha.new_empty(num_edges, heads) if (
             need_edge and edge_gate is not None) else None
-        gat_logit_src = score_src[..., 2].contiguous()
-        gat_logit_dst = score_dst[..., 2].contiguous()
+        gat_form = score_src.size(-1) == 1
+        gat_logit_src = score_src[..., -1].contiguous()
+        gat_logit_dst = score_dst[..., -1].contiguous()
         for start, stop in chunks(num_edges, chunk_size):
             src_c, dst_c = src[start:stop], dst[start:stop]
             # dL/dlogit = alpha * (g - sum_group alpha g):
@@ -191,19 +212,27 @@ class KernelEdgeSoftmax(torch.autograd.Function):
                 gat_logit_dst, dst_c, broadcast)
             if edge_gate is not None:
                 gate = gate + edge_gate[start:stop]
-            positive = gate > 0
-            if grad_edge is not None:
-                torch.where(positive, grad_logit,
-                            ctx.negative_slope * grad_logit,
-                            out=grad_edge[start:stop])
-            if grad_src is None and grad_dst is None:
-                continue
-            zero = grad_logit.new_zeros(())
-            grad_score = torch.stack([
-                torch.where(positive, grad_logit, zero),
-                torch.where(positive, zero, grad_logit),
-                zero.expand_as(grad_logit)
-            ], dim=-1)
+            if gat_form:
+                # c_t dL/dlogit, the gradient of every input of the gate:
+                grad_gate = torch.ops.aten.leaky_relu_backward(
+                    grad_logit, gate, ctx.negative_slope, False)
+                if grad_edge is not None:
+                    grad_edge[start:stop] = grad_gate
+                grad_score = grad_gate.unsqueeze(-1)
+            else:
+                positive = gate > 0
+                if grad_edge is not None:
+                    torch.where(positive, grad_logit,
+                                ctx.negative_slope * grad_logit,
+                                out=grad_edge[start:stop])
+                if grad_src is None and grad_dst is None:
+                    continue
+                zero = grad_logit.new_zeros(())
+                grad_score = torch.stack([
+                    torch.where(positive, grad_logit, zero),
+                    torch.where(positive, zero, grad_logit),
+                    zero.expand_as(grad_logit)
+                ], dim=-1)
             if grad_src is not None:
                 grad_src.index_add_(0, src_c, grad_score)
             if grad_dst is not None:
@@ -215,16 +244,19 @@ class KernelEdgeSoftmax(torch.autograd.Function):
                 None)
 
 
-def check_scores(owner: str, score_src: Tensor, score_dst: Tensor) -> None:
+def check_scores(owner: str, score_src: Tensor, score_dst: Tensor,
+                 slots: Tuple[int, ...] = (3, )) -> None:
     r"""Raises a :class:`ValueError` naming :obj:`owner` unless
-    :obj:`score_src` is :math:`(N_s, H, 3)` and :obj:`score_dst`
-    :math:`(N_t, H, 3)` or :math:`(1, H, 3)`, the packed scores of the
-    module docstring."""
-    if score_src.dim() != 3 or score_src.size(-1) != 3 or (
+    :obj:`score_src` is :math:`(N_s, H, S)` and :obj:`score_dst`
+    :math:`(N_t, H, S)` or :math:`(1, H, S)` for :math:`S` one of
+    :obj:`slots`: the packed scores of the module docstring (3 slots), or
+    the gates alone (1)."""
+    if score_src.dim() != 3 or score_src.size(-1) not in slots or (
             score_dst.dim() != 3 or score_dst.shape[1:] != score_src.shape[1:]):
-        raise ValueError(f"{owner}: 'score_src' must be (N_src, H, 3) and "
-                         f"'score_dst' (N_dst, H, 3) or (1, H, 3) (got "
-                         f"{tuple(score_src.shape)} and "
+        shape = ' or '.join(str(slot) for slot in slots)
+        raise ValueError(f"{owner}: 'score_src' must be (N_src, H, {shape}) "
+                         f"and 'score_dst' (N_dst, H, S) or (1, H, S) of the "
+                         f"same S (got {tuple(score_src.shape)} and "
                          f"{tuple(score_dst.shape)})")
 
 
@@ -244,9 +276,12 @@ def kernel_edge_softmax(score_src: Tensor, score_dst: Tensor,
     Args:
         score_src (torch.Tensor): Source scores :math:`(N_s, H, 3)`: the
             logit parts for :math:`c = 1` and :math:`c =`
-            :obj:`negative_slope`, and the gate.
-        score_dst (torch.Tensor): Target scores :math:`(N_t, H, 3)`, or
-            :math:`(1, H, 3)` shared by every target.
+            :obj:`negative_slope`, and the gate; or the gate alone,
+            :math:`(N_s, H, 1)`, for GATConv's logit
+            :math:`\mathrm{LeakyReLU}(\gamma)`.
+        score_dst (torch.Tensor): Target scores :math:`(N_t, H, S)`, or
+            :math:`(1, H, S)` shared by every target, with the slots
+            :math:`S` of :obj:`score_src`.
         edge_index (torch.Tensor): Integer edge indices :math:`(2, E)`, row
             0 the sources :math:`j`, row 1 the targets :math:`i`.
         num_dst (int): The number of target nodes :math:`N_t`.
@@ -258,7 +293,7 @@ def kernel_edge_softmax(score_src: Tensor, score_dst: Tensor,
             :obj:`~ikgat.ops.chunking.CHUNK_ELEMENTS` divided by :math:`H`.
             (default: :obj:`None`)
     """
-    check_scores('kernel_edge_softmax', score_src, score_dst)
+    check_scores('kernel_edge_softmax', score_src, score_dst, slots=(1, 3))
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"kernel_edge_softmax: 'edge_index' must be (2, E) "
                          f"(got {tuple(edge_index.shape)})")

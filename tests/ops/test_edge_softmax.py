@@ -94,6 +94,87 @@ def test_gradcheck_float64(chunk_size, shared_dst):
         (score_src, score_dst, edge_gate))
 
 
+def gat_softmax(gate_src, gate_dst, edge_index, num_dst, edge_gate=None,
+                negative_slope=0.2):
+    """GATConv's way: gather the gates, LeakyReLU, PyG softmax."""
+    src, dst = edge_index
+    rows = gate_dst if gate_dst.size(0) == 1 and num_dst != 1 \
+        else gate_dst[dst]
+    gate = (gate_src[src] + rows)[..., 0]
+    if edge_gate is not None:
+        gate = gate + edge_gate
+    return softmax(torch.nn.functional.leaky_relu(gate, negative_slope), dst,
+                   num_nodes=num_dst)
+
+
+@pytest.mark.parametrize('chunk_size', [None, 1, 7])
+@pytest.mark.parametrize('case', CASES)
+def test_gates_alone_give_gat_softmax_with_gradients(chunk_size, case):
+    num_dst = case['num_dst']
+    score_src, score_dst, edge_index, edge_gate = inputs(
+        case['num_src'], num_dst, 200, 3, seed=5,
+        shared_dst=case.get('shared_dst', False),
+        with_edge_gate=case.get('with_edge_gate', False))
+    gate_src = score_src.detach()[..., 2:].clone().requires_grad_()
+    gate_dst = score_dst.detach()[..., 2:].clone().requires_grad_()
+    expected = gat_softmax(gate_src, gate_dst, edge_index, num_dst, edge_gate,
+                           negative_slope=0.3)
+    alpha = kernel_edge_softmax(gate_src, gate_dst, edge_index, num_dst,
+                                edge_gate, negative_slope=0.3,
+                                chunk_size=chunk_size)
+    assert (alpha - expected).abs().max() < 1e-6
+    grad = torch.randn_like(alpha)
+    tensors = [gate_src, gate_dst, edge_gate]
+    for value, reference in zip(grads_of(alpha, tensors, grad),
+                                grads_of(expected, tensors, grad)):
+        assert value.shape == reference.shape
+        assert (value - reference).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize('shared_dst', [False, True])
+def test_gates_alone_gradcheck_float64(shared_dst):
+    score_src, score_dst, edge_index, edge_gate = inputs(
+        6, 5, 17, 2, seed=6, dtype=torch.float64, shared_dst=shared_dst,
+        with_edge_gate=True)
+    gate_src = score_src.detach()[..., :1].clone().requires_grad_()
+    gate_dst = score_dst.detach()[..., :1].clone().requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda s, t, e: kernel_edge_softmax(s, t, edge_index, 5, e,
+                                            chunk_size=3),
+        (gate_src, gate_dst, edge_gate))
+
+
+def test_rbf_layer_passes_the_gates_alone_and_equals_gatconv(monkeypatch):
+    from torch_geometric.nn import GATConv
+
+    import ikgat.nn.conv.ikgat_conv as module
+    slots = []
+    real = module.kernel_edge_softmax
+
+    def spy(score_src, *args, **kwargs):
+        slots.append(score_src.size(-1))
+        return real(score_src, *args, **kwargs)
+
+    monkeypatch.setattr(module, 'kernel_edge_softmax', spy)
+    x, edge_index = random_graph(40, 160, 12, seed=7)
+    for kernel, p in (('rbf', 2.0), ('rbf', 3.0), ('direct', 2.0)):
+        torch.manual_seed(0)
+        IKGATConv(12, 4, heads=3, kernel=kernel, p=p)(x, edge_index)
+    assert slots == [1, 3, 3]
+    torch.manual_seed(0)
+    ours = IKGATConv(12, 4, heads=3, kernel='rbf', p=2.0)
+    gat = GATConv(12, 4, heads=3)
+    gat.load_state_dict(ours.state_dict(), strict=False)
+    x.requires_grad_()
+    out, ref = ours(x, edge_index), gat(x, edge_index)
+    assert (out - ref).abs().max() < 1e-5
+    grad = torch.randn_like(out)
+    mine = torch.autograd.grad(out, [x, ours.att_src], grad)
+    theirs = torch.autograd.grad(ref, [x, gat.att_src], grad)
+    for value, reference in zip(mine, theirs):
+        assert (value - reference).abs().max() < 1e-5
+
+
 def test_empty_edge_set():
     score_src, score_dst, _, _ = inputs(4, 3, 0, 2, seed=2)
     edge_index = torch.empty(2, 0, dtype=torch.long)

@@ -14,6 +14,7 @@ from torch import Tensor
 from torch_geometric.typing import OptTensor
 
 from ikgat.kernels.draws import Draws
+from ikgat.kernels.rbf import RBFKernel
 from ikgat.nn.norms import lp_norm_squared
 from ikgat.ops.dtypes import accumulation_dtype
 
@@ -51,6 +52,38 @@ class GATNodeScores:
         scaled_anchor = slopes.view(-1, 1, 1) * anchor  # [T, H, 2C]
         return lp_norm_squared(scaled_anchor, self.p).t()
 
+    def _is_gat_function(self) -> bool:
+        r"""Whether the layer's logit is GATConv's
+        :math:`\mathrm{LeakyReLU}(a_s^\top x_j + a_d^\top x_i)` exactly in
+        exact arithmetic: the RBF kernel of length-scale 1 with the
+        :math:`L^2` magnitude, whose slope parts are :math:`c_t` times the
+        gate plus constants that cancel over an edge (the comment in
+        :meth:`_node_scores`)."""
+        return (self.magnitude and self.p == 2.0
+                and type(self.kernel) is RBFKernel
+                and self.kernel.lengthscale == 1.0)
+
+    def _gate_scores(self, x_src: Tensor, x_dst: OptTensor
+                     ) -> Tuple[Tensor, Tensor]:
+        r"""The gates alone, :math:`a_s^\top x_j` and :math:`a_d^\top q_i`
+        as :math:`(N_s, H, 1)` and :math:`(N_t, H, 1)` (or :math:`(1, H,
+        1)`): the scores of :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax`
+        in GATConv's form, for a layer of :meth:`_is_gat_function`."""
+        x_src, q, anchor, _ = self._accumulation_inputs(x_src, x_dst)
+        return self._gat_logits(x_src, q, anchor)
+
+    def _gat_logits(self, x_src: Tensor, q: Tensor, anchor: Tensor
+                    ) -> Tuple[Tensor, Tensor]:
+        # GAT's logits a_s^T x_j and a_d^T q_i (the gate), in one product
+        # where sources and targets share one projection:
+        C = self.out_channels
+        if q is x_src:
+            gat_logits = (x_src.unsqueeze(-2) * anchor.view(-1, 2, C)).sum(-1)
+            gat_logit_dst, gat_logit_src = gat_logits.split(1, dim=-1)
+            return gat_logit_src, gat_logit_dst
+        return ((x_src * anchor[:, C:]).sum(-1, keepdim=True),
+                (q * anchor[:, :C]).sum(-1, keepdim=True))
+
     def _node_scores(self, x_src: Tensor, x_dst: OptTensor,
                      draws: int = 1, kernel_draws: Optional[Draws] = None,
                      targets: Optional[int] = None
@@ -71,7 +104,6 @@ class GATNodeScores:
         if draws > 1:
             x_src, q = x_src.repeat(1, draws, 1), q.repeat(1, draws, 1)
             anchor = anchor.repeat(draws, 1)
-        C = self.out_channels
         kernel = self.kernel
         # Targets: the kernel's gamma |q_i|^2 and the magnitude's ½‖q_i‖_p²
         # are the same for both slopes, hence constant over the softmax
@@ -103,13 +135,6 @@ class GATNodeScores:
                 x_src, self.p).unsqueeze(-1)
         if self.magnitude:
             logit_src = logit_src + self._anchor_norm(anchor, slopes)
-        # GAT's logits a_s^T x_j and a_d^T q_i (the gate), in one product
-        # where sources and targets share one projection:
-        if q is x_src:
-            gat_logits = (x_src.unsqueeze(-2) * anchor.view(-1, 2, C)).sum(-1)
-            gat_logit_dst, gat_logit_src = gat_logits.split(1, dim=-1)
-        else:
-            gat_logit_src = (x_src * anchor[:, C:]).sum(-1, keepdim=True)
-            gat_logit_dst = (q * anchor[:, :C]).sum(-1, keepdim=True)
+        gat_logit_src, gat_logit_dst = self._gat_logits(x_src, q, anchor)
         return (torch.cat([logit_src, gat_logit_src], dim=-1),
                 torch.cat([logit_dst, gat_logit_dst], dim=-1))

@@ -290,9 +290,13 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
                    kernel_draws: Optional[Draws] = None) -> Tensor:
         r"""The attention weights :math:`(E, H)` of the kernel's draw
         :obj:`kernel_draws` (of a stochastic kernel), after dropout."""
-        score_src, score_dst = self._node_scores(
-            x_src, x_dst, kernel_draws=kernel_draws,
-            targets=_targets_in_use(edge_index, x_dst, kernel_draws))
+        if route.lean_softmax and self._is_gat_function():
+            # GATConv's own logit: the gates alone, one slot a node.
+            score_src, score_dst = self._gate_scores(x_src, x_dst)
+        else:
+            score_src, score_dst = self._node_scores(
+                x_src, x_dst, kernel_draws=kernel_draws,
+                targets=_targets_in_use(edge_index, x_dst, kernel_draws))
         if route.lean_softmax:
             assert isinstance(edge_index, Tensor)
             # edge_update's logit and softmax, chunked over the edges: no

@@ -20,7 +20,8 @@ def subgraph():
 
 @pytest.mark.parametrize('make', [
     lambda: IKGATConv(6, 4, heads=2, kernel='direct'),
-    lambda: IKGATConv(6, 4, heads=2, kernel='rbf'),
+    # rbf with p = 3: with p = 2 the layer takes GATConv's gates alone.
+    lambda: IKGATConv(6, 4, heads=2, kernel='rbf', p=3.0),
     lambda: IKGATConv(6, 4, heads=2, kernel='implicit'),
     lambda: MIKANConv(6, 4, heads=2),
 ], ids=['direct', 'rbf', 'implicit', 'mikan'])
