@@ -28,7 +28,7 @@ import shlex
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -52,26 +52,31 @@ GAT_KERNELS = ['rbf', 'direct', 'implicit', 'rff', 'rff_ns', 'rbf_only',
 TRANSFORMER_KERNELS = ['rbf', 'direct', 'implicit', 'rff', 'rff_ns']
 
 
-def _with_kernel(layer: type, kernel: str) -> Callable[..., torch.nn.Module]:
+def _with(layer: type, **options) -> Callable[..., torch.nn.Module]:
     def make(*args, **kwargs):
-        return layer(*args, kernel=kernel, **kwargs)
+        return layer(*args, **options, **kwargs)
     return make
 
 
-def layers() -> Dict[str, tuple]:
-    r"""Each model's name, its layer constructor and its baseline's name."""
+def layers(num_spectral_points: Optional[int] = None) -> Dict[str, tuple]:
+    r"""Each model's name, its layer constructor and its baseline's name;
+    the layers with spectral points take :obj:`num_spectral_points`
+    (default: their own, 64)."""
+    points = ({} if num_spectral_points is None else
+              dict(num_spectral_points=num_spectral_points))
     table = {'GATConv': (GATConv, 'GATConv')}
     for kernel in GAT_KERNELS:
         assert kernel in KERNELS
-        table[f'IKGATConv {kernel}'] = (_with_kernel(IKGATConv, kernel),
-                                        'GATConv')
-    table['MIKANConv'] = (MIKANConv, 'GATConv')
+        table[f'IKGATConv {kernel}'] = (
+            _with(IKGATConv, kernel=kernel, **points), 'GATConv')
+    table['MIKANConv'] = (_with(MIKANConv, **points), 'GATConv')
     table['KEPGATConv'] = (KEPGATConv, 'GATConv')
     table['TransformerConv'] = (TransformerConv, 'TransformerConv')
     for kernel in TRANSFORMER_KERNELS:
         table[f'IKTransformerConv {kernel}'] = (
-            _with_kernel(IKTransformerConv, kernel), 'TransformerConv')
-    table['MIKANTransformerConv'] = (MIKANTransformerConv,
+            _with(IKTransformerConv, kernel=kernel, **points),
+            'TransformerConv')
+    table['MIKANTransformerConv'] = (_with(MIKANTransformerConv, **points),
                                      'TransformerConv')
     return table
 
@@ -107,11 +112,12 @@ def epoch(model, optimizer, data) -> float:
 
 
 def measure(dataset_name: str, names: List[str], rounds: int,
-            warmup: int) -> Dict[str, List[float]]:
+            warmup: int, num_spectral_points: Optional[int] = None
+            ) -> Dict[str, List[float]]:
     dataset = load_planetoid(dataset_name, transform=T.NormalizeFeatures())
     data = dataset[0]
     pubmed = dataset_name.lower() == 'pubmed'
-    table = layers()
+    table = layers(num_spectral_points)
     models = {}
     for name in names:
         torch.manual_seed(0)
@@ -193,6 +199,9 @@ def main(argv=None) -> None:
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--rounds', type=int, default=7)
     parser.add_argument('--warmup', type=int, default=2)
+    parser.add_argument('--num-spectral-points', type=int, default=None,
+                        help='R of the layers with spectral points (default: '
+                        'their own, 64)')
     parser.add_argument('--output', default=osp.join(RESULTS_DIR,
                                                      'epoch_speed.csv'))
     args = parser.parse_args(argv)
@@ -209,14 +218,18 @@ def main(argv=None) -> None:
     command = f'python -m benchmarks.epoch_speed {shlex.join(sys.argv[1:])}'
     commit = git_commit()  # of the code that runs, before any edit
     for dataset in args.datasets:
-        times = measure(dataset, names, args.rounds, args.warmup)
+        times = measure(dataset, names, args.rounds, args.warmup,
+                        args.num_spectral_points)
         medians = {name: statistics.median(values)
                    for name, values in times.items()}
         rows = []
         for name in names:
             baseline = table[name][1]
             rows.append(dict(
-                dataset=dataset, threads=args.threads, model=name,
+                dataset=dataset, threads=args.threads,
+                model=name if args.num_spectral_points is None
+                or name == baseline
+                else f'{name} R={args.num_spectral_points}',
                 baseline=baseline, median_ms=1e3 * medians[name],
                 baseline_ms=1e3 * medians[baseline],
                 ratio=medians[name] / medians[baseline], rounds=args.rounds,
