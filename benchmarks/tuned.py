@@ -155,7 +155,7 @@ def run_studies(datasets: Sequence[str], models: Sequence[str], trials: int,
             study = tuning.open_study(
                 storage, study_name,
                 tuning.identity(dataset.name, entry.layer, split, space),
-                seed=size)
+                seed=size, warmup_epochs=patience)
             done = len(tuning.finished_trials(study))
             print(f'{study_name}: {done} finished trial(s), '
                   f'{max(trials - done, 0)} to run', flush=True)

@@ -227,3 +227,25 @@ def test_a_trial_reports_every_tenth_epoch_to_the_pruner(tmp_path,
                               storage=f'sqlite:///{tmp_path}/study.db')
     assert REPORT_EVERY == 10
     assert study.trials[0].intermediate_values == {10: 0.1, 20: 0.2}
+
+
+def test_no_trial_is_pruned_before_the_patience(tmp_path, monkeypatch):
+    from ikgat.training.loop import TrainResult
+    calls = []
+
+    def curve(model, data, on_epoch=None, **kwargs):
+        # Five good trials, then one far under their median at every epoch.
+        value = 0.1 if len(calls) == 5 else 0.9
+        calls.append(value)
+        for epoch in range(1, 61):
+            on_epoch(epoch, value, 1.0)
+        return TrainResult(value, 0.0, 60, 60, 0.0)
+
+    monkeypatch.setattr('ikgat.training.fitting.train_node_classifier',
+                        curve)
+    _tune(tmp_path, '--trials', '6', '--patience', '30')
+    study = optuna.load_study(study_name='ikgat-tune',
+                              storage=f'sqlite:///{tmp_path}/study.db')
+    last = study.trials[-1]
+    assert last.state.name == 'PRUNED' and last.last_step == 30
+    assert all(t.state.name == 'COMPLETE' for t in study.trials[:5])

@@ -119,7 +119,8 @@ def run_tune(args: argparse.Namespace) -> None:
     identity = tuning.identity(dataset.name, args.layer, args.split, space)
     with user_input():
         study = tuning.open_study(args.storage, args.study_name, identity,
-                                  seed=len(_all_trials(args)))
+                                  seed=len(_all_trials(args)),
+                                  warmup_epochs=args.patience)
     done = len(tuning.finished_trials(study))
     trials = args.trials
     if trials is None and args.timeout is None:

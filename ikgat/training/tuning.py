@@ -13,7 +13,8 @@ an Optuna study (``pip install 'ikgat[tune]'``), run by ``ikgat tune``.
   variational layers are scored with their draws averaged.
 * The TPE sampler proposes the options; a median pruner stops a trial whose
   validation curve falls below the median of the earlier trials' at the
-  same epoch (read every :data:`REPORT_EVERY` epochs).
+  same epoch (read every :data:`REPORT_EVERY` epochs), from the epoch of
+  early stopping's patience on.
 * Optuna writes a trial's end (state, value, options) in one transaction:
   a killed process loses the trial in flight only, which the next run
   marks failed (:func:`open_study`) before it goes on.
@@ -61,7 +62,7 @@ def sqlite_file(storage: str) -> Optional[str]:
 
 
 def open_study(storage: str, name: str, identity: Dict[str, Any],
-               seed: int):
+               seed: int, warmup_epochs: int = 100):
     r"""Create the study :obj:`name` in :obj:`storage`, or load it to
     resume.
 
@@ -72,6 +73,12 @@ def open_study(storage: str, name: str, identity: Dict[str, Any],
             a study that exists must have been made for the same.
         seed (int): The seed of the TPE sampler (pass one that changes as
             the study grows, e.g. its number of trials).
+        warmup_epochs (int, optional): The epochs a trial trains before the
+            pruner may stop it; pass early stopping's patience, so that no
+            trial is judged before early stopping could have judged it (a
+            slow learner, with a high dropout or a small learning rate,
+            can be far under the median at epoch 10 and the best trial at
+            its end). (default: :obj:`100`)
 
     Raises:
         ValueError: When the study was made for another dataset, layer,
@@ -85,7 +92,7 @@ def open_study(storage: str, name: str, identity: Dict[str, Any],
         load_if_exists=True,
         sampler=optuna.samplers.TPESampler(seed=seed),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5,
-                                           n_warmup_steps=10))
+                                           n_warmup_steps=warmup_epochs))
     stored = study.user_attrs
     if stored:
         different = [key for key in STUDY_KEYS
