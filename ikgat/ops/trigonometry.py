@@ -3,33 +3,33 @@ r"""Cosines and sines of the random-feature angles, for the CPU paths of
 :mod:`ikgat.ops.edge_fourier` (query against key).
 
 :func:`cos_sin` returns :math:`\cos a` and :math:`\sin a` of a tensor of
-angles.  On CPU, while torch runs on at most :data:`NUMPY_THREADS`
-threads, it takes them from NumPy's ufuncs, whose float32 and float64
-``cos``/``sin`` are SIMD loops (AVX-512 where the CPU has it) about 2.6
-times faster per thread than ATen's on the machine of
-``benchmarks/results/transformer_speed.md`` (an AMD EPYC; 0.53 against
-1.33 ns per float32 element), equally accurate (within :math:`2 \cdot
+angles, from NumPy's ufuncs or from ATen's, whichever is faster on the
+machine's kind of CPU; both are equally accurate (within :math:`2 \cdot
 10^{-7}` of float64 over :math:`|a| \le 250`;
-``tests/ops/test_trigonometry.py``).
-The per-element times, on one thread::
+``tests/ops/test_trigonometry.py``).  The per-element times, on one
+thread::
 
     OMP_NUM_THREADS=1 python -m timeit -s "import numpy as np, torch; \
         a = torch.randn(262144) * 10; x = a.numpy(); y = x.copy()" \
-        "np.cos(x, out=y)"    # and "torch.cos(a)"
+        "np.cos(x, out=y)"    # and "torch.cos(a, out=a.clone())"
 
-Which is faster depends on the CPU: on an Intel Xeon of this project's
-machines (AVX-512, without NumPy's ``AVX512_ICL`` targets; NumPy
-2.4.6, torch 2.13.0) the order reversed, 0.99 against 0.67 ns per float32
-element (:math:`2^{18}` angles, median of 30, one thread), and a
-PubMed-size fwd+bwd step of ``IKTransformerConv`` ``direct`` took 958 ms
-through NumPy against 913 ms through ATen (:data:`NUMPY_THREADS` set to
-0; median of 7, alternating).  The choice is kept fixed rather than timed
-at run time, so that a seeded run computes the same numbers on the same
-machine.
+* Where ATen runs its AVX2 loops (an AMD EPYC of
+  ``benchmarks/results/transformer_speed.md``), NumPy's float32 and
+  float64 ``cos``/``sin`` SIMD loops are about 2.6 times faster per
+  thread (0.53 against 1.33 ns per float32 element), so they are used
+  while torch runs on at most :data:`NUMPY_THREADS` threads.
+* Where ATen runs its AVX-512 loops (:data:`ATEN_AVX512`; the Intel Xeon
+  of this project's machines, NumPy 2.4.6, torch 2.13.0) the order
+  reverses, 0.65 against 1.16 ns per element written in place into a
+  chunk of :math:`2^{18}`, and a whole training epoch of the GAT recipe
+  with ``IKGATConv`` ``direct`` on Cora went from 1.92 to 1.77 times
+  GATConv's (MIKANConv 1.69 to 1.59, ``implicit`` 1.58 to 1.49; one
+  thread, interleaved rounds in one process), so ATen's are used.
 
-NumPy's loops run on one thread, so that with more torch threads ATen's
-parallel ones are used.  The arrays share the tensors' memory: nothing is
-copied.
+The choice depends on the machine only, not on a timing at run time, so
+that a seeded run computes the same numbers on the same machine.  NumPy's
+loops run on one thread, so that with more torch threads ATen's parallel
+ones are used.  The arrays share the tensors' memory: nothing is copied.
 """
 from typing import Optional, Tuple
 
@@ -41,11 +41,16 @@ from torch import Tensor
 #: used (beyond it ATen's multi-threaded kernels are faster).
 NUMPY_THREADS = 2
 
+#: Whether torch runs its AVX-512 CPU loops (its CPU capability), whose
+#: sines and cosines beat NumPy's: then NumPy's are never used.
+ATEN_AVX512 = torch.backends.cpu.get_cpu_capability() == 'AVX512'
+
 
 def _numpy_applies(angles: Tensor) -> bool:
     return (angles.device.type == 'cpu'
             and angles.dtype in (torch.float32, torch.float64)
             and not angles.requires_grad
+            and not ATEN_AVX512
             and torch.get_num_threads() <= NUMPY_THREADS)
 
 
