@@ -191,9 +191,8 @@ def fourier_estimate_backward(grad_log: Tensor, x: Tensor, points: Tensor,
     grad_out = grad_log * (2.0 * scale) * estimate / (estimate * estimate +
                                                       eps)
     grad_x, grad_u, grad_cos, grad_sin = chunked_estimate_backward(
-        grad_out, x, node_side_points(points, is_source),
-        cos_weight.repeat(1, 1, num_sets), sin_weight.repeat(1, 1, num_sets),
-        chunk_size, node_path, needs)
+        grad_out, x, node_side_points(points, is_source), cos_weight,
+        sin_weight, num_sets, chunk_size, node_path, needs)
     grad_points = torch.zeros_like(points)
     half = slice(channels, width) if is_source else slice(0, channels)
     grad_points[..., half] = grad_u.view(heads, num_sets, num_points,
@@ -380,7 +379,7 @@ def _log_similarity(x: Tensor, points: Tensor,
     angles_per_node = x.size(1) * points.size(0) * points.size(2)
     node_path = _resolve_node_path(node_path, x, x.size(0) * angles_per_node)
     size = chunk_size_for(x.size(1), points.size(0) * points.size(2),
-                          chunk_size)
+                          chunk_size, node_path, x.device)
     log_similarity, _ = fourier_estimate(x.contiguous(), points,
                                          anchor_cos.contiguous(),
                                          anchor_sin.contiguous(),
