@@ -44,11 +44,36 @@ a GPU; here each branch is one product, one norm and one multiply-add
 forward, and three products backward.  The backward pass is itself
 differentiable (it computes the weights again from the parameters when a
 double backward records it).
+
+On CPU both passes walk the nodes in chunks of about
+:data:`CHUNK_ELEMENTS` numbers of :math:`y`, so that the products' outputs,
+the spreads and their gradients stay in cache instead of going out to
+memory as :math:`N H (C + Cs)` numbers: at PubMed's size (19,717 nodes, 8
+heads, :math:`C = s = 8`, one thread) both branches' forward and backward
+pass took 0.39 s whole and 0.23 s in chunks of :math:`2^{18}` (0.24 s at
+:math:`2^{16}`, 0.26 s at :math:`2^{19}`; the forward pass alone 93 against
+59 ms).  On other devices the nodes go in one chunk, so that a step's
+kernel launches do not grow with the graph.
 """
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import torch
 from torch import Tensor
+
+#: Numbers of :math:`y = b(x_n)^\top W` (:math:`N H (C + Cs)` in all) in one
+#: node chunk on CPU (float32: 1 MiB).
+CHUNK_ELEMENTS = 1 << 18
+
+
+def _node_chunks(scores: Tensor, width: int) -> Iterator[slice]:
+    r"""The node ranges of the chunks of :obj:`scores` :math:`(N, H, s)`
+    for outputs :math:`(H, n, \text{width})`: one chunk off the CPU."""
+    num_nodes, heads = scores.size(0), scores.size(1)
+    size = max(1, num_nodes)
+    if scores.device.type == 'cpu':
+        size = max(1, CHUNK_ELEMENTS // max(1, heads * width))
+    for start in range(0, num_nodes, size):
+        yield slice(start, min(start + size, num_nodes))
 
 
 def svgp_pair_sample(
@@ -140,7 +165,7 @@ class _SVGPMean(torch.autograd.Function):
                                                   inducing_mean)
         grad_scores, grad_weights = _branch_gradients(
             (scores_e, scores_r), (grad_e, grad_r), weights,
-            lambda branch, scores, grad: grad)
+            lambda branch, scores, grad, rows: grad)
         grad_log, grad_read_out = _read_out_gradients(grad_weights, inverse,
                                                       read_out)
         return (*grad_scores, grad_log, grad_read_out)
@@ -160,17 +185,22 @@ class _SVGPSample(torch.autograd.Function):
                               inducing_mean, inducing_scale_offdiag,
                               inducing_log_scale_diag, noise_e, noise_r,
                               inverse, read_out, weights)
-        channels = inducing_mean.size(-1)
+        channels, width = inducing_mean.size(-1), weights.size(-1)
         samples = []
         for branch, (scores, noise) in enumerate(
                 ((scores_e, noise_e), (scores_r, noise_r))):
-            both = torch.bmm(scores.transpose(0, 1), weights[branch])
-            mean, spread = both.split([channels, both.size(-1) - channels],
-                                      dim=-1)
-            std = torch.linalg.vector_norm(
-                spread.unflatten(-1, (channels, -1)), dim=-1)
-            samples.append(torch.addcmul(mean, std, noise.transpose(0, 1)
-                                         ).transpose(0, 1))
+            sample = scores.new_empty(scores.size(0), scores.size(1),
+                                      channels)
+            for rows in _node_chunks(scores, width):
+                both = torch.bmm(scores[rows].transpose(0, 1),
+                                 weights[branch])
+                mean, spread = both.split([channels, width - channels],
+                                          dim=-1)
+                std = torch.linalg.vector_norm(
+                    spread.unflatten(-1, (channels, -1)), dim=-1)
+                sample[rows] = torch.addcmul(
+                    mean, std, noise[rows].transpose(0, 1)).transpose(0, 1)
+            samples.append(sample)
         return tuple(samples)
 
     @staticmethod
@@ -185,13 +215,15 @@ class _SVGPSample(torch.autograd.Function):
         channels = inducing_mean.size(-1)
         noises = (noise_e, noise_r)
 
-        def grad_both(branch: int, scores: Tensor, grad: Tensor) -> Tensor:
+        def grad_both(branch: int, scores: Tensor, grad: Tensor,
+                      rows: slice) -> Tensor:
             # The spreads again, and dL/du = G eps u / |u|:
             spread = torch.bmm(scores, weights[branch, :, :, channels:]
                                ).unflatten(-1, (channels, -1))
             std = torch.linalg.vector_norm(spread, dim=-1, keepdim=True)
             tiny = torch.finfo(std.dtype).tiny
-            ratio = grad.mul(noises[branch].transpose(0, 1)).unsqueeze(-1)
+            noise = noises[branch][rows].transpose(0, 1)
+            ratio = grad.mul(noise).unsqueeze(-1)
             grad_spread = spread * ratio / std.clamp(min=tiny)
             return torch.cat([grad, grad_spread.flatten(-2)], dim=-1)
 
@@ -213,14 +245,20 @@ class _SVGPSample(torch.autograd.Function):
 def _branch_gradients(scores: Tuple[Tensor, Tensor],
                       grads: Tuple[Tensor, Tensor], weights: Tensor,
                       grad_both) -> Tuple[Tuple[Tensor, Tensor], Tensor]:
-    r"""Per branch, :math:`\partial\mathcal{L}/\partial y` from
-    :obj:`grad_both`, then the gradients of the scores and of :math:`W`
-    (stacked over the branches)."""
+    r"""Per branch and node chunk, :math:`\partial\mathcal{L}/\partial y`
+    from :obj:`grad_both`, then the gradients of the scores and of
+    :math:`W` (stacked over the branches)."""
     grad_scores, grad_weights = [], []
     for branch, (score, grad) in enumerate(zip(scores, grads)):
-        score = score.transpose(0, 1)  # [H, N, s]
-        grad_y = grad_both(branch, score, grad.transpose(0, 1))
-        grad_scores.append(torch.bmm(grad_y, weights[branch].transpose(1, 2)
-                                     ).transpose(0, 1))
-        grad_weights.append(torch.bmm(score.transpose(1, 2), grad_y))
+        grad_score = torch.empty_like(score)
+        grad_weight = weights.new_zeros(weights.shape[1:])
+        for rows in _node_chunks(score, weights.size(-1)):
+            chunk = score[rows].transpose(0, 1)  # [H, n, s]
+            grad_y = grad_both(branch, chunk, grad[rows].transpose(0, 1),
+                               rows)
+            grad_score[rows] = torch.bmm(
+                grad_y, weights[branch].transpose(1, 2)).transpose(0, 1)
+            grad_weight = grad_weight.baddbmm(chunk.transpose(1, 2), grad_y)
+        grad_scores.append(grad_score)
+        grad_weights.append(grad_weight)
     return tuple(grad_scores), torch.stack(grad_weights)

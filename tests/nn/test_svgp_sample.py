@@ -113,3 +113,32 @@ def test_without_gradients():
     assert not any(s.requires_grad for s in samples)
     for sample, target in zip(samples, reference(scores, *params, noise)):
         torch.testing.assert_close(sample, target)
+
+
+@pytest.mark.parametrize('with_noise', [True, False])
+def test_node_chunks_give_the_same_values_and_gradients(monkeypatch,
+                                                        with_noise):
+    # Chunks of 2 and 3 nodes (the last one shorter) against the reference.
+    import ikgat.nn.svgp_sample as svgp_sample
+    params = parameters(seed=4)
+    scores, noise = scores_and_noise(7, 8, seed=5)
+    noise = noise if with_noise else None
+    width = C + C * S if with_noise else C
+    expected = reference(scores, *params, noise)
+    upstream = [torch.randn_like(target) for target in expected]
+    inputs = list(scores) + list(params if with_noise else params[:2])
+    expected_grads = torch.autograd.grad(
+        sum((t * u).sum() for t, u in zip(expected, upstream)), inputs,
+        allow_unused=True)
+    for nodes in (2, 3):
+        monkeypatch.setattr(svgp_sample, 'CHUNK_ELEMENTS', nodes * H * width)
+        chunks = list(svgp_sample._node_chunks(scores[1], width))
+        assert len(chunks) == -(-8 // nodes)
+        samples = svgp_pair_sample(scores, *params, noise=noise)
+        for sample, target in zip(samples, expected):
+            torch.testing.assert_close(sample, target)
+        grads = torch.autograd.grad(
+            sum((s * u).sum() for s, u in zip(samples, upstream)), inputs,
+            allow_unused=True)
+        for grad, target in zip(grads, expected_grads):
+            torch.testing.assert_close(grad, target)
