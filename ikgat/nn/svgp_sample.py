@@ -50,12 +50,12 @@ On CPU both passes walk the nodes in chunks of about
 the spreads and their gradients stay in cache instead of going out to
 memory as :math:`N H (C + Cs)` numbers: at PubMed's size (19,717 nodes, 8
 heads, :math:`C = s = 8`, one thread) both branches' forward and backward
-pass took 0.39 s whole and 0.23 s in chunks of :math:`2^{18}` (0.24 s at
-:math:`2^{16}`, 0.26 s at :math:`2^{19}`; the forward pass alone 93 against
-59 ms).  On other devices the nodes go in one chunk, so that a step's
+pass took 0.34-0.38 s whole and 0.26 s in chunks of :math:`2^{18}`, the
+forward pass alone 95-98 against 63-70 ms (two runs; chunks of
+:math:`2^{16}` and :math:`2^{19}` were slower).  On other devices the nodes go in one chunk, so that a step's
 kernel launches do not grow with the graph.
 """
-from typing import Iterator, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -65,15 +65,21 @@ from torch import Tensor
 CHUNK_ELEMENTS = 1 << 18
 
 
-def _node_chunks(scores: Tensor, width: int) -> Iterator[slice]:
+def _node_chunks(scores: Tensor, width: int) -> List[Optional[slice]]:
     r"""The node ranges of the chunks of :obj:`scores` :math:`(N, H, s)`
-    for outputs :math:`(H, n, \text{width})`: one chunk off the CPU."""
+    for outputs :math:`(H, n, \text{width})`, or ``[None]`` for all nodes
+    in one chunk (always off the CPU: the operations are then those of one
+    pass, with no slices and no concatenation)."""
     num_nodes, heads = scores.size(0), scores.size(1)
-    size = max(1, num_nodes)
-    if scores.device.type == 'cpu':
-        size = max(1, CHUNK_ELEMENTS // max(1, heads * width))
-    for start in range(0, num_nodes, size):
-        yield slice(start, min(start + size, num_nodes))
+    size = max(1, CHUNK_ELEMENTS // max(1, heads * width))
+    if scores.device.type != 'cpu' or num_nodes <= size:
+        return [None]
+    return [slice(start, min(start + size, num_nodes))
+            for start in range(0, num_nodes, size)]
+
+
+def _rows(tensor: Tensor, rows: Optional[slice]) -> Tensor:
+    return tensor if rows is None else tensor[rows]
 
 
 def svgp_pair_sample(
@@ -189,18 +195,18 @@ class _SVGPSample(torch.autograd.Function):
         samples = []
         for branch, (scores, noise) in enumerate(
                 ((scores_e, noise_e), (scores_r, noise_r))):
-            sample = scores.new_empty(scores.size(0), scores.size(1),
-                                      channels)
+            parts = []
             for rows in _node_chunks(scores, width):
-                both = torch.bmm(scores[rows].transpose(0, 1),
+                both = torch.bmm(_rows(scores, rows).transpose(0, 1),
                                  weights[branch])
                 mean, spread = both.split([channels, width - channels],
                                           dim=-1)
                 std = torch.linalg.vector_norm(
                     spread.unflatten(-1, (channels, -1)), dim=-1)
-                sample[rows] = torch.addcmul(
-                    mean, std, noise[rows].transpose(0, 1)).transpose(0, 1)
-            samples.append(sample)
+                parts.append(torch.addcmul(
+                    mean, std, _rows(noise, rows).transpose(0, 1)
+                ).transpose(0, 1))
+            samples.append(parts[0] if len(parts) == 1 else torch.cat(parts))
         return tuple(samples)
 
     @staticmethod
@@ -222,7 +228,7 @@ class _SVGPSample(torch.autograd.Function):
                                ).unflatten(-1, (channels, -1))
             std = torch.linalg.vector_norm(spread, dim=-1, keepdim=True)
             tiny = torch.finfo(std.dtype).tiny
-            noise = noises[branch][rows].transpose(0, 1)
+            noise = _rows(noises[branch], rows).transpose(0, 1)
             ratio = grad.mul(noise).unsqueeze(-1)
             grad_spread = spread * ratio / std.clamp(min=tiny)
             return torch.cat([grad, grad_spread.flatten(-2)], dim=-1)
@@ -250,15 +256,16 @@ def _branch_gradients(scores: Tuple[Tensor, Tensor],
     :math:`W` (stacked over the branches)."""
     grad_scores, grad_weights = [], []
     for branch, (score, grad) in enumerate(zip(scores, grads)):
-        grad_score = torch.empty_like(score)
-        grad_weight = weights.new_zeros(weights.shape[1:])
+        parts, grad_weight = [], None
         for rows in _node_chunks(score, weights.size(-1)):
-            chunk = score[rows].transpose(0, 1)  # [H, n, s]
-            grad_y = grad_both(branch, chunk, grad[rows].transpose(0, 1),
-                               rows)
-            grad_score[rows] = torch.bmm(
-                grad_y, weights[branch].transpose(1, 2)).transpose(0, 1)
-            grad_weight = grad_weight.baddbmm(chunk.transpose(1, 2), grad_y)
-        grad_scores.append(grad_score)
+            chunk = _rows(score, rows).transpose(0, 1)  # [H, n, s]
+            grad_y = grad_both(branch, chunk,
+                               _rows(grad, rows).transpose(0, 1), rows)
+            parts.append(torch.bmm(grad_y, weights[branch].transpose(1, 2)
+                                   ).transpose(0, 1))
+            grad_weight = (
+                torch.bmm(chunk.transpose(1, 2), grad_y) if grad_weight is None
+                else grad_weight.baddbmm(chunk.transpose(1, 2), grad_y))
+        grad_scores.append(parts[0] if len(parts) == 1 else torch.cat(parts))
         grad_weights.append(grad_weight)
     return tuple(grad_scores), torch.stack(grad_weights)
