@@ -52,8 +52,9 @@ memory as :math:`N H (C + Cs)` numbers: at PubMed's size (19,717 nodes, 8
 heads, :math:`C = s = 8`, one thread) both branches' forward and backward
 pass took 0.34-0.38 s whole and 0.26 s in chunks of :math:`2^{18}`, the
 forward pass alone 95-98 against 63-70 ms (two runs; chunks of
-:math:`2^{16}` and :math:`2^{19}` were slower).  On other devices the nodes go in one chunk, so that a step's
-kernel launches do not grow with the graph.
+:math:`2^{16}` and :math:`2^{19}` were slower).  On other devices the
+nodes go in one chunk, so that a step's kernel launches do not grow with
+the graph.
 """
 from typing import List, Optional, Tuple
 
