@@ -40,6 +40,8 @@ def _cells(rows: List[Dict[str, str]], tag: str) -> Cells:
 
 
 def _pct(stats: Stats) -> str:
+    if stats.n < 2:
+        return f'{stats.mean:.2f}'
     return f'{stats.mean:.2f} ± {stats.std:.2f}'
 
 
