@@ -10,6 +10,9 @@ Accuracy and correctness:
   layer's options searched with one trial budget (the search of ``ikgat
   tune``), the best evaluated on seeds or fixed splits the search never
   used, and paired with its PyG baseline;
+* :mod:`~benchmarks.spectral_points`: runs at another number of spectral
+  points paired by seed with the Planetoid table's (the evidence for a
+  default R);
 * :mod:`~benchmarks.ogbn`: the same on OGB's node-property datasets;
 * :mod:`~benchmarks.exactness`: the figures behind the correctness claims;
 * :mod:`~benchmarks.explainers`: PyG's explainers on every layer;
