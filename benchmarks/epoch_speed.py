@@ -61,7 +61,7 @@ def _with(layer: type, **options) -> Callable[..., torch.nn.Module]:
 def layers(num_spectral_points: Optional[int] = None) -> Dict[str, tuple]:
     r"""Each model's name, its layer constructor and its baseline's name;
     the layers with spectral points take :obj:`num_spectral_points`
-    (default: their own, 64)."""
+    (default: their own)."""
     points = ({} if num_spectral_points is None else
               dict(num_spectral_points=num_spectral_points))
     table = {'GATConv': (GATConv, 'GATConv')}
@@ -176,6 +176,14 @@ def report(path: str, command: str) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def label(name: str, make: Callable[..., torch.nn.Module]) -> str:
+    r"""A row's model: :obj:`name`, and the :math:`R` of its layer if it
+    has spectral points."""
+    kernel = getattr(make(8, 8, heads=1), 'kernel', None)
+    num_points = getattr(kernel, 'num_spectral_points', None)
+    return name if num_points is None else f'{name} R={num_points}'
+
+
 def machine() -> str:
     name = platform.processor() or platform.machine()
     try:
@@ -201,11 +209,12 @@ def main(argv=None) -> None:
     parser.add_argument('--warmup', type=int, default=2)
     parser.add_argument('--num-spectral-points', type=int, default=None,
                         help='R of the layers with spectral points (default: '
-                        'their own, 64)')
+                        'their own: 16 for IKGATConv direct, 64 for the '
+                        'others)')
     parser.add_argument('--output', default=osp.join(RESULTS_DIR,
                                                      'epoch_speed.csv'))
     args = parser.parse_args(argv)
-    table = layers()
+    table = layers(args.num_spectral_points)
     names = list(table) if args.models is None else args.models
     unknown = [name for name in names if name not in table]
     if unknown:
@@ -227,9 +236,7 @@ def main(argv=None) -> None:
             baseline = table[name][1]
             rows.append(dict(
                 dataset=dataset, threads=args.threads,
-                model=name if args.num_spectral_points is None
-                or name == baseline
-                else f'{name} R={args.num_spectral_points}',
+                model=label(name, table[name][0]),
                 baseline=baseline, median_ms=1e3 * medians[name],
                 baseline_ms=1e3 * medians[baseline],
                 ratio=medians[name] / medians[baseline], rounds=args.rounds,

@@ -31,14 +31,15 @@ KERNELS = {
 
 
 def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
-                   num_spectral_points: int,
+                   num_spectral_points: Optional[int] = None,
                    kernel_kwargs: Optional[Dict[str, Any]] = None,
                    pairing: str = 'anchor') -> Kernel:
     r"""Return the kernel named :obj:`kernel` built for :obj:`heads` heads of
     :obj:`channels` channels and the :obj:`pairing` (one of
     :data:`~ikgat.kernels.base.PAIRINGS`; kernels that declare
     :attr:`~Kernel.has_spectral_points` also get :obj:`num_spectral_points`
-    unless :obj:`kernel_kwargs` sets it), or check and return a given
+    unless :obj:`kernel_kwargs` sets it or it is :obj:`None`, which leaves
+    them their :attr:`~Kernel.default_num_spectral_points`), or check and return a given
     :class:`Kernel`.  For ``pairing='vectors'`` only the kernels that
     declare :attr:`~Kernel.pairs_vectors` (:func:`vector_kernels`) apply.
 
@@ -88,7 +89,8 @@ def resolve_kernel(kernel: Union[str, Kernel], heads: int, channels: int,
             raise ValueError(f"The kernel {kernel!r} does not pair two "
                              f"vectors; choose one of {vector_kernels()}")
         kwargs['pairing'] = pairing
-    if kernel_class.has_spectral_points and 'num_features' not in kwargs:
+    if (kernel_class.has_spectral_points and 'num_features' not in kwargs
+            and num_spectral_points is not None):
         kwargs.setdefault('num_spectral_points', num_spectral_points)
     try:
         return kernel_class(heads, channels, **kwargs)

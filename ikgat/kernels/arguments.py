@@ -28,8 +28,8 @@ def check_num_spectral_points(owner: str, num_spectral_points: int) -> int:
 
 
 #: :func:`~ikgat.deprecation.renamed_argument` of ``num_spectral_points``
-#: (default :obj:`64`) under its former name ``num_features``, for the
-#: constructors that take both:
+#: (default :obj:`None`: the kernel's own :math:`R`) under its former name
+#: ``num_features``, for the constructors that take both:
 #: ``renamed_num_features(owner, old_value=num_features,
 #: new_value=num_spectral_points)``.  A :func:`functools.partial` rather
 #: than a function, because it adds no frame to the stack: the
@@ -37,7 +37,7 @@ def check_num_spectral_points(owner: str, num_spectral_points: int) -> int:
 #: constructor, as when the constructor calls ``renamed_argument`` itself.
 renamed_num_features = functools.partial(
     renamed_argument, old='num_features', new='num_spectral_points',
-    new_default=64)
+    new_default=None)
 
 
 class DeprecatedNumFeatures:

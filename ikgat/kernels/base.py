@@ -155,6 +155,9 @@ class Kernel(torch.nn.Module):
     #: ``num_spectral_points``, the node-wise evaluation as ``node_path``,
     #: and have a ``lengthscale``.
     has_spectral_points: bool = False
+    #: :math:`R` of a kernel with spectral points built without
+    #: ``num_spectral_points``.
+    default_num_spectral_points: int = 64
     #: Whether :meth:`redraw_spectral_points` redraws them in place.
     can_redraw: bool = False
     #: Whether :meth:`kl_divergence` is the KL term of a variational kernel.

@@ -23,3 +23,8 @@ class DirectSpectralKernel(NonStationaryRandomFourierKernel):
         {random_fourier_arguments}
     """
     learnable = True
+    #: 16: 20 seeds on each of Cora and CiteSeer and 10 on PubMed, paired
+    #: with the Planetoid table's runs at 64, within noise
+    #: (``benchmarks/results/planetoid_r16.md``), at about half the cost of
+    #: an epoch on PubMed (``docs/benchmarks/epoch_speed.md``).
+    default_num_spectral_points = 16

@@ -28,7 +28,9 @@ heads (int): Number of heads :math:`H`.
 channels (int): Channels per head :math:`C`.
 num_spectral_points (int, optional): :math:`R`, the spectral points
     per head (formerly ``num_features``, still accepted with a
-    :class:`DeprecationWarning`). (default: :obj:`64`)
+    :class:`DeprecationWarning`). (default: :obj:`None`, the kernel's
+    :attr:`~ikgat.kernels.Kernel.default_num_spectral_points`: 16 for
+    ``direct``, 64 for the others)
 lengthscale (float, optional): :math:`l` of the spectral density
     :math:`\mathcal{N}(0, I/(2l^2))` (the initial one of learned
     spectral points). (default: :obj:`1.0`)

@@ -125,7 +125,7 @@ class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
         channels (int): Channels per head :math:`C`.
         num_spectral_points (int, optional): :math:`R`, even (formerly
             ``num_features``, still accepted with a
-            :class:`DeprecationWarning`). (default: :obj:`64`)
+            :class:`DeprecationWarning`). (default: :obj:`None`, 64)
         hidden_channels (int, optional): Width of the inference network.
             (default: :obj:`64`)
         prior_scale (float, optional): :math:`\sigma_p`; the authors use the
@@ -152,7 +152,7 @@ class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
     has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int,
-                 num_spectral_points: int = 64,
+                 num_spectral_points: Optional[int] = None,
                  hidden_channels: int = 64, prior_scale: float = 0.1**0.5,
                  lengthscale: float = 1.0, num_samples: int = 1,
                  eps: float = 1e-5, copula: bool = False,
@@ -163,6 +163,8 @@ class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
         owner = type(self).__name__
         num_spectral_points = renamed_num_features(
             owner, old_value=num_features, new_value=num_spectral_points)
+        if num_spectral_points is None:
+            num_spectral_points = self.default_num_spectral_points
         check_num_spectral_points(owner, num_spectral_points)
         if num_spectral_points % 2:
             raise ValueError(f"{owner}: 'num_spectral_points' must be even, "

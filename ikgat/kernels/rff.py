@@ -50,7 +50,8 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     has_pair_feature_map = True
 
     def __init__(self, heads: int, channels: int,
-                 num_spectral_points: int = 64, lengthscale: float = 1.0,
+                 num_spectral_points: Optional[int] = None,
+                 lengthscale: float = 1.0,
                  eps: float = 1e-5, node_path: str = 'eager', *,
                  num_features: Optional[int] = None,
                  pairing: str = 'anchor'):
@@ -58,6 +59,8 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
         owner = type(self).__name__
         num_spectral_points = renamed_num_features(
             owner, old_value=num_features, new_value=num_spectral_points)
+        if num_spectral_points is None:
+            num_spectral_points = self.default_num_spectral_points
         self.node_path = check_node_path(owner, node_path)
         self.num_spectral_points = check_num_spectral_points(
             owner, num_spectral_points)

@@ -27,3 +27,5 @@ def test_layers_take_the_spectral_points():
     assert make(4, 2, heads=1).kernel.num_spectral_points == 8
     make, _ = epoch_speed.layers()['MIKANConv']
     assert make(4, 2, heads=1).kernel.num_spectral_points == 64
+    make, _ = epoch_speed.layers()['IKGATConv direct']  # its own default
+    assert make(4, 2, heads=1).kernel.num_spectral_points == 16

@@ -233,15 +233,18 @@ class KernelAttention(LeanPathSwitches, AttentionLayer):
     kernel: Kernel
 
     def _init_kernel(self, kernel: Union[str, Kernel], heads: int,
-                     out_channels: int, num_spectral_points: int, p: float,
+                     out_channels: int,
+                     num_spectral_points: Optional[int], p: float,
                      magnitude: bool,
                      kernel_kwargs: Optional[Dict[str, Any]],
                      **options: Any) -> None:
         r"""Check and set the kernel options, and resolve :obj:`kernel`
-        (:func:`~ikgat.kernels.resolve_kernel` with :obj:`options`)."""
+        (:func:`~ikgat.kernels.resolve_kernel` with :obj:`options`);
+        :obj:`num_spectral_points` :obj:`None` leaves the kernel its own
+        :math:`R`."""
         name = type(self).__name__
-        self.num_spectral_points = check_num_spectral_points(
-            name, num_spectral_points)
+        if num_spectral_points is not None:
+            check_num_spectral_points(name, num_spectral_points)
         self.p = check_positive(name, 'p', p)
         try:
             self.kernel = resolve_kernel(kernel, heads, out_channels,
@@ -249,6 +252,9 @@ class KernelAttention(LeanPathSwitches, AttentionLayer):
                                          **options)
         except ValueError as error:
             raise ValueError(f'{name}: {error}') from None
+        #: :math:`R` of the kernel (the argument, where it has none)
+        self.num_spectral_points = getattr(self.kernel, 'num_spectral_points',
+                                           num_spectral_points)
         self.magnitude = bool(magnitude) and self.kernel.uses_magnitude
 
     def reset_parameters(self):

@@ -101,7 +101,7 @@ class MIKANConv(IKGATConv):
                     edge_dim)
         num_spectral_points = renamed_num_features(
             type(self).__name__, old_value=num_features,
-            new_value=num_spectral_points)
+            new_value=num_spectral_points, new_default=64)
         kernel = ImplicitSpectralKernel(
             heads, out_channels, num_spectral_points=num_spectral_points,
             hidden_channels=hidden_channels, prior_scale=prior_scale,

@@ -510,6 +510,23 @@ def test_lean_aggregation_only_where_propagate_would_just_sum(monkeypatch):
     assert len(calls) == 2
 
 
+def test_each_kernel_has_its_own_default_number_of_spectral_points():
+    # 'direct' (the default kernel) at R = 16, the other kernels at 64;
+    # a given R wins, and a kernel without spectral points has none:
+    assert IKGATConv(5, 4, heads=2).kernel.num_spectral_points == 16
+    assert IKGATConv(5, 4, heads=2).num_spectral_points == 16
+    for kernel in ('rff', 'rff_ns', 'implicit'):
+        conv = IKGATConv(5, 4, heads=2, kernel=kernel)
+        assert conv.kernel.num_spectral_points == 64, kernel
+        assert conv.num_spectral_points == 64, kernel
+    conv = IKGATConv(5, 4, heads=2, num_spectral_points=32)
+    assert conv.kernel.num_spectral_points == conv.num_spectral_points == 32
+    assert IKGATConv(5, 4, kernel='rbf').num_spectral_points is None
+    assert MIKANConv(5, 4, heads=2).kernel.num_spectral_points == 64
+    with pytest.raises(ValueError, match="'num_spectral_points'.*got 0"):
+        IKGATConv(5, 4, num_spectral_points=0)
+
+
 @pytest.mark.parametrize('layer', ['ikgat', 'mikan'])
 def test_num_features_is_a_deprecated_name_of_num_spectral_points(layer):
     cls = IKGATConv if layer == 'ikgat' else MIKANConv
