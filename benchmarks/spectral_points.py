@@ -68,18 +68,12 @@ def render(results: str, tag: str, table: str = TABLE,
         new = mean_std_ci([seeds[s][0] for s in seeds])
         old = mean_std_ci([base[s][0] for s in base])
         diff = mean_std_ci([seeds[s][0] - base[s][0] for s in common])
-        if diff.n < 2:
-            interval, verdict = '—', 'too few common seeds'
-        else:
-            interval = (f'{diff.mean:+.2f} [{diff.low:+.2f}, '
-                        f'{diff.high:+.2f}]')
-            verdict = ('within noise' if diff.low <= 0 <= diff.high else
-                       'better' if diff.low > 0 else 'worse')
+        interval = diff.interval if diff.n >= 2 else '—'
         r_new = ', '.join(sorted({seeds[s][1] for s in seeds}))
         r_old = ', '.join(sorted({base[s][1] for s in base})) or '—'
         lines.append(f'| {dataset} | {model} | {r_new} | {_pct(new)} '
                      f'(n={new.n}) | {r_old} | {_pct(old)} (n={old.n}) | '
-                     f'{interval} | {diff.n} | {verdict} |')
+                     f'{interval} | {diff.n} | {diff.verdict} |')
     return '\n'.join(lines) + '\n'
 
 

@@ -317,12 +317,8 @@ def render_summary(rows: List[Dict[str, str]],
         base = runs.get((name, entry.baseline or ''))
         if base:
             diff = paired(cell, base)
-            comparison = (f'{diff.mean:+.2f} [{diff.low:+.2f}, '
-                          f'{diff.high:+.2f}] vs {entry.baseline}, '
-                          f'n={diff.n}')
-            verdict = ('too few runs' if diff.n < 2 else 'better'
-                       if diff.low > 0 else 'worse' if diff.high < 0
-                       else 'within noise')
+            comparison = f'{diff.interval} vs {entry.baseline}, n={diff.n}'
+            verdict = diff.verdict
         published = PAPER_RESULTS.get(entry.paper or '', {}).get(name)
         if name in PLATONOV_GAT and model == 'gat':
             published = PLATONOV_GAT[name]

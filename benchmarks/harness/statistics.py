@@ -23,6 +23,21 @@ class Stats(NamedTuple):
     def high(self) -> float:
         return self.mean + self.half_width
 
+    @property
+    def interval(self) -> str:
+        r"""The mean and its interval, ``+1.16 [+0.55, +1.77]``."""
+        return f'{self.mean:+.2f} [{self.low:+.2f}, {self.high:+.2f}]'
+
+    @property
+    def verdict(self) -> str:
+        r"""Of a paired difference: ``'better'`` or ``'worse'`` where the
+        interval excludes 0, ``'within noise'`` where it holds it, and
+        ``'too few runs'`` below two."""
+        if self.n < 2:
+            return 'too few runs'
+        return ('better' if self.low > 0 else 'worse' if self.high < 0
+                else 'within noise')
+
 
 def mean_std_ci(values: Sequence[float], confidence: float = 0.95) -> Stats:
     r"""``[1, 2, 3, 4, 5]`` → mean 3, std 1.5811, 95% half-width 1.9632

@@ -30,3 +30,12 @@ def test_half_width_uses_the_t_quantile_of_the_tables(df, expected):
     assert stats.std == pytest.approx(1.0)
     assert stats.half_width * math.sqrt(n) == pytest.approx(expected,
                                                             abs=1e-6)
+
+
+def test_a_paired_difference_reads_as_its_interval_and_verdict():
+    stats = mean_std_ci([1, 2, 3, 4, 5])
+    assert stats.interval == '+3.00 [+1.04, +4.96]'
+    assert stats.verdict == 'better'
+    assert mean_std_ci([-1, -2, -3, -4, -5]).verdict == 'worse'
+    assert mean_std_ci([-1, 1, -2, 2.5]).verdict == 'within noise'
+    assert mean_std_ci([0.4]).verdict == 'too few runs'
