@@ -7,7 +7,8 @@ sizes): ogbn-products' counts (2,449,029 nodes, 61,859,140 uniformly random
 directed edges, 100 Gaussian features, 47 random classes) or ogbn-arxiv's,
 times ``--fraction``.  Every node is a training seed.  The models are the
 registry's ``gat`` (PyG's GATConv) and ``ikan-direct`` (IKGATConv
-``kernel='direct'``, :math:`R = 64`), both in
+``kernel='direct'``, :math:`R` = ``--num-spectral-points``, 64 by default),
+both in
 :class:`ikgat.models.TwoLayerGAT` with 8 heads x 8 hidden channels, one
 output head, dropout 0.6 (the GAT protocol of the registry), trained with
 Adam (lr 0.005, weight decay 5e-4).
@@ -176,13 +177,15 @@ def batch_stream(sampler, seeds: Tensor, batch_size: int, seed: int,
 
 
 def make_model(name: str, in_channels: int, num_classes: int,
-               seed: int) -> torch.nn.Module:
+               seed: int, num_spectral_points: int = NUM_SPECTRAL_POINTS
+               ) -> torch.nn.Module:
     r"""The registry's two-layer GAT with :obj:`name`'s layer (8 heads x 8
-    hidden, the GAT protocol), seeded; in training mode."""
+    hidden, the GAT protocol, :obj:`num_spectral_points` for a layer with
+    spectral points), seeded; in training mode."""
     seed_everything(seed)
     protocol = protocol_for('ogbn-products')  # the GAT protocol
     model = build_model(name, in_channels, num_classes, protocol,
-                        R=NUM_SPECTRAL_POINTS)
+                        R=num_spectral_points)
     return model.train()
 
 
@@ -216,7 +219,8 @@ def run_single(args: argparse.Namespace, data: Data, sampler,
         return lambda: next(batches)
 
     def make_step(name):
-        model = make_model(name, data.num_features, num_classes, args.seed)
+        model = make_model(name, data.num_features, num_classes, args.seed,
+                           args.num_spectral_points)
         optimizer = adam(model)
         batches = itertools.cycle(pool)
 
@@ -225,7 +229,8 @@ def run_single(args: argparse.Namespace, data: Data, sampler,
         return step
 
     def make_sample_step(name):
-        model = make_model(name, data.num_features, num_classes, args.seed)
+        model = make_model(name, data.num_features, num_classes, args.seed,
+                           args.num_spectral_points)
         optimizer = adam(model)
         batches = stream()
         return lambda: minibatch_step(model, optimizer, *next(batches))
@@ -293,7 +298,8 @@ def ddp_worker(rank: int, world_size: int, store: str, out: str,
 def ddp_train(rank: int, world_size: int, args: argparse.Namespace, sampler,
               shared: Dict[str, Any]) -> Dict[str, Any]:
     model = make_model(shared['model'], shared['num_features'],
-                       shared['num_classes'], args.seed)
+                       shared['num_classes'], args.seed,
+                       args.num_spectral_points)
     ddp = DistributedDataParallel(model, find_unused_parameters=False)
     optimizer = adam(ddp)
     batches = batch_stream(sampler, shared['seeds'], args.batch_size,
@@ -413,10 +419,14 @@ def median_or_nan(values: Sequence[float]) -> float:
 def settings_of(args: argparse.Namespace) -> str:
     r"""What makes two runs of a part comparable (the ``settings`` column,
     matched by ``--resume``)."""
-    return (f'{args.graph} x{args.fraction:g} batch {args.batch_size} '
-            f'fan-out {"/".join(map(str, args.fan_out))} threads '
-            f'{args.threads} steps {args.steps}+{args.warmup} rounds '
-            f'{args.rounds} seed {args.seed}')
+    settings = (f'{args.graph} x{args.fraction:g} batch {args.batch_size} '
+                f'fan-out {"/".join(map(str, args.fan_out))} threads '
+                f'{args.threads} steps {args.steps}+{args.warmup} rounds '
+                f'{args.rounds} seed {args.seed}')
+    # (R joined the settings after the first runs, all at 64:)
+    if args.num_spectral_points != NUM_SPECTRAL_POINTS:
+        settings += f' R {args.num_spectral_points}'
+    return settings
 
 
 def fmt_rate(value: Any) -> str:
@@ -467,8 +477,9 @@ def markdown(args: argparse.Namespace, rows: List[Dict[str, Any]],
         f'{edges:,}), {features} Gaussian features, {classes} random '
         f'classes; every node a training seed',
         f'- models: TwoLayerGAT, 8 heads x 8 hidden, 1 output head, dropout '
-        f'0.6; `gat` = GATConv, `ikan-direct` = IKGATConv direct R = '
-        f'{NUM_SPECTRAL_POINTS}; Adam (lr {LR}, weight decay '
+        f'0.6; `gat` = GATConv, `ikan-direct` = IKGATConv direct, R = '
+        f'{args.num_spectral_points} for the layers with spectral points; '
+        f'Adam (lr {LR}, weight decay '
         f'{WEIGHT_DECAY})',
         f'- batches: {args.batch_size} seeds, fan-out '
         f'{" ".join(map(str, args.fan_out))}; {args.warmup} warm-up + '
@@ -559,6 +570,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument('--threads', type=int, default=1,
                         help='torch threads per process (default: 1)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--num-spectral-points', type=int,
+                        default=NUM_SPECTRAL_POINTS,
+                        help='R of the layers with spectral points (default: '
+                        f'{NUM_SPECTRAL_POINTS}, the Planetoid protocol\'s)')
     parser.add_argument('--no-memory', dest='memory', action='store_false',
                         help='skip the profiler pass for peak tensors')
     parser.add_argument('--results-dir', default=None,

@@ -73,3 +73,16 @@ def test_bad_options_exit_with_status_2(flags, tmp_path, capsys):
               *flags])
     assert exit_.value.code == 2
     assert flags[0] in capsys.readouterr().err
+
+
+def test_the_layers_take_the_given_number_of_spectral_points():
+    from benchmarks.minibatch import make_model, parse_args, settings_of
+    model = make_model('ikan-direct', 5, 3, seed=0, num_spectral_points=8)
+    assert model.conv1.kernel.num_spectral_points == 8
+    assert make_model('ikan-direct', 5, 3, 0).conv1.kernel.num_spectral_points \
+        == 64
+    # R is part of a run's settings (a resumed part matches it), except the
+    # historical 64:
+    default = settings_of(parse_args(['--smoke']))
+    other = settings_of(parse_args(['--smoke', '--num-spectral-points', '16']))
+    assert other == default + ' R 16'
