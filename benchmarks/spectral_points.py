@@ -18,7 +18,7 @@ Student-t interval: "within noise" where it contains 0.
 import argparse
 import os.path as osp
 from collections import defaultdict
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from benchmarks.harness.results import read_results, write_text
 from benchmarks.harness.statistics import Stats, mean_std_ci
@@ -46,20 +46,26 @@ def _pct(stats: Stats) -> str:
 
 
 def render(results: str, tag: str, table: str = TABLE,
-           table_tag: str = 'final') -> str:
+           table_tag: str = 'final', output: Optional[str] = None) -> str:
     r"""The Markdown comparison of :obj:`results` (runs tagged :obj:`tag`)
-    with :obj:`table` (tagged :obj:`table_tag`)."""
+    with :obj:`table` (tagged :obj:`table_tag`), to be written to
+    :obj:`output` (default: :obj:`results` with ``.md``)."""
     runs = _cells(read_results(results), tag)
     reference = _cells(read_results(table), table_tag)
+    command = (f'python -m benchmarks.spectral_points --results '
+               f'{osp.relpath(results)} --tag {tag}')
+    if osp.abspath(table) != osp.abspath(TABLE) or table_tag != 'final':
+        command += f' --table {osp.relpath(table)} --table-tag {table_tag}'
+    if output is not None and output != default_output(results):
+        command += f' --output {osp.relpath(output)}'
     lines = [
-        '# Accuracy at another R, paired with the Planetoid table', '',
-        f'Made by `python -m benchmarks.spectral_points --results '
-        f'{osp.relpath(results)} --tag {tag}` from the runs tagged `{tag}` '
-        f'and the rows tagged `{table_tag}` of `{osp.relpath(table)}` '
-        '(their commands: `benchmarks/spectral_points.py` and '
-        '`benchmarks/results/planetoid.md`). Paired: the difference over '
-        'the seeds both hold, with its 95% Student-t interval; "within '
-        'noise" where it contains 0.', '',
+        '# Accuracy at another R, paired by seed', '',
+        f'Made by `{command}` from the runs tagged `{tag}` and the rows '
+        f'tagged `{table_tag}` of `{osp.relpath(table)}` (their commands: '
+        f'`benchmarks/spectral_points.py` and '
+        f'`{osp.relpath(osp.splitext(table)[0] + ".md")}`). Paired: the '
+        'difference over the seeds both hold, with its 95% Student-t '
+        'interval; "within noise" where it contains 0.', '',
         '| dataset | model | R | test | R | test | paired difference | '
         'n | verdict |', '|---|---|---|---|---|---|---|---:|---|']
     for (dataset, model), seeds in runs.items():
@@ -77,6 +83,10 @@ def render(results: str, tag: str, table: str = TABLE,
     return '\n'.join(lines) + '\n'
 
 
+def default_output(results: str) -> str:
+    return osp.splitext(results)[0] + '.md'
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--results', required=True)
@@ -90,9 +100,9 @@ def main(argv=None) -> None:
         raise SystemExit(f'--results: {args.results} does not exist; run '
                          'the runs first (see python -m '
                          'benchmarks.spectral_points --help)')
-    output = args.output or osp.splitext(args.results)[0] + '.md'
+    output = args.output or default_output(args.results)
     write_text(output, render(args.results, args.tag, args.table,
-                              args.table_tag))
+                              args.table_tag, output))
     print(f'wrote {output}')
 
 

@@ -1,4 +1,6 @@
 """The paired comparison of runs at another R with the Planetoid table."""
+import os
+
 import pytest
 
 from benchmarks import spectral_points
@@ -48,3 +50,19 @@ def test_missing_results_name_the_file(tmp_path):
     with pytest.raises(SystemExit, match='does not exist'):
         spectral_points.main(['--results', str(tmp_path / 'none.csv'),
                               '--tag', 'r16'])
+
+
+def test_the_report_names_the_command_that_remakes_it(tmp_path):
+    table, runs = tmp_path / 'table.csv', tmp_path / 'runs.csv'
+    write_rows(table, 'base', 64, {0: 0.80, 1: 0.81})
+    write_rows(runs, 'r16', 16, {0: 0.81, 1: 0.83})
+    output = tmp_path / 'paired.md'
+    spectral_points.main(['--results', str(runs), '--tag', 'r16',
+                          '--table', str(table), '--table-tag', 'base',
+                          '--output', str(output)])
+    text = output.read_text()
+    relative = {path: os.path.relpath(path) for path in (runs, table, output)}
+    assert (f'`python -m benchmarks.spectral_points --results '
+            f'{relative[runs]} --tag r16 --table {relative[table]} '
+            f'--table-tag base --output {relative[output]}`') in text
+    assert 'table.md' in text  # where the table's own commands are
