@@ -39,6 +39,8 @@ Time and memory on CPU:
   TransformerConv;
 * :mod:`~benchmarks.epoch_speed`: a whole training epoch of the GAT recipe
   with every layer, beside the PyG layer it replaces;
+* :mod:`~benchmarks.startup`: importing ikgat against importing PyG, and
+  ``ikgat --help``;
 * :mod:`~benchmarks.node_floor`: the node terms' time against a floor from
   this machine's measured sine, cosine and multiply-add rates;
 * :mod:`~benchmarks.compile_pays`: where compiling the CPU node tables
