@@ -95,12 +95,14 @@ def report(times: Dict[str, List[float]], command: str) -> str:
     for name, values in times.items():
         lines.append(f'| `{name}` | {medians[name]:.2f} | {min(values):.2f} '
                      f'| {max(values):.2f} |')
-    lines += ['', '| ratio | median | target |', '|---|---:|---|']
+    lines += ['', '| ratio | of the medians | of the fastest runs | target |',
+              '|---|---:|---:|---|']
     for name, baseline in PAIRS:
         if name in medians and baseline in medians:
+            fastest = min(times[name]) / min(times[baseline])
             lines.append(f'| `{name}` / `{baseline}` | '
                          f'{medians[name] / medians[baseline]:.2f}x | '
-                         f'≤ 1.1x |')
+                         f'{fastest:.2f}x | ≤ 1.1x |')
     return '\n'.join(lines) + '\n'
 
 

@@ -21,7 +21,8 @@ def test_report_of_interleaved_rounds(tmp_path, monkeypatch):
     # one untimed round, then 3 timed ones, each command once per round:
     assert order == ['torch_geometric', 'ikgat'] * 4
     assert '| `import ikgat` | 0.20 | 0.20 | 0.20 |' in text
-    assert '| `import ikgat` / `import torch_geometric` | 0.20x |' in text
+    assert ('| `import ikgat` / `import torch_geometric` | 0.20x | 0.20x |'
+            in text)
     assert (tmp_path / 'startup.md').read_text() == text
 
 
