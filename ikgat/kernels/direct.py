@@ -23,8 +23,8 @@ class DirectSpectralKernel(NonStationaryRandomFourierKernel):
         {random_fourier_arguments}
     """
     learnable = True
-    #: 16: 20 seeds on each of Cora and CiteSeer and 10 on PubMed, paired
-    #: with the Planetoid table's runs at 64, within noise
-    #: (``benchmarks/results/planetoid_r16.md``), at about half the cost of
-    #: an epoch on PubMed (``docs/benchmarks/epoch_speed.md``).
+    #: :math:`R = 16`, within noise of 64 on 20 seeds of Cora and CiteSeer
+    #: and 10 of PubMed, paired with the Planetoid table's runs
+    #: (``benchmarks/results/planetoid_r16.md``), at about 0.6 times the
+    #: cost of an epoch on PubMed (``docs/benchmarks/epoch_speed.md``).
     default_num_spectral_points = 16
