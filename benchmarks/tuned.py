@@ -337,7 +337,8 @@ def render_summary(rows: List[Dict[str, str]],
                   '|---|---:|---:|---|---:|'] + study_progress(studies)
     lines += ['', '## The configurations', '',
               'Each study\'s best trial so far (`configs/<dataset>-<model>'
-              '.json`, for `ikgat train --config`):', '']
+              '.json`, for `ikgat train --config`; trial numbers count the '
+              'trials a stopped session left unfinished too):', '']
     from ikgat.training.configuration import read_config
     for path in sorted(glob.glob(osp.join(configs, '*.json'))):
         config = read_config(path)
@@ -347,8 +348,9 @@ def render_summary(rows: List[Dict[str, str]],
             f'{config.layer_options or "no layer options"}, hidden '
             f'{config.hidden}, dropout {config.dropout:.3g}, lr '
             f'{config.lr:.3g}, weight decay {config.weight_decay:.3g} (trial '
-            f'{trial.get("trial")} of {trial.get("finished_trials")}, '
-            f'validation {trial.get("validation_score", math.nan):.4f})')
+            f'{trial.get("trial")}, written after '
+            f'{trial.get("finished_trials")} finished trials, validation '
+            f'{trial.get("validation_score", math.nan):.4f})')
     return '\n'.join(lines) + '\n'
 
 
