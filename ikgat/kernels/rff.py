@@ -92,6 +92,26 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     def reset_parameters(self):
         self.redraw_spectral_points()
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # Saved points of another R: say which R to build (torch's own
+        # message names only the shapes; 'direct''s default R changed):
+        for name in self.set_names:
+            saved = state_dict.get(prefix + name)
+            if (isinstance(saved, Tensor) and saved.dim() == 3
+                    and saved.size(1) != self.num_spectral_points):
+                error_msgs.append(
+                    f"{type(self).__name__}: {prefix + name} holds "
+                    f"{saved.size(1)} spectral points per head, this kernel "
+                    f"{self.num_spectral_points}; build the layer with "
+                    f"num_spectral_points={saved.size(1)} (the default R of "
+                    f"kernel='direct' is 16 since ikgat 0.2.0, 64 before)")
+                break
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     @torch.no_grad()
     def redraw_spectral_points(self,
                                generator: Optional[torch.Generator] = None):

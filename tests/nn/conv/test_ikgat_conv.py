@@ -527,6 +527,15 @@ def test_each_kernel_has_its_own_default_number_of_spectral_points():
         IKGATConv(5, 4, num_spectral_points=0)
 
 
+def test_a_state_dict_of_another_r_names_the_r_to_build():
+    # A layer saved with the former default (R = 64) loaded into one built
+    # with today's (16): the error says which layer to build.
+    saved = IKGATConv(5, 4, heads=2, num_spectral_points=64).state_dict()
+    with pytest.raises(RuntimeError, match='num_spectral_points=64'):
+        IKGATConv(5, 4, heads=2).load_state_dict(saved)
+    IKGATConv(5, 4, heads=2, num_spectral_points=64).load_state_dict(saved)
+
+
 @pytest.mark.parametrize('layer', ['ikgat', 'mikan'])
 def test_num_features_is_a_deprecated_name_of_num_spectral_points(layer):
     cls = IKGATConv if layer == 'ikgat' else MIKANConv
