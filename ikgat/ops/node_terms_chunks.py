@@ -118,12 +118,11 @@ def chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     for start in range(0, num_nodes, chunk_size):
         stop = min(start + chunk_size, num_nodes)
         x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n], a view
-        if backend != 'compile':  # (see the backward pass)
-            x_chunk = x_chunk.contiguous()
         if backend == 'compile':
             estimate = _COMPILED_FORWARD(points, x_chunk, cos_weight,
                                          sin_weight)
         else:
+            x_chunk = x_chunk.contiguous()  # (see the backward pass)
             angle = _view(angle_buf, heads, num_angles, stop - start)
             cos = _view(cos_buf, heads, num_angles, stop - start)
             torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
@@ -176,13 +175,6 @@ def chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
         stop = min(start + chunk_size, num_nodes)
         x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n]
         grad_chunk = grad_t[:, :, start:stop]  # [H, T, n]
-        if backend != 'compile':
-            # A contiguous copy of the chunk (n H C floats): the products
-            # with x^T ran slowly on the strided view (the node terms' fwd
-            # and bwd at R = 16, 8 heads, PubMed's 19,717 nodes: 9-17%
-            # faster with C = 8 and C = 3, one thread, 25 interleaved
-            # rounds; unchanged at R = 64):
-            x_chunk = x_chunk.contiguous()
         if backend == 'compile':
             chunk_x, chunk_points, chunk_cos, chunk_sin = _COMPILED_BACKWARD(
                 points, x_chunk, grad_chunk, cos_weight, sin_weight)
@@ -191,6 +183,12 @@ def chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
             grad_cos += chunk_cos
             grad_sin += chunk_sin
             continue
+        # A contiguous copy of the chunk (n H C floats): the products
+        # with x^T ran slowly on the strided view (the node terms' fwd
+        # and bwd at R = 16, 8 heads, PubMed's 19,717 nodes: 9-17%
+        # faster with C = 8 and C = 3, one thread, 25 interleaved
+        # rounds; unchanged at R = 64):
+        x_chunk = x_chunk.contiguous()
         size = stop - start
         angle = _view(angle_buf, heads, num_angles, size)
         cos = _view(cos_buf, heads, num_angles, size)
