@@ -22,12 +22,14 @@ floor counts, per angle,
 and ignores memory traffic (the chunks stay in cache).  The report gives
 the measured time, the floor and their ratio, for the graph sizes of
 Cora, CiteSeer and PubMed (the GAT recipe's first layer: 8 heads x 8,
-2 sets of 64 points), on the node path that the layers take by default
+2 sets of :math:`R` points, ``--num-spectral-points``, by default
+``direct``'s default of 16), on the node path that the layers take by default
 (eager chunks, compiled chunks from PubMed's size) and on the eager and
 the compiled chunks at every size; then the floor of a whole epoch's
 node terms against GATConv's measured epoch, the least ratio to GATConv
-that the random-feature layers can reach at these sizes.  Writes
-``benchmarks/results/node_floor.md``.
+that the random-feature layers can reach at these sizes (``direct`` at
+:math:`R`, the implicit kernels at their default of 64 points, 32 of them
+distinct).  Writes ``benchmarks/results/node_floor.md``.
 """
 import argparse
 import shlex
@@ -42,10 +44,16 @@ import torch
 import ikgat.ops.compiled_features as compiled_features
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
+from ikgat.kernels.direct import DirectSpectralKernel
+from ikgat.kernels.implicit import ImplicitSpectralKernel
 from ikgat.ops.node_terms import fused_fourier_log_similarity
 
 GRAPHS = {'Cora': 2708, 'CiteSeer': 3327, 'PubMed': 19717}
-HEADS, CHANNELS, SETS, POINTS, SLOPES = 8, 8, 2, 64, 2
+HEADS, CHANNELS, SETS, SLOPES = 8, 8, 2, 2
+#: Points a set of ``direct`` (the default of ``--num-spectral-points``) and
+#: the distinct half of the implicit kernels' symmetric sample.
+DIRECT_POINTS = DirectSpectralKernel.default_num_spectral_points
+IMPLICIT_DISTINCT_POINTS = ImplicitSpectralKernel.default_num_spectral_points // 2
 
 
 def median_seconds(run: Callable[[], object], repeats: int) -> float:
@@ -91,22 +99,24 @@ def per_element_ns(repeats: int) -> Dict[str, float]:
 PATHS = {'default': 'eager', 'eager chunks': 'eager', 'compiled': 'compile'}
 
 
-def node_terms_seconds(num_nodes: int, path: str, repeats: int) -> float:
+def node_terms_seconds(num_nodes: int, num_points: int, path: str,
+                       repeats: int) -> float:
     node_path = PATHS[path]
     enabled = compiled_features.ENABLED
     compiled_features.ENABLED = path != 'eager chunks'
     try:
-        return _node_terms_seconds(num_nodes, node_path, repeats)
+        return _node_terms_seconds(num_nodes, num_points, node_path,
+                                   repeats)
     finally:
         compiled_features.ENABLED = enabled
 
 
-def _node_terms_seconds(num_nodes: int, node_path: str,
+def _node_terms_seconds(num_nodes: int, num_points: int, node_path: str,
                         repeats: int) -> float:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(num_nodes, HEADS, CHANNELS, generator=generator,
                     requires_grad=True)
-    points = [torch.randn(HEADS, POINTS, 2 * CHANNELS, generator=generator,
+    points = [torch.randn(HEADS, num_points, 2 * CHANNELS, generator=generator,
                           requires_grad=True) for _ in range(SETS)]
     anchor = torch.randn(HEADS, 2 * CHANNELS, generator=generator,
                          requires_grad=True)
@@ -149,7 +159,7 @@ def epoch_floor_ms(graph: str, trig: float, fma: float,
 
 
 def report(ns: Dict[str, float], rows: List[Dict[str, object]],
-           threads: int, epochs: Dict[str, float]) -> str:
+           threads: int, epochs: Dict[str, float], num_points: int) -> str:
     trig = min(ns['numpy cos'] + ns['numpy sin'],
                ns['torch cos'] + ns['torch sin']) / 2
     lines = [
@@ -171,13 +181,13 @@ def report(ns: Dict[str, float], rows: List[Dict[str, object]],
         f'x {ns["multiply-add"]:.4f} ns = '
         f'{4 * trig + fma * ns["multiply-add"]:.2f} ns.', '',
         f'One side of the first layer of the GAT recipe ({HEADS} heads x '
-        f'{CHANNELS}, {SETS} sets of {POINTS} points), forward and '
+        f'{CHANNELS}, {SETS} sets of {num_points} points), forward and '
         f'backward, median of the repeats:', '',
         '| graph | nodes | angles | node path | measured ms | floor ms | '
         'measured / floor |', '|---|---|---|---|---|---|---|'
     ]
     for row in rows:
-        angles = row['nodes'] * HEADS * SETS * POINTS
+        angles = row['nodes'] * HEADS * SETS * num_points
         floor = angles * (4 * trig + fma * ns['multiply-add']) * 1e-6
         lines.append(
             f'| {row["graph"]} | {row["nodes"]} | {angles / 1e6:.1f} M | '
@@ -190,18 +200,20 @@ def report(ns: Dict[str, float], rows: List[Dict[str, object]],
             'one backward pass; the second layer with its output heads and '
             'classes) against GATConv\'s measured epoch (median of 5, '
             '`benchmarks.epoch_speed`): the least ratio to GATConv that '
-            'these sines, cosines and multiply-adds allow, for `direct` (2 '
-            'sets of 64 points) and for the implicit kernels (the 32 '
-            'distinct points of their symmetric sample).', '',
+            f'these sines, cosines and multiply-adds allow, for `direct` '
+            f'({SETS} sets of {num_points} points) and for the implicit '
+            f'kernels (the {IMPLICIT_DISTINCT_POINTS} distinct points of '
+            f'their symmetric sample).', '',
             '| graph | GATConv epoch ms | floor ms, direct | least ratio, '
             'direct | floor ms, implicit | least ratio, implicit |',
             '|---|---|---|---|---|---|'
         ]
         for graph, seconds in epochs.items():
             gat = 1e3 * seconds
-            direct = epoch_floor_ms(graph, trig, ns['multiply-add'], POINTS)
+            direct = epoch_floor_ms(graph, trig, ns['multiply-add'],
+                                    num_points)
             implicit = epoch_floor_ms(graph, trig, ns['multiply-add'],
-                                      POINTS // 2)
+                                      IMPLICIT_DISTINCT_POINTS)
             lines.append(f'| {graph} | {gat:.1f} | {direct:.1f} | '
                          f'{(gat + direct) / gat:.2f}x | {implicit:.1f} | '
                          f'{(gat + implicit) / gat:.2f}x |')
@@ -216,6 +228,10 @@ def main(argv=None) -> None:
                         choices=list(GRAPHS))
     parser.add_argument('--paths', nargs='+', default=list(PATHS),
                         choices=list(PATHS))
+    parser.add_argument('--num-spectral-points', type=int,
+                        default=DIRECT_POINTS,
+                        help='points a set, R (default: the direct '
+                        "kernel's default)")
     parser.add_argument('--output', default=f'{RESULTS_DIR}/node_floor.md')
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -223,12 +239,14 @@ def main(argv=None) -> None:
     rows = []
     for graph in args.graphs:
         for path in args.paths:
-            seconds = node_terms_seconds(GRAPHS[graph], path, args.repeats)
+            seconds = node_terms_seconds(GRAPHS[graph],
+                                         args.num_spectral_points, path,
+                                         args.repeats)
             rows.append(dict(graph=graph, nodes=GRAPHS[graph], path=path,
                              seconds=seconds))
             print(graph, path, f'{1e3 * seconds:.1f} ms', flush=True)
     epochs = {graph: gat_epoch_seconds(graph, 5) for graph in args.graphs}
-    text = report(ns, rows, args.threads, epochs)
+    text = report(ns, rows, args.threads, epochs, args.num_spectral_points)
     write_text(args.output, text)
     print(text)
 
