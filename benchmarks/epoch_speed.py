@@ -13,7 +13,13 @@ from GATConv, with PyG's ``F.dropout`` on the inputs in every model.  The
 GAT family is compared with GATConv, the transformers with TransformerConv.
 Every model runs a few warm-up epochs, then the rounds interleave the
 models (one epoch of each per round), and each model's median epoch is
-divided by its PyG layer's median of the same rounds.
+divided by its PyG layer's median of the same rounds.  Beside it, the
+95% interval of the paired ratio: the geometric mean of the rounds' ratios
+(each round's epoch over its PyG layer's in the same round), with a
+Student-t interval on their logarithms.  Machine noise moves a ratio by
+several percent from run to run; the interval says which targets a run
+shows met (its upper end below), missed (its lower end above) or cannot
+tell.
 
 Rows are appended to ``benchmarks/results/epoch_speed.csv`` as each
 dataset finishes (fsynced), and the Markdown report
@@ -21,6 +27,7 @@ dataset finishes (fsynced), and the Markdown report
 """
 import argparse
 import csv
+import math
 import os
 import os.path as osp
 import platform
@@ -28,7 +35,7 @@ import shlex
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +44,7 @@ from torch_geometric.nn import GATConv, TransformerConv
 
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.statistics import mean_std_ci
 from ikgat import (
     IKGATConv,
     IKTransformerConv,
@@ -44,6 +52,7 @@ from ikgat import (
     MIKANConv,
     MIKANTransformerConv,
 )
+from ikgat.atomic_writes import atomic_open
 from ikgat.data import load_planetoid
 from ikgat.kernels import KERNELS
 
@@ -136,11 +145,35 @@ def measure(dataset_name: str, names: List[str], rounds: int,
     return times
 
 
+def paired_ratio(times: List[float], baseline: List[float]
+                 ) -> Tuple[float, float, float]:
+    r"""The geometric mean of the rounds' ratios :math:`t_i / b_i` and its
+    95% Student-t interval (on :math:`\log t_i - \log b_i`); the interval
+    is ``nan`` below two rounds.  ``[2, 4], [1, 2]`` gives ``(2, 2, 2)``."""
+    logs = mean_std_ci([math.log(t / b) for t, b in zip(times, baseline)])
+    if logs.n < 2:
+        return math.exp(logs.mean), math.nan, math.nan
+    return math.exp(logs.mean), math.exp(logs.low), math.exp(logs.high)
+
+
 CSV_COLUMNS = ['dataset', 'threads', 'model', 'baseline', 'median_ms',
-               'baseline_ms', 'ratio', 'rounds', 'commit', 'machine']
+               'baseline_ms', 'ratio', 'paired_ratio', 'ratio_low',
+               'ratio_high', 'rounds', 'commit', 'machine']
 
 
 def append_rows(path: str, rows: List[Dict[str, object]]) -> None:
+    r"""Append :obj:`rows` (fsynced); a file written before the paired
+    columns existed is first rewritten with them, empty in its old rows
+    (through a temporary file and a rename)."""
+    if osp.exists(path):
+        with open(path, newline='') as file:
+            reader = csv.DictReader(file)
+            header, old = reader.fieldnames or [], list(reader)
+        if header != CSV_COLUMNS:
+            with atomic_open(path, 'w') as file:
+                writer = csv.DictWriter(file, CSV_COLUMNS, restval='')
+                writer.writeheader()
+                writer.writerows(old)
     new = not osp.exists(path)
     with open(path, 'a', newline='') as file:
         writer = csv.DictWriter(file, CSV_COLUMNS)
@@ -149,6 +182,13 @@ def append_rows(path: str, rows: List[Dict[str, object]]) -> None:
         writer.writerows(rows)
         file.flush()
         os.fsync(file.fileno())
+
+
+def _paired(row: Dict[str, str]) -> str:
+    if not row.get('ratio_low') or row['ratio_low'] == 'nan':
+        return '—'
+    return (f'{float(row["paired_ratio"]):.2f}x '
+            f'[{float(row["ratio_low"]):.2f}, {float(row["ratio_high"]):.2f}]')
 
 
 def report(path: str, command: str) -> str:
@@ -162,16 +202,20 @@ def report(path: str, command: str) -> str:
         '1 output head (8 on PubMed). Medians of interleaved rounds in one '
         'process; ratio: the model\'s median over its PyG layer\'s '
         '(GATConv, or TransformerConv for the transformers) in the same '
-        'rounds. Each row names its commit and machine.', '',
+        'rounds; paired: the geometric mean of the rounds\' ratios with its '
+        '95% interval (— in rows written before it was recorded). Each row '
+        'names its commit and machine.', '',
         '| dataset | threads | model | median ms | PyG layer ms | ratio | '
-        'rounds | commit | machine |', '|---|---|---|---|---|---|---|---|---|'
+        'paired [95% CI] | rounds | commit | machine |',
+        '|---|---|---|---|---|---|---|---|---|---|'
     ]
     for row in rows:
         lines.append(
             f'| {row["dataset"]} | {row["threads"]} | {row["model"]} | '
             f'{float(row["median_ms"]):.1f} | '
             f'{float(row["baseline_ms"]):.1f} | '
-            f'{float(row["ratio"]):.2f}x | {row["rounds"]} | '
+            f'{float(row["ratio"]):.2f}x | {_paired(row)} | '
+            f'{row["rounds"]} | '
             f'{row["commit"]} | {row["machine"]} |')
     return '\n'.join(lines) + '\n'
 
@@ -234,16 +278,21 @@ def main(argv=None) -> None:
         rows = []
         for name in names:
             baseline = table[name][1]
+            paired = paired_ratio(times[name], times[baseline])
             rows.append(dict(
                 dataset=dataset, threads=args.threads,
                 model=label(name, table[name][0]),
                 baseline=baseline, median_ms=1e3 * medians[name],
                 baseline_ms=1e3 * medians[baseline],
-                ratio=medians[name] / medians[baseline], rounds=args.rounds,
+                ratio=medians[name] / medians[baseline],
+                paired_ratio=paired[0], ratio_low=paired[1],
+                ratio_high=paired[2], rounds=args.rounds,
                 commit=commit, machine=machine()))
             print(f'{dataset} {args.threads}t {name}: '
                   f'{1e3 * medians[name]:.1f} ms, '
-                  f'{medians[name] / medians[baseline]:.2f}x', flush=True)
+                  f'{medians[name] / medians[baseline]:.2f}x, paired '
+                  f'{paired[0]:.2f}x [{paired[1]:.2f}, {paired[2]:.2f}]',
+                  flush=True)
         append_rows(args.output, rows)
         write_text(args.output[:-4] + '.md', report(args.output, command))
 
