@@ -245,18 +245,16 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
                        and not self._aggregation_hook_ids
                        and self.decomposed_layers == 1
                        and type(self.aggr_module) is SumAggregation)
-        fused: Optional[str] = None
-        if (fused_switch is not False and x_src.dtype == torch.float32
-                and softmax and aggregation):
-            if self._triton_runs_on(x_src):
-                fused = 'triton'
-            elif compiling:  # the registered operator, one graph node
-                fused = 'torch'
-        # While torch.compile traces, PyG's steps run unless fused (Inductor
-        # fuses them itself):
+        fused = bool(fused_switch is not False
+                     and x_src.dtype == torch.float32 and softmax
+                     and aggregation and self._triton_runs_on(x_src))
+        # While torch.compile traces, PyG's steps run unless fused: Inductor
+        # fuses them itself (off CUDA the fused operator's PyTorch
+        # implementation gathers E x H x C messages, and was up to 2.2
+        # times slower; the GPU guide, "When the fused kernels run"):
         return GATRoute(
-            fused, fused is not None and self.add_self_loops
-            and edge_attr is None and not return_attention_weights,
+            fused, bool(fused and self.add_self_loops and edge_attr is None
+                        and not return_attention_weights),
             softmax and not compiling, aggregation and not compiling)
 
     def _attend(self, route: GATRoute, x_src: Tensor, x_dst: OptTensor,
@@ -272,7 +270,7 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
         kernel_draws = self._prepare_kernel(
             x_src, x_dst, batch, sample=self.training or draws > 1,
             batch_size=batch_size, num_draws=draws)
-        if route.fused is not None:
+        if route.fused:
             return self._fused_attention(route, x_src, x_dst, edge_index,
                                          edge_attr, size, draws,
                                          weights_asked, kernel_draws)
@@ -362,7 +360,7 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
             self.negative_slope,
             return_attention_weights=weights_asked,
             dropout=self.dropout if self.training else 0.0,
-            use_triton=route.fused == 'triton')
+            use_triton=True)
         out, alpha = result if weights_asked else (result, None)
         return (self._mean_of_stacked_draws(out, draws),
                 None if alpha is None else self._mean_of_stacked_draws(

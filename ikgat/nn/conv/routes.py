@@ -2,16 +2,15 @@ r"""How one forward pass of a kernel-attention layer attends: its route,
 decided once at the start of the pass from the inputs and the layer's
 switches by the layer's ``_route`` (the rules of the GPU guide, "When the
 fused kernels run"), and read by the steps that follow."""
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 
 class GATRoute(NamedTuple):
     r"""How one forward pass of :class:`~ikgat.IKGATConv` attends, decided
     once by its ``_route``."""
     #: :func:`~ikgat.ops.gat_attention.fused_attention` runs its Triton
-    #: kernels (``'triton'``), its PyTorch implementation (``'torch'``,
-    #: while :func:`torch.compile` traces off CUDA), or not (:obj:`None`).
-    fused: Optional[str]
+    #: kernels.
+    fused: bool
     #: The fused operator adds the self-loops in its sort of the edges.
     self_loops_in_sort: bool
     #: :func:`~ikgat.ops.edge_softmax.kernel_edge_softmax` replaces PyG's
