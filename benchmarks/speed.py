@@ -57,6 +57,7 @@ from benchmarks.harness.measurement import (
 )
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.runtime import compiled
 from benchmarks.speed_steps import (
     ARXIV,
     CHANNELS,
@@ -81,11 +82,6 @@ from ikgat.kernels.random_features import NODE_PATHS
 DEFAULT_SPEED_RESULTS = osp.join(RESULTS_DIR, 'speed.md')
 
 Key = Tuple
-
-
-def compiled(model: torch.nn.Module) -> torch.nn.Module:
-    r""":obj:`model` through :func:`torch.compile` with dynamic shapes."""
-    return torch.compile(model, dynamic=True)
 
 
 def ikgat_key(kernel: str, node_path: str) -> Key:

@@ -54,6 +54,7 @@ from benchmarks.harness.measurement import (
 )
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
+from benchmarks.harness.runtime import compiled
 from benchmarks.speed_steps import (
     CHANNELS,
     HEADS,
@@ -115,8 +116,7 @@ def compiled_layer(key: str, in_channels: int,
                    num_spectral_points: int) -> torch.nn.Module:
     r""":func:`make_layer` through :func:`torch.compile` (dynamic
     shapes)."""
-    return torch.compile(make_layer(key, in_channels, num_spectral_points),
-                         dynamic=True)
+    return compiled(make_layer(key, in_channels, num_spectral_points))
 
 
 def compiled_key(key: str) -> str:

@@ -1,4 +1,4 @@
-r"""Seeds, devices and threads of benchmark runs."""
+r"""Seeds, devices, threads and compiled models of benchmark runs."""
 import random
 from typing import Iterable, List, Optional
 
@@ -64,3 +64,19 @@ def set_threads(threads: Optional[int]) -> None:
     :obj:`None` or 0."""
     if threads:
         torch.set_num_threads(threads)
+
+
+#: Compilations of one function that dynamo allows in a session: every layer
+#: of a class shares the code of its ``forward``, and each layer is compiled
+#: for itself (and again with gradients off); at dynamo's default of 8 the
+#: later layers of a session silently ran eagerly.
+RECOMPILE_LIMIT = 64
+
+
+def compiled(model: torch.nn.Module) -> torch.nn.Module:
+    r""":obj:`model` through :func:`torch.compile` with dynamic shapes, with
+    dynamo's per-function recompile limit raised to
+    :data:`RECOMPILE_LIMIT` for the session."""
+    torch._dynamo.config.recompile_limit = max(
+        torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+    return torch.compile(model, dynamic=True)
