@@ -110,6 +110,23 @@ def test_fullgraph_compile_equals_eager(name, training, dropout):
     assert_same(output_and_grads(compiled_conv, x, edge_index), eager)
 
 
+@pytest.mark.parametrize('name', fast_few(['rbf', 'direct', 'mikan'],
+                                           ('direct', )))
+def test_compiled_layer_off_cuda_equals_eager(name):
+    # Off CUDA with the default switch the compiled layer takes PyG's steps
+    # (Inductor compiles them) around the node-term operator, where the
+    # eager layer takes its chunked steps: the same outputs and gradients,
+    # attention dropout and the draws of a sampled kernel included.
+    torch.manual_seed(0)
+    conv = (MIKANConv(6, 4, heads=2, num_spectral_points=8, dropout=0.5)
+            if name == 'mikan' else
+            IKGATConv(6, 4, heads=2, kernel=name, dropout=0.5))
+    x, edge_index = random_graph(12, 40, 6, seed=5)
+    eager = output_and_grads(conv, x, edge_index)
+    compiled_conv = torch.compile(conv, fullgraph=True, backend=BACKEND)
+    assert_same(output_and_grads(compiled_conv, x, edge_index), eager)
+
+
 @pytest.mark.parametrize('name, switch', fast_few(
     [('direct', 'always'), ('direct', True), ('mikan', 'always'),
      ('mikan', True)], (('direct', True), )))
