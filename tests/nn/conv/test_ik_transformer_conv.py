@@ -515,6 +515,22 @@ def test_one_dimensional_edge_features_for_edge_dim_one():
                                conv(x, edge_index, edge_attr.view(-1, 1)))
 
 
+def test_each_kernel_has_its_own_default_number_of_spectral_points():
+    # As in IKGATConv: 'direct' at R = 16, the other kernels at 64,
+    # MIKANTransformerConv at 64; a given R wins.
+    assert IKTransformerConv(5, 4, heads=2).kernel.num_spectral_points == 16
+    assert IKTransformerConv(5, 4, heads=2).num_spectral_points == 16
+    for kernel in ('rff', 'rff_ns', 'implicit'):
+        conv = IKTransformerConv(5, 4, heads=2, kernel=kernel)
+        assert conv.kernel.num_spectral_points == 64, kernel
+    conv = IKTransformerConv(5, 4, heads=2, num_spectral_points=32)
+    assert conv.kernel.num_spectral_points == conv.num_spectral_points == 32
+    assert IKTransformerConv(5, 4, kernel='rbf').num_spectral_points is None
+    assert MIKANTransformerConv(5, 4, heads=2).kernel.num_spectral_points == 64
+    with pytest.raises(ValueError, match="'num_spectral_points'.*got 0"):
+        IKTransformerConv(5, 4, num_spectral_points=0)
+
+
 def test_mikan_transformer_options_are_named():
     with pytest.raises(ValueError) as error:
         MIKANTransformerConv(5, 4, num_spectral_points=3)
