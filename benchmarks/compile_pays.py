@@ -1,8 +1,11 @@
-r"""Where compiling the CPU node tables pays: the first call's cost on a
-machine without Inductor's cache against the time each later step saves,
-for ``IKTransformerConv(kernel='direct')`` (8 heads x 8, forward and
-backward) at Cora and PubMed size, and the first epoch of
-``ikgat train --dataset Cora --layer transformer`` with a cold cache::
+r"""Where compiling the CPU random-feature terms pays: the first call's cost
+on a machine without Inductor's cache against the time each later step
+saves, for the node tables of ``IKTransformerConv(kernel='direct')``
+(:mod:`ikgat.ops.compiled_features`) and the node terms of
+``IKGATConv(kernel='direct')`` (:mod:`ikgat.ops.node_terms`), 8 heads x
+8, forward and backward, at Cora, CiteSeer and PubMed size, and the first
+epoch of ``ikgat train --dataset Cora --layer transformer`` with a cold
+cache::
 
     IKGAT_DATA=../shared/data python -m benchmarks.compile_pays \
         --output benchmarks/results/compile_pays.md
@@ -10,11 +13,12 @@ backward) at Cora and PubMed size, and the first epoch of
 Each measurement runs in a fresh process with an empty Inductor cache
 (``TORCHINDUCTOR_CACHE_DIR`` in a temporary folder) and one thread:
 eager (:data:`ikgat.ops.compiled_features.ENABLED` off), then compiled
-(:data:`~ikgat.ops.compiled_features.MIN_ANGLES` at 0).  The steps
-that repay the first compilation are its extra time over a compiled step
-divided by the saving per step; :data:`~ikgat.ops.compiled_features.
-MIN_ANGLES` is set between the sizes that repay it within a run of the GAT
-recipe (a few hundred steps) and those that do not.
+(the layer's threshold at 0: :data:`~ikgat.ops.compiled_features.
+MIN_ANGLES`, :data:`~ikgat.ops.node_terms.COMPILE_FROM_ANGLES`).  The
+steps that repay the first compilation are its extra time over a compiled
+step divided by the saving per step; the thresholds are set between the
+sizes that repay it within a run of the GAT recipe (a few hundred steps)
+and those that do not.
 """
 import argparse
 import json
@@ -26,26 +30,33 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-#: (label, nodes, edges, features): Cora's and PubMed's sizes.
-GRAPHS = (('Cora', 2708, 10556, 1433), ('PubMed', 19717, 88648, 500))
+#: (label, nodes, edges, features): Cora's, CiteSeer's and PubMed's sizes.
+GRAPHS = (('Cora', 2708, 10556, 1433), ('CiteSeer', 3327, 9104, 3703),
+          ('PubMed', 19717, 88648, 500))
+#: The layers whose CPU terms compile.
+LAYERS = ('IKTransformerConv', 'IKGATConv')
 STEPS = 7
 
 
-def _measure(nodes: int, edges: int, features: int, compiled: bool) -> dict:
+def _measure(layer: str, nodes: int, edges: int, features: int,
+             compiled: bool) -> dict:
     r"""In this process: the first step and the median of :data:`STEPS`
     later steps (seconds)."""
     import torch
 
+    import ikgat
     import ikgat.ops.compiled_features as compiled_features
-    from ikgat import IKTransformerConv
+    import ikgat.ops.node_terms as node_terms
     torch.set_num_threads(1)
     compiled_features.ENABLED = compiled
     compiled_features.MIN_ANGLES = 0
+    node_terms.COMPILE_FROM_ANGLES = 0
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(nodes, features, generator=generator)
     edge_index = torch.randint(0, nodes, (2, edges), generator=generator)
     torch.manual_seed(0)
-    conv = IKTransformerConv(features, 8, heads=8, kernel='direct').train()
+    conv = getattr(ikgat, layer)(features, 8, heads=8,
+                                 kernel='direct').train()
 
     def step() -> float:
         start = time.perf_counter()
@@ -66,16 +77,18 @@ def _fresh_process(args: List[str], cache: str) -> str:
 
 def measure() -> Dict[str, dict]:
     rows = {}
-    for label, nodes, edges, features in GRAPHS:
-        for compiled in (False, True):
-            with tempfile.TemporaryDirectory() as cache:
-                out = _fresh_process(
-                    [sys.executable, '-m', 'benchmarks.compile_pays',
-                     '--one', json.dumps([nodes, edges, features, compiled])],
-                    cache)
-            rows[label, compiled] = json.loads(out.strip().splitlines()[-1])
-            print(f'compile_pays: {label} compiled={compiled}: '
-                  f'{rows[label, compiled]}', file=sys.stderr, flush=True)
+    for layer in LAYERS:
+        for label, nodes, edges, features in GRAPHS:
+            for compiled in (False, True):
+                with tempfile.TemporaryDirectory() as cache:
+                    out = _fresh_process(
+                        [sys.executable, '-m', 'benchmarks.compile_pays',
+                         '--one', json.dumps([layer, nodes, edges, features,
+                                              compiled])], cache)
+                key = layer, label, compiled
+                rows[key] = json.loads(out.strip().splitlines()[-1])
+                print(f'compile_pays: {key}: {rows[key]}', file=sys.stderr,
+                      flush=True)
     with tempfile.TemporaryDirectory() as cache:
         out = _fresh_process(
             [sys.executable, '-m', 'ikgat.cli', 'train', '--dataset', 'Cora',
@@ -90,23 +103,27 @@ def measure() -> Dict[str, dict]:
 def report(rows: Dict, command: str) -> str:
     from benchmarks.harness.measurement import machine_info
     from benchmarks.harness.provenance import git_commit
-    lines = ['# Where compiling the CPU node tables pays', '',
+    lines = ['# Where compiling the CPU random-feature terms pays', '',
              f'Command: `{command}`; git commit {git_commit()}.', '',
              *machine_info(), '',
-             "`IKTransformerConv(kernel='direct')`, 8 heads x 8, forward and "
+             "Each layer with `kernel='direct'`, 8 heads x 8, forward and "
              'backward, one thread, each row in a fresh process with an empty '
-             'Inductor cache.', '',
-             '| graph | eager step | compiled step | saved a step | first '
-             'compiled call, extra | steps to repay it |',
-             '|---|---:|---:|---:|---:|---:|']
-    for label, *_ in GRAPHS:
-        eager, compiled = rows[label, False], rows[label, True]
-        saved = eager['step'] - compiled['step']
-        extra = compiled['first'] - compiled['step']
-        repay = f'{extra / saved:.0f}' if saved > 0 else 'never'
-        lines.append(f"| {label} | {1e3 * eager['step']:.1f} ms | "
-                     f"{1e3 * compiled['step']:.1f} ms | {1e3 * saved:.1f} ms"
-                     f" | {extra:.1f} s | {repay} |")
+             'Inductor cache: `IKTransformerConv` compiles its node tables, '
+             '`IKGATConv` its node terms.', '',
+             '| layer | graph | eager step | compiled step | saved a step | '
+             'first compiled call, extra | steps to repay it |',
+             '|---|---|---:|---:|---:|---:|---:|']
+    for layer in LAYERS:
+        for label, *_ in GRAPHS:
+            eager = rows[layer, label, False]
+            compiled = rows[layer, label, True]
+            saved = eager['step'] - compiled['step']
+            extra = compiled['first'] - compiled['step']
+            repay = f'{extra / saved:.0f}' if saved > 0 else 'never'
+            lines.append(f"| {layer} | {label} | "
+                         f"{1e3 * eager['step']:.1f} ms | "
+                         f"{1e3 * compiled['step']:.1f} ms | "
+                         f"{1e3 * saved:.1f} ms | {extra:.1f} s | {repay} |")
     first = rows['first epoch']
     lines += ['', f"First epoch of `ikgat train --dataset Cora --layer "
               f"transformer --epochs 1 --threads 1`, empty Inductor cache: "

@@ -42,7 +42,7 @@ if compiling fails (no C++ compiler, for one), a warning says so, and
 :data:`ENABLED` is cleared so that the callers' eager path runs from then
 on.  Setting :data:`ENABLED` to :obj:`False` switches them off.
 """
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -78,14 +78,15 @@ def features_backward(grad: Tensor, x: Tensor, matrix: Tensor,
     return grad_x, torch.bmm(x.permute(1, 2, 0), grad_angles)
 
 
-def use_compiled(x: Tensor, angles: int) -> bool:
+def use_compiled(x: Tensor, angles: int,
+                 min_angles: Optional[int] = None) -> bool:
     r"""Whether the compiled functions run for rows :obj:`x` and
     :obj:`angles` angles in all: on CPU, float32 or float64, at least
-    :data:`MIN_ANGLES` angles, while :data:`ENABLED` and not inside a
-    trace."""
+    :obj:`min_angles` angles (by default :data:`MIN_ANGLES`), while
+    :data:`ENABLED` and not inside a trace."""
     return (ENABLED and x.device.type == 'cpu'
             and x.dtype in (torch.float32, torch.float64)
-            and angles >= MIN_ANGLES
+            and angles >= (MIN_ANGLES if min_angles is None else min_angles)
             and not torch.compiler.is_compiling())
 
 

@@ -90,19 +90,29 @@ Three interchangeable kernels compute the same formulas:
   kernels of :mod:`ikgat.ops.node_terms_triton` (one launch for the
   forward pass, two for the backward pass, however many nodes: a loop of
   chunks is launch-bound on a GPU); on CPU from
-  :data:`~ikgat.ops.compiled_features.MIN_ANGLES` angles a side (PubMed's
-  size) the compiled chunks of ``'compile'``, where a first compilation
-  repays itself within a training run; elsewhere plain tensor operations on
-  reused chunk buffers (fresh multi-megabyte tensors per chunk cost page
-  faults that doubled the time);
+  :data:`COMPILE_FROM_ANGLES` angles a side (:math:`N H m R`: PubMed's 5 M
+  with ``direct``'s defaults, not CiteSeer's 0.85 M) the compiled chunks of
+  ``'compile'``, where a first compilation repays itself within a training
+  run; elsewhere plain tensor operations on reused chunk buffers (fresh
+  multi-megabyte tensors per chunk cost page faults that doubled the
+  time);
+
 * ``node_path='triton'``: the Triton kernels on any device (on CPU through
   Triton's interpreter, ``TRITON_INTERPRET=1``, for tests);
 * ``node_path='compile'``: the same per-chunk formulas through
-  :func:`torch.compile` (Inductor generates one C++ loop for cos, sin and the
-  reductions and uses vectorised sines and cosines, about four times faster
-  than the eager ones on CPU).  The first call compiles (seconds, cached on
-  disk by Inductor); if compiling fails the eager kernel is used, with a
-  warning.
+  :func:`torch.compile`, with the angles written as :math:`C`
+  multiply-adds instead of a matrix product, so that Inductor makes one
+  C++ loop of the angles, their vectorised sines and cosines and the
+  reductions, keeping no chunk-sized buffer in the forward pass; the
+  chunks are views of one nodes-last copy of :math:`x`.  Measured at
+  PubMed's size (one thread, 8 heads, R = 16, two sets): forward and
+  backward of one side 1.8 ns an angle against 7.5 for the eager chunks;
+  a whole epoch of the GAT recipe with ``direct`` went from 1.9 to 1.5
+  times GATConv's (``benchmarks/results/epoch_speed.md``).  The first
+  call compiles (about 12 s without Inductor's disk cache, 3 s with it,
+  once per process, dtype and :math:`C`;
+  ``benchmarks/results/compile_pays.md``); if compiling fails the eager
+  kernel is used, with a warning.
 
 The estimate is a registered operator (``ikgat::fourier_estimate`` and
 its backward, ``torch.library.custom_op``): :func:`torch.compile` keeps it as
@@ -128,6 +138,13 @@ from ikgat.ops.runtime import triton_usable
 #: The node paths of :func:`fused_fourier_log_similarity` (those of
 #: :data:`~ikgat.kernels.random_features.NODE_PATHS` without ``'plain'``).
 BACKENDS = ('eager', 'compile', 'triton')
+#: The fewest angles a side (:math:`N H m R`) from which ``'eager'`` runs
+#: the compiled chunks on CPU: 2 M, between CiteSeer's and PubMed's sizes.
+#: One IKGATConv layer's step (8 x 8, R = 16) saved 38 ms at PubMed's
+#: size, repaying a compilation without Inductor's cache within about 300
+#: steps, and 0.1-4 ms at Cora's and CiteSeer's (thousands of steps;
+#: ``benchmarks/results/compile_pays.md``).
+COMPILE_FROM_ANGLES = 1 << 21
 
 
 # The estimate as a pair of registered operators (forward, backward): one
@@ -402,7 +419,8 @@ def _resolve_node_path(node_path: str, x: Tensor, angles: int) -> str:
     if node_path == 'eager' and x.device.type in ('cuda', 'meta') and (
             x.dtype == torch.float32 and triton_usable()):
         return 'triton'
-    if node_path == 'eager' and use_compiled(x, angles):
+    if node_path == 'eager' and use_compiled(x, angles,
+                                             COMPILE_FROM_ANGLES):
         # On CPU, from PubMed's size up, the compiled chunks repay their
         # first compilation within a training run (one loop for the
         # angles, their sines and cosines and the reductions):

@@ -50,11 +50,27 @@ def chunk_size_for(heads: int, num_angles: int, chunk_size: Optional[int],
 # --------------------------------------------------------------------------
 
 
+def _angles(points: Tensor, x_chunk: Tensor) -> Tensor:
+    r""":math:`\theta = u\, x^\top` :math:`(H, mR, n)` as :math:`C`
+    broadcast multiply-adds (one per channel), not a matrix product:
+    Inductor fuses them with the cosines, sines and reductions that read
+    the angles into one loop, vectorised along the nodes.  Unrolled over the
+    channels, so one compilation serves one :math:`C`; as a reduction over
+    them (one compilation for all) the backward chunk took 1.3 times as
+    long (2.37 against 1.82 ns an angle, PubMed's first layer, one
+    thread)."""
+    angle = points[:, :, 0, None] * x_chunk[:, None, 0, :]
+    for channel in range(1, points.size(2)):
+        angle = angle + points[:, :, channel, None] * x_chunk[:, None,
+                                                              channel, :]
+    return angle
+
+
 def _forward_chunk(points: Tensor, x_chunk: Tensor, cos_weight: Tensor,
                    sin_weight: Tensor) -> Tensor:
     r""":math:`f` of the chunk, :math:`(H, T, n)`, written as reductions
-    that Inductor fuses with the cosines and sines."""
-    angle = torch.bmm(points, x_chunk)  # theta [H, mR, n]
+    that Inductor fuses with the angles, cosines and sines."""
+    angle = _angles(points, x_chunk)  # theta [H, mR, n]
     cos, sin = angle.cos(), angle.sin()
     return torch.stack([
         (cos * cos_weight[:, t, :, None] +
@@ -69,16 +85,19 @@ def _backward_chunk(points: Tensor, x_chunk: Tensor, grad_chunk: Tensor,
     r"""The chunk's :math:`\partial L/\partial x^\top` :math:`(H, C, n)`
     and its contributions to :math:`\partial L/\partial u` :math:`(H, mR,
     C)` and :math:`\partial L/\partial A^c, \partial L/\partial A^s`
-    :math:`(H, T, mR)`."""
-    angle = torch.bmm(points, x_chunk)
+    :math:`(H, T, mR)`, each sum written per channel and slope (as
+    :func:`_angles`)."""
+    angle = _angles(points, x_chunk)
     cos, sin = angle.cos(), angle.sin()
-    num_slopes = cos_weight.size(1)
+    num_slopes, channels = cos_weight.size(1), points.size(2)
     rows = [grad_chunk[:, t:t + 1] for t in range(num_slopes)]  # [H, 1, n]
     u = sum(cos_weight[:, t, :, None] * rows[t] for t in range(num_slopes))
     v = sum(sin_weight[:, t, :, None] * rows[t] for t in range(num_slopes))
-    grad_angle = cos * v - sin * u  # D
-    grad_x = torch.bmm(points.transpose(1, 2), grad_angle)
-    grad_points = torch.bmm(grad_angle, x_chunk.transpose(1, 2))
+    grad_angle = cos * v - sin * u  # D [H, mR, n]
+    grad_x = torch.stack([(grad_angle * points[:, :, c, None]).sum(1)
+                          for c in range(channels)], dim=1)
+    grad_points = torch.stack([(grad_angle * x_chunk[:, None, c, :]).sum(-1)
+                               for c in range(channels)], dim=-1)
     grad_cos = torch.stack([(cos * row).sum(-1) for row in rows], dim=1)
     grad_sin = torch.stack([(sin * row).sum(-1) for row in rows], dim=1)
     return grad_x, grad_points, grad_cos, grad_sin
@@ -109,26 +128,24 @@ def chunked_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
                      backend: str) -> Tensor:
     r""":math:`f` :math:`(N, H, T)` in node chunks on the host (the CPU
     path), from :math:`A^c, A^s` tiled over the sets :math:`(H, T, mR)`."""
+    if backend == 'compile':
+        return _compiled_estimate(x, points, cos_weight, sin_weight,
+                                  chunk_size)
     num_nodes, heads, _ = x.shape
     num_angles = points.size(1)
     out = x.new_empty(num_nodes, heads, cos_weight.size(1))
-    if backend == 'eager':
-        angle_buf, cos_buf = _workspace(
-            x, 2, heads * num_angles * min(chunk_size, num_nodes))
+    angle_buf, cos_buf = _workspace(
+        x, 2, heads * num_angles * min(chunk_size, num_nodes))
     for start in range(0, num_nodes, chunk_size):
         stop = min(start + chunk_size, num_nodes)
-        x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n], a view
-        if backend == 'compile':
-            estimate = _COMPILED_FORWARD(points, x_chunk, cos_weight,
-                                         sin_weight)
-        else:
-            x_chunk = x_chunk.contiguous()  # (see the backward pass)
-            angle = _view(angle_buf, heads, num_angles, stop - start)
-            cos = _view(cos_buf, heads, num_angles, stop - start)
-            torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
-            cos, sin = cos_sin(angle, cos, angle)  # sin in place
-            estimate = torch.bmm(cos_weight, cos)  # [H, T, n]
-            estimate.baddbmm_(sin_weight, sin)
+        # A contiguous [H, C, n] copy of the chunk (see the backward pass):
+        x_chunk = x[start:stop].permute(1, 2, 0).contiguous()
+        angle = _view(angle_buf, heads, num_angles, stop - start)
+        cos = _view(cos_buf, heads, num_angles, stop - start)
+        torch.bmm(points, x_chunk, out=angle)  # theta, [H, mR, n]
+        cos, sin = cos_sin(angle, cos, angle)  # sin in place
+        estimate = torch.bmm(cos_weight, cos)  # [H, T, n]
+        estimate.baddbmm_(sin_weight, sin)
         out[start:stop] = estimate.permute(2, 0, 1)
     return out
 
@@ -143,52 +160,41 @@ def chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
     :obj:`num_sets` sets, walking the same chunks and recomputing their
     cosines and sines (those not in :obj:`needs` are left zero), from the
     untiled :math:`A^c, A^s` :math:`(H, T, R)`."""
+    # Nodes last and contiguous, so that the products below run on
+    # unit-stride rows:
+    grad_t = grad_out.permute(1, 2, 0).contiguous()  # [H, T, N]
+    if backend == 'compile':
+        return _compiled_estimate_backward(
+            grad_t, x, points, cos_weight.repeat(1, 1, num_sets),
+            sin_weight.repeat(1, 1, num_sets), chunk_size)
     num_nodes, heads, channels = x.shape
     num_slopes, num_points = cos_weight.shape[1:]
     num_angles = num_sets * num_points
     need_x, need_points, need_cos, need_sin = needs
-    # Nodes last and contiguous, so that the broadcast products below
-    # run on unit-stride rows:
-    grad_t = grad_out.permute(1, 2, 0).contiguous()  # [H, T, N]
-
     grad_x = torch.zeros_like(x)
-    grad_points = x.new_zeros(heads, num_angles, channels)
-    # The eager chunks sum dL/du as its transpose, x D^T (C, mR): a
-    # product with the larger output, 2.5 times faster on CPU than D x^T
-    # (mR, C) (0.23 against 0.59 ns an angle, 8 heads, mR = 128, 256 nodes):
+    # The chunks sum dL/du as its transpose, x D^T (C, mR): a product with
+    # the larger output, 2.5 times faster on CPU than D x^T (mR, C) (0.23
+    # against 0.59 ns an angle, 8 heads, mR = 128, 256 nodes):
     grad_points_t = x.new_zeros(heads, channels, num_angles)
     grad_cos = x.new_zeros(heads, num_slopes, num_angles)
     grad_sin = x.new_zeros(heads, num_slopes, num_angles)
-    if backend == 'compile':
-        cos_weight = cos_weight.repeat(1, 1, num_sets)  # [H, T, mR]
-        sin_weight = sin_weight.repeat(1, 1, num_sets)
-    else:
-        # A^c, A^s as [H, R, T], the left factors of U and V:
-        cos_weight_t = cos_weight.transpose(1, 2)
-        sin_weight_t = sin_weight.transpose(1, 2)
-        points_t = points.transpose(1, 2)  # [H, C, mR]
-        # Angles and cosines [H, mR, n], U and V [H, R, n]:
-        rows = min(chunk_size, num_nodes)
-        angle_buf, cos_buf = _workspace(x, 2, heads * num_angles * rows)
-        u_buf, v_buf = _workspace(x, 2, heads * num_points * rows)
+    # A^c, A^s as [H, R, T], the left factors of U and V:
+    cos_weight_t = cos_weight.transpose(1, 2)
+    sin_weight_t = sin_weight.transpose(1, 2)
+    points_t = points.transpose(1, 2)  # [H, C, mR]
+    # Angles and cosines [H, mR, n], U and V [H, R, n]:
+    rows = min(chunk_size, num_nodes)
+    angle_buf, cos_buf = _workspace(x, 2, heads * num_angles * rows)
+    u_buf, v_buf = _workspace(x, 2, heads * num_points * rows)
     for start in range(0, num_nodes, chunk_size):
         stop = min(start + chunk_size, num_nodes)
-        x_chunk = x[start:stop].permute(1, 2, 0)  # [H, C, n]
         grad_chunk = grad_t[:, :, start:stop]  # [H, T, n]
-        if backend == 'compile':
-            chunk_x, chunk_points, chunk_cos, chunk_sin = _COMPILED_BACKWARD(
-                points, x_chunk, grad_chunk, cos_weight, sin_weight)
-            grad_x[start:stop] = chunk_x.permute(2, 0, 1)
-            grad_points += chunk_points
-            grad_cos += chunk_cos
-            grad_sin += chunk_sin
-            continue
         # A contiguous copy of the chunk (n H C floats): the products
         # with x^T ran slowly on the strided view (the node terms' fwd
         # and bwd at R = 16, 8 heads, PubMed's 19,717 nodes: 9-17%
         # faster with C = 8 and C = 3, one thread, 25 interleaved
         # rounds; unchanged at R = 64):
-        x_chunk = x_chunk.contiguous()
+        x_chunk = x[start:stop].permute(1, 2, 0).contiguous()  # [H, C, n]
         size = stop - start
         angle = _view(angle_buf, heads, num_angles, size)
         cos = _view(cos_buf, heads, num_angles, size)
@@ -219,6 +225,55 @@ def chunked_estimate_backward(grad_out: Tensor, x: Tensor, points: Tensor,
                                            grad_angle).permute(2, 0, 1)
         if need_points:  # dL/du = sum_n D x, as its transpose
             grad_points_t.baddbmm_(x_chunk, grad_angle.transpose(1, 2))
-    if backend != 'compile':
-        grad_points.copy_(grad_points_t.transpose(1, 2))
-    return grad_x, grad_points, grad_cos, grad_sin
+    return (grad_x, grad_points_t.transpose(1, 2).contiguous(), grad_cos,
+            grad_sin)
+
+
+def _nodes_last(x: Tensor) -> Tensor:
+    r""":math:`x^\top` :math:`(H, C, N)`, contiguous, from :math:`x`
+    :math:`(N, H, C)`: one transposing copy of the whole tensor (a copy a
+    chunk took about 4 times as long on CPU), whose node chunks are
+    unit-stride rows."""
+    num_nodes, heads, channels = x.shape
+    return x.reshape(num_nodes, heads * channels).t().contiguous().view(
+        heads, channels, num_nodes)
+
+
+def _compiled_estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
+                       sin_weight: Tensor, chunk_size: int) -> Tensor:
+    r""":func:`chunked_estimate` through the compiled chunk kernel, on
+    node chunks of :math:`x^\top`."""
+    x_t = _nodes_last(x)
+    num_nodes = x.size(0)
+    out = x.new_empty(x.size(1), cos_weight.size(1), num_nodes)  # [H, T, N]
+    for start in range(0, num_nodes, chunk_size):
+        stop = min(start + chunk_size, num_nodes)
+        out[:, :, start:stop] = _COMPILED_FORWARD(
+            points, x_t[:, :, start:stop], cos_weight, sin_weight)
+    return out.permute(2, 0, 1).contiguous()
+
+
+def _compiled_estimate_backward(grad_t: Tensor, x: Tensor, points: Tensor,
+                                cos_weight: Tensor, sin_weight: Tensor,
+                                chunk_size: int
+                                ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    r""":func:`chunked_estimate_backward` through the compiled chunk
+    kernel, from :math:`G` as :math:`(H, T, N)` and :math:`A^c, A^s` tiled
+    over the sets (every gradient is computed: the kernel is one loop)."""
+    x_t = _nodes_last(x)
+    num_nodes = x.size(0)
+    grad_x_t = torch.empty_like(x_t)  # [H, C, N]
+    grad_points = torch.zeros_like(points)
+    grad_cos = torch.zeros_like(cos_weight)
+    grad_sin = torch.zeros_like(sin_weight)
+    for start in range(0, num_nodes, chunk_size):
+        stop = min(start + chunk_size, num_nodes)
+        chunk_x, chunk_points, chunk_cos, chunk_sin = _COMPILED_BACKWARD(
+            points, x_t[:, :, start:stop], grad_t[:, :, start:stop],
+            cos_weight, sin_weight)
+        grad_x_t[:, :, start:stop] = chunk_x
+        grad_points += chunk_points
+        grad_cos += chunk_cos
+        grad_sin += chunk_sin
+    return (grad_x_t.permute(2, 0, 1).contiguous(), grad_points, grad_cos,
+            grad_sin)
