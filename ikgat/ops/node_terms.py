@@ -104,13 +104,17 @@ Three interchangeable kernels compute the same formulas:
   multiply-adds instead of a matrix product, so that Inductor makes one
   C++ loop of the angles, their vectorised sines and cosines and the
   reductions, keeping no chunk-sized buffer in the forward pass; the
-  chunks are views of one nodes-last copy of :math:`x`.  Measured at
-  PubMed's size (one thread, 8 heads, R = 16, two sets): forward and
-  backward of one side 1.8 ns an angle against 7.5 for the eager chunks;
-  a whole epoch of the GAT recipe with ``direct`` went from 1.9 to 1.5
-  times GATConv's (``benchmarks/results/epoch_speed.md``).  The first
-  call compiles (about 12 s without Inductor's disk cache, 3 s with it,
-  once per process, dtype and :math:`C`;
+  chunks are views of one nodes-last copy of :math:`x`.  One side's
+  forward and backward at PubMed's size (one thread, 8 heads, R = 16,
+  two sets, an AMD EPYC; ``benchmarks/results/node_floor.md``): 24.9 ms
+  against 43.0 ms for the eager chunks with ATen's sines and cosines and
+  24.4 ms with NumPy's (:mod:`ikgat.ops.trigonometry`).  A whole PubMed
+  epoch of the GAT recipe, interleaved in one process with NumPy's in
+  the eager chunks: ``direct`` 1.36-1.40 times GATConv's eager, 1.29-1.35
+  compiled; MIKANConv 1.70-1.79 and 1.47-1.59 (the forward pass gains
+  most: the evaluation pass and the second layer's heads).  The first
+  call compiles (10-17 s without Inductor's disk cache, about 3 s with
+  it, once per process, dtype and :math:`C`;
   ``benchmarks/results/compile_pays.md``); if compiling fails the eager
   kernel is used, with a warning.
 
@@ -140,10 +144,11 @@ from ikgat.ops.runtime import triton_usable
 BACKENDS = ('eager', 'compile', 'triton')
 #: The fewest angles a side (:math:`N H m R`) from which ``'eager'`` runs
 #: the compiled chunks on CPU: 2 M, between CiteSeer's and PubMed's sizes.
-#: One IKGATConv layer's step (8 x 8, R = 16) saved 38 ms at PubMed's
-#: size, repaying a compilation without Inductor's cache within about 300
-#: steps, and 0.1-4 ms at Cora's and CiteSeer's (thousands of steps;
-#: ``benchmarks/results/compile_pays.md``).
+#: At PubMed's size a whole epoch of the GAT recipe saved about 40 ms with
+#: ``direct`` and 80 ms with MIKANConv (the module docstring), repaying a
+#: first compilation within a few hundred epochs (tens with Inductor's
+#: disk cache); at Cora's and CiteSeer's sizes the compiled chunks were
+#: no faster than the eager ones (``benchmarks/results/node_floor.md``).
 COMPILE_FROM_ANGLES = 1 << 21
 
 
