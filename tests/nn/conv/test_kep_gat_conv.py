@@ -479,3 +479,66 @@ def _train_two_layer_kep_on_cora(cora):
         pred = model(data.x, data.edge_index).argmax(-1)
     return float((pred[data.test_mask] == data.y[data.test_mask]).float()
                  .mean())
+
+
+# ------------------------------------------------------------ lean paths
+
+
+def _output_and_grads(conv, x, edge_index, edge_attr, lean, size=None):
+    conv.lean_edge_softmax = conv.lean_aggregation = lean
+    torch.manual_seed(11)  # the same attention dropout mask
+    x = tuple(t.clone().requires_grad_() if t is not None else None
+              for t in x)
+    out = conv(x, edge_index, edge_attr, size=size, generator=seeded(2))
+    weight = torch.linspace(-1.0, 1.0, out.numel()).view(out.shape)
+    loss = (out * weight).sum() + conv.ksvd_loss()
+    inputs = [t for t in x if t is not None] + list(conv.parameters())
+    return out, torch.autograd.grad(loss, inputs, allow_unused=True)
+
+
+@pytest.mark.parametrize('bipartite', [False, True])
+def test_lean_paths_equal_pyg_steps(bipartite):
+    # The chunked edge softmax and neighbourhood sums against PyG's
+    # edge_updater, propagate and index_add: outputs, the KSVD loss and
+    # every gradient, in training (attention dropout, noise) with edge
+    # features; bipartite without target features.
+    if bipartite:
+        x_src, _ = random_graph(20, 0, 7, seed=6)
+        _, edge_index = random_graph(20, 70, 1, seed=8, num_dst=12)
+        conv = make_conv((7, 5), 4, heads=3, add_self_loops=False,
+                         dropout=0.3, edge_dim=2, num_samples=2)
+        x, size = (x_src, None), (20, 12)
+    else:
+        x_src, edge_index = random_graph(25, 90, 6, seed=5)
+        conv = make_conv(6, 4, heads=2, dropout=0.3, edge_dim=2)
+        x, size = (x_src, x_src), None
+    randomise_posterior(conv)
+    edge_attr = torch.randn(edge_index.size(1), 2)
+    out, grads = _output_and_grads(conv, x, edge_index, edge_attr, True,
+                                   size)
+    lean_loss = conv.ksvd_loss().detach()
+    expected, expected_grads = _output_and_grads(conv, x, edge_index,
+                                                 edge_attr, False, size)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lean_loss, conv.ksvd_loss().detach(),
+                               atol=1e-6, rtol=1e-5)
+    assert sum(grad is not None for grad in grads) >= 5
+    for got, want in zip(grads, expected_grads):
+        assert (got is None) == (want is None)
+        if got is not None:
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_a_message_hook_runs():
+    # A hook on a step the lean sums skip turns them off while registered.
+    x, edge_index = random_graph(15, 40, 5, seed=3)
+    conv = make_conv(5, 3, heads=2).eval()
+    calls = []
+    handle = conv.register_message_forward_hook(
+        lambda module, inputs, output: calls.append(output.shape))
+    hooked = conv(x, edge_index, generator=seeded(0))
+    assert len(calls) == 2  # e and the merged sample
+    handle.remove()
+    torch.testing.assert_close(conv(x, edge_index, generator=seeded(0)),
+                               hooked, atol=1e-5, rtol=1e-5)
+    assert len(calls) == 2
