@@ -3,7 +3,6 @@ from typing import Any, ContextManager, Dict, Optional, Tuple, Union
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
@@ -236,15 +235,7 @@ class IKGATConv(DeprecatedNumFeatures, GATNodeScores, KernelAttention,
         compiling = torch.compiler.is_compiling()
         # PyG's steps may be skipped for a plain edge tensor, outside explain
         # mode, in PyG's direction, while no hook and no subclass needs them:
-        plain = (type(edge_index) is Tensor
-                 and edge_index.layout == torch.strided and not self.explain
-                 and self.flow == 'source_to_target')
-        softmax = (plain and self._switch_on('lean_edge_softmax')
-                   and not self._edge_update_hook_ids)
-        aggregation = (plain and self._switch_on('lean_aggregation')
-                       and not self._aggregation_hook_ids
-                       and self.decomposed_layers == 1
-                       and type(self.aggr_module) is SumAggregation)
+        softmax, aggregation = self._lean_paths(edge_index)
         fused = bool(fused_switch is not False
                      and x_src.dtype == torch.float32 and softmax
                      and aggregation and self._triton_runs_on(x_src))

@@ -5,7 +5,6 @@ from typing import Optional, Tuple, Union
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.typing import (
     Adj,
     OptPairTensor,
@@ -322,7 +321,10 @@ class KEPGATConv(KEPPosterior, LeanPathSwitches, GATConvBase):
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
         coo, num_src, num_dst = self._coo(edge_index, x_src, x_dst, size)
-        lean = self._lean_paths(edge_index)
+        # The lean paths where they equal PyG's steps; while torch.compile
+        # traces, PyG's steps, which Inductor fuses itself:
+        lean = ((False, False) if torch.compiler.is_compiling() else
+                self._lean_paths(edge_index))
         # From the projections to the output in at least float32, autocast
         # or not; attention weights and output then in GATConv's dtypes.
         alpha_dtype, out_dtype = self._gat_dtypes(projection_dtype)
@@ -333,22 +335,6 @@ class KEPGATConv(KEPPosterior, LeanPathSwitches, GATConvBase):
         out = self._add_residual_and_bias(out.to(out_dtype), res)
         return self._output(out, edge_index, alpha.to(alpha_dtype),
                             return_attention_weights)
-
-    def _lean_paths(self, edge_index: Adj) -> Tuple[bool, bool]:
-        r"""Whether the edge softmax and the neighbourhood sums take the
-        lean paths (:attr:`lean_edge_softmax`, :attr:`lean_aggregation`)
-        for :obj:`edge_index`."""
-        plain = (type(edge_index) is Tensor
-                 and edge_index.layout == torch.strided and not self.explain
-                 and self.flow == 'source_to_target'
-                 and not torch.compiler.is_compiling())
-        softmax_lean = (plain and self._switch_on('lean_edge_softmax')
-                        and not self._edge_update_hook_ids)
-        aggregation_lean = (plain and self._switch_on('lean_aggregation')
-                            and not self._aggregation_hook_ids
-                            and self.decomposed_layers == 1
-                            and type(self.aggr_module) is SumAggregation)
-        return softmax_lean, aggregation_lean
 
     def _neighbourhood_sum(self, coo: Tensor, alpha: Tensor, x: Tensor,
                            num_src: int, num_dst: int, lean: bool) -> Tensor:
@@ -370,7 +356,8 @@ class KEPGATConv(KEPPosterior, LeanPathSwitches, GATConvBase):
         and the merged sample :math:`F_e(i) + \sum_j \kappa_{ij} F_r(j)`
         per head, :math:`(N_t, H, C)`, in the dtype of :obj:`x_src`; stores
         the KSVD loss.  :obj:`lean`: whether the edge softmax and the
-        neighbourhood sums take the lean paths (:meth:`_lean_paths`)."""
+        neighbourhood sums take the lean paths
+        (:meth:`~ikgat.nn.conv.kernel_attention.LeanPathSwitches._lean_paths`)."""
         H = self.heads
         dtype = x_src.dtype
         pair_size = (num_src, num_dst)

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 from torch.nn.parameter import UninitializedParameter
 from torch.utils.hooks import RemovableHandle
+from torch_geometric.nn.aggr import SumAggregation
 from torch_geometric.typing import OptPairTensor, OptTensor
 
 from ikgat.kernels import Kernel, resolve_kernel
@@ -147,6 +148,23 @@ class LeanPathSwitches:
             name in self.__dict__
             or getattr(cls, name, None) is not getattr(owner, name, None)
             for name in SKIPPED_STEPS[switch])
+
+    def _lean_paths(self, edge_index: Any) -> Tuple[bool, bool]:
+        r"""Whether the lean edge softmax and the lean aggregation may
+        replace PyG's steps for :obj:`edge_index`: a plain edge tensor in
+        PyG's direction, outside explain mode, the switch on
+        (:meth:`_switch_on`) and no hook on a step it skips; for the
+        aggregation also one decomposed layer and a sum."""
+        plain = (type(edge_index) is Tensor
+                 and edge_index.layout == torch.strided and not self.explain
+                 and self.flow == 'source_to_target')
+        softmax = (plain and self._switch_on('lean_edge_softmax')
+                   and not self._edge_update_hook_ids)
+        aggregation = (plain and self._switch_on('lean_aggregation')
+                       and not self._aggregation_hook_ids
+                       and self.decomposed_layers == 1
+                       and type(self.aggr_module) is SumAggregation)
+        return softmax, aggregation
 
 
 class _LeanHookHandle:
