@@ -261,8 +261,8 @@ class KEPGATConv(KEPPosterior, LeanPathSwitches, GATConvBase):
     #: (:math:`e`, :math:`r` with :math:`c`, and the merged sample) from
     #: :func:`~ikgat.ops.aggregation.attention_aggregate` instead of
     #: ``propagate``, where they equal PyG's path: a plain ``edge_index``
-    #: tensor, outside explain mode and ``torch.compile``, no hook on the
-    #: steps they skip.  A PubMed epoch of the GAT recipe (one thread, AMD
+    #: tensor on CPU, outside explain mode and ``torch.compile``, no hook on
+    #: the steps they skip.  A PubMed epoch of the GAT recipe (one thread, AMD
     #: EPYC, interleaved with GATConv in one process) took 2.0 times
     #: GATConv's with them and 2.2 times through PyG's steps (626-628
     #: against 708-710 ms); on Cora 1.42-1.43 against 1.43-1.48 times.
@@ -321,9 +321,12 @@ class KEPGATConv(KEPPosterior, LeanPathSwitches, GATConvBase):
         edge_index, edge_attr = self._add_self_loops(edge_index, edge_attr,
                                                      x_src, x_dst, size)
         coo, num_src, num_dst = self._coo(edge_index, x_src, x_dst, size)
-        # The lean paths where they equal PyG's steps; while torch.compile
-        # traces, PyG's steps, which Inductor fuses itself:
-        lean = ((False, False) if torch.compiler.is_compiling() else
+        # The lean paths on CPU where they equal PyG's steps.  Elsewhere
+        # PyG's steps: their edge chunks would make a GPU step's launches
+        # grow with the graph; and while torch.compile traces, Inductor
+        # fuses PyG's steps itself:
+        lean = ((False, False) if x_src.device.type != 'cpu'
+                or torch.compiler.is_compiling() else
                 self._lean_paths(edge_index))
         # From the projections to the output in at least float32, autocast
         # or not; attention weights and output then in GATConv's dtypes.
