@@ -289,14 +289,17 @@ class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
                     f'out inside full_graph_summary()')
             summary = summary.to(x_src.dtype)
         else:
-            summary = graph_summary(x_src, x_dst, batch_src, batch_dst,
+            # h_s is the condition of the density, not a path for
+            # gradients: a gradient through a mean over all nodes adds one
+            # rank-one term to every node's projection gradient, which made
+            # the evaluation output swing from epoch to epoch (see Training
+            # above).  So the summary reads detached projections (one
+            # tensor where sources and targets share one):
+            keys = x_src.detach()
+            queries = (keys if x_dst is x_src else
+                       None if x_dst is None else x_dst.detach())
+            summary = graph_summary(keys, queries, batch_src, batch_dst,
                                     num_graphs)
-        # h_s is the condition of the density, not a path for gradients: a
-        # gradient through a mean over all nodes adds one rank-one term to
-        # every node's projection gradient, which made the evaluation
-        # output swing from epoch to epoch (see Training above):
-        if summary.requires_grad:
-            summary = summary.detach()
         hidden = F.elu(_linear(self.encoder_hidden,
                                summary.view(-1, summary.size(-1))))
         mean, log_std = self._readout(hidden).view(
