@@ -35,7 +35,9 @@ lengthscale (float, optional): :math:`l` of the spectral density
     :math:`\mathcal{N}(0, I/(2l^2))` (the initial one of learned
     spectral points). (default: :obj:`1.0`)
 eps (float, optional): :math:`\epsilon` in
-    :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
+    :math:`\log(f^2 + \epsilon)`, the similarity's floor
+    (:data:`~ikgat.kernels.random_features.DEFAULT_EPS`).
+    (default: :obj:`1e-2`)
 node_path (str, optional): How the node-wise term is evaluated, one
     of :obj:`~ikgat.kernels.random_features.NODE_PATHS`.
     (default: :obj:`"eager"`)"""

@@ -20,6 +20,7 @@ from ikgat.kernels.graph_summary import finite_mean, finite_sums, graph_summary 
 from ikgat.kernels.implicit_deprecated import DeprecatedDrawState
 from ikgat.kernels.latent_noise import latent_noise
 from ikgat.kernels.random_features import (
+    DEFAULT_EPS,
     check_node_path,
     fourier_estimate,
     fourier_log_similarities,
@@ -136,7 +137,9 @@ class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
             evaluation; :obj:`1` means :math:`\tilde z = \mu`.
             (default: :obj:`1`)
         eps (float, optional): :math:`\epsilon` in
-            :math:`\log(f^2 + \epsilon)`. (default: :obj:`1e-5`)
+            :math:`\log(f^2 + \epsilon)`, the similarity's floor
+            (:data:`~ikgat.kernels.random_features.DEFAULT_EPS`).
+            (default: :obj:`1e-2`)
         node_path (str, optional): How the node-wise term is evaluated, one
             of :obj:`~ikgat.kernels.random_features.NODE_PATHS` (the fused
             paths apply when all nodes share one sample).
@@ -155,7 +158,7 @@ class ImplicitSpectralKernel(DeprecatedDrawState, DeprecatedNumFeatures,
                  num_spectral_points: Optional[int] = None,
                  hidden_channels: int = 64, prior_scale: float = 0.1**0.5,
                  lengthscale: float = 1.0, num_samples: int = 1,
-                 eps: float = 1e-5, copula: bool = False,
+                 eps: float = DEFAULT_EPS, copula: bool = False,
                  node_path: str = 'eager', *,
                  num_features: Optional[int] = None,
                  pairing: str = 'anchor'):

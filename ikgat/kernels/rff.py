@@ -14,6 +14,7 @@ from ikgat.kernels.base import Kernel, PairFeatureMap
 from ikgat.kernels.docstrings import shared_docstring
 from ikgat.kernels.draws import Draws
 from ikgat.kernels.random_features import (
+    DEFAULT_EPS,
     check_node_path,
     fourier_estimate,
     fourier_log_similarities,
@@ -52,7 +53,7 @@ class RandomFourierKernel(DeprecatedNumFeatures, Kernel):
     def __init__(self, heads: int, channels: int,
                  num_spectral_points: Optional[int] = None,
                  lengthscale: float = 1.0,
-                 eps: float = 1e-5, node_path: str = 'eager', *,
+                 eps: float = DEFAULT_EPS, node_path: str = 'eager', *,
                  num_features: Optional[int] = None,
                  pairing: str = 'anchor'):
         super().__init__(heads, channels, pairing=pairing)
