@@ -283,6 +283,14 @@ def test_stochastic_layers_report_the_same_draws_in_every_run(
     (['--layer', 'mikan-transformer', '--kernel', 'rbf'],
      '--kernel does not apply to --layer mikan-transformer (it is an option '
      'of --layer ikgat or transformer)'),
+    (['--kernel', 'rbf', '--kernel-eps', '0.1'],
+     '--kernel-eps applies to the random-feature kernels (direct, implicit, '
+     'rff, rff_ns); --kernel rbf has no floor: leave --kernel-eps out'),
+    (['--layer', 'kep', '--kernel-eps', '0.1'],
+     '--kernel-eps does not apply to --layer kep (it is an option of '
+     '--layer ikgat or mikan or transformer or mikan-transformer)'),
+    (['--layer', 'mikan', '--kernel-eps', '0'],
+     '--kernel-eps: must be a positive number'),
     (['--layer', 'bert'], "invalid choice: 'bert'"),
 ])
 def test_options_that_do_not_apply_are_refused_before_training(
@@ -290,6 +298,23 @@ def test_options_that_do_not_apply_are_refused_before_training(
     monkeypatch.setattr('ikgat.cli.train.train_node_classifier', _must_not_train)
     monkeypatch.setattr('ikgat.cli.train.load_dataset', _must_not_train)
     assert expected in run_failing(['train'] + argv, capsys)
+
+
+@pytest.mark.parametrize('argv, floor', [
+    (['--layer', 'mikan', '--kernel-eps', '0.05'], 0.05),
+    (['--kernel', 'rff'], 1e-2),
+])
+def test_the_kernel_floor_reaches_the_layers_and_the_checkpoint(
+        cora, tmp_path, capsys, argv, floor):
+    from ikgat.training.checkpoints import load_checkpoint
+    path = str(tmp_path / 'model.pt')
+    main(['train', *argv, '--epochs', '1', '--hidden', '2', '--heads', '2',
+          '--num-spectral-points', '4', '--threads', '1', '--no-progress',
+          '--save-checkpoint', path])
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.conv_kwargs['kernel_kwargs'] == dict(eps=floor)
+    assert (checkpoint.model.conv1.kernel.eps ==
+            checkpoint.model.conv2.kernel.eps == floor)
 
 
 # Every kind from the trained checkpoints in the slow tier (t-SNE:

@@ -65,14 +65,24 @@ def test_a_tuned_layer_option_reaches_train(tmp_path, capsys):
           '--search', 'num_spectral_points=8', '--search', 'hidden=4',
           '--heads', '2', '--no-progress'])
     config = json.loads((tmp_path / 'best.json').read_text())
+    # The kernel's floor, not searched, is written as the trials had it.
     assert config['layer_options'] == {'kernel': 'rff', 'p': 1.5,
-                                       'num_spectral_points': 8}
+                                       'num_spectral_points': 8,
+                                       'kernel_eps': 0.01}
     capsys.readouterr()
     main(['train', '--config', str(tmp_path / 'best.json'), '--epochs', '1',
           '--no-progress'])
     assert capsys.readouterr().out.startswith(
         'ikgat train: IKGATConv(kernel=rff, p=1.5, num_spectral_points=8) '
         'on Cora')
+    # A configuration's floor is the one trained with.
+    config['layer_options']['kernel_eps'] = 1e-5
+    (tmp_path / 'old.json').write_text(json.dumps(config))
+    main(['train', '--config', str(tmp_path / 'old.json'), '--epochs', '1',
+          '--no-progress', '--save-checkpoint', str(tmp_path / 'model.pt')])
+    from ikgat.training.checkpoints import load_checkpoint
+    model = load_checkpoint(str(tmp_path / 'model.pt')).model
+    assert model.conv1.kernel.eps == model.conv2.kernel.eps == 1e-5
 
 
 def _must_not_train(*args, **kwargs):

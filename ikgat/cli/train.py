@@ -75,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='mikan, mikan-transformer, kep: beta of the '
                         'loss term beta * KL / training nodes (default: 0.1 '
                         'for mikan and mikan-transformer, 0.01 for kep)')
+    layers.add_argument('--kernel-eps', type=positive_float, default=None,
+                        help='ikgat, mikan, transformer, mikan-transformer '
+                        'with a random-feature kernel (direct, implicit, '
+                        'rff, rff_ns): epsilon, the floor of the '
+                        'log-similarity log(f^2 + epsilon); lower lets an '
+                        'edge sink further under its neighbours (default: '
+                        '0.01; it was 1e-5 before 0.2.0)')
     layers.add_argument('--ksvd-weight', type=non_negative_float,
                         default=None, help='kep: eta of the loss term eta * '
                         'KSVD loss (default: 0.1)')

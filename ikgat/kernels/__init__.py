@@ -106,6 +106,14 @@ def vector_kernels() -> List[str]:
                   if kernel_class.pairs_vectors)
 
 
+def random_feature_kernels() -> List[str]:
+    r"""The names of the random-feature kernels (spectral points), whose
+    log-similarity :math:`\log(f^2 + \epsilon)` has the floor ``eps``
+    (:data:`~ikgat.kernels.random_features.DEFAULT_EPS`), sorted."""
+    return sorted(name for name, kernel_class in KERNELS.items()
+                  if kernel_class.has_spectral_points)
+
+
 __all__ = [
     'Kernel',
     'RBFKernel',
@@ -122,4 +130,5 @@ __all__ = [
     'KERNELS',
     'resolve_kernel',
     'vector_kernels',
+    'random_feature_kernels',
 ]

@@ -17,12 +17,16 @@ and tensors (so it loads with ``weights_only=True``):
   saved loads with :obj:`False`, as it did then);
 * ``conv_kwargs``: the extra layer arguments (``kernel``, ``p``,
   ``num_spectral_points``, ...; a checkpoint written with the former name
-  ``num_features`` loads too);
+  ``num_features`` loads too), with a random-feature kernel's floor
+  ``kernel_kwargs['eps']`` always written: a checkpoint without it predates
+  the floor's default of :obj:`1e-2` and loads with the :obj:`1e-5` it was
+  trained with (:data:`FLOOR_BEFORE_DEFAULT`);
 * ``dataset``, ``normalize_features``: the data it was trained on;
 * ``state_dict``; ``log`` (optional, e.g. an
   :class:`~ikgat.inspection.terms.AttentionTermsRecorder` log) and ``info``
   (optional, e.g. accuracies and the best epoch).
 """
+import inspect
 import os.path as osp
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
@@ -36,6 +40,12 @@ FORMAT = 'ikgat-checkpoint'
 #: The checkpoint layout written and read; a file of another version is
 #: refused with a message naming both.
 VERSION = 1
+
+
+#: The random-feature kernels' floor ``eps`` before its default became
+#: :data:`~ikgat.kernels.random_features.DEFAULT_EPS`: a checkpoint that does
+#: not record the floor was trained with it.
+FLOOR_BEFORE_DEFAULT = 1e-5
 
 
 def layer_classes() -> Dict[str, type]:
@@ -123,7 +133,8 @@ def save_checkpoint(path: str, model: torch.nn.Module, dataset: str,
     payload = dict(
         format=FORMAT, version=VERSION, layer=layer,
         model_kwargs=_model_kwargs(model),
-        conv_kwargs=_current_names(dict(conv_kwargs or {})),
+        conv_kwargs=_with_floor(_current_names(dict(conv_kwargs or {})),
+                                model.conv1),
         dataset=str(dataset),
         normalize_features=bool(normalize_features),
         state_dict={key: value.detach().cpu() for key, value in
@@ -162,7 +173,9 @@ def load_checkpoint(path: str, map_location: Any = 'cpu') -> Checkpoint:
                          f'{payload["layer"]!r}; known: {sorted(classes)}')
     try:
         model_kwargs = dict(payload['model_kwargs'])
-        conv_kwargs = _current_names(dict(payload['conv_kwargs']))
+        conv_kwargs = _floor_of_old(
+            _current_names(dict(payload['conv_kwargs'])),
+            classes[payload['layer']])
         # Every saved argument goes back to the constructor; one that an
         # older checkpoint lacks (self_loops) takes its default.
         model = TwoLayerGAT(conv=classes[payload['layer']],
@@ -189,6 +202,35 @@ RENAMED_CONV_KWARGS = {'num_features': 'num_spectral_points'}
 def _current_names(conv_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return {RENAMED_CONV_KWARGS.get(name, name): value
             for name, value in conv_kwargs.items()}
+
+
+def _with_floor(conv_kwargs: Dict[str, Any],
+                conv: torch.nn.Module) -> Dict[str, Any]:
+    # The floor of the layer's random-feature kernel, whatever was passed.
+    kernel = getattr(conv, 'kernel', None)
+    if getattr(kernel, 'has_spectral_points', False):
+        conv_kwargs['kernel_kwargs'] = {
+            **dict(conv_kwargs.get('kernel_kwargs') or {}),
+            'eps': float(kernel.eps)}
+    return conv_kwargs
+
+
+def _floor_of_old(conv_kwargs: Dict[str, Any],
+                  layer_class: type) -> Dict[str, Any]:
+    # A random-feature layer saved without its floor: saved before the
+    # floor was recorded, with the default of then.
+    from ikgat.kernels import random_feature_kernels
+    arguments = inspect.signature(layer_class).parameters
+    if 'kernel_kwargs' not in arguments:
+        return conv_kwargs
+    # MIKAN's layers take no kernel argument: theirs is 'implicit'.
+    kernel = conv_kwargs.get('kernel', arguments['kernel'].default
+                             if 'kernel' in arguments else 'implicit')
+    kernel_kwargs = dict(conv_kwargs.get('kernel_kwargs') or {})
+    if kernel in random_feature_kernels() and 'eps' not in kernel_kwargs:
+        conv_kwargs['kernel_kwargs'] = {**kernel_kwargs,
+                                        'eps': FLOOR_BEFORE_DEFAULT}
+    return conv_kwargs
 
 
 def _first_sentence(error: Exception) -> str:

@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ikgat.kernels import vector_kernels
+from ikgat.kernels import random_feature_kernels, vector_kernels
+from ikgat.kernels.random_features import DEFAULT_EPS
 
 #: The command-line flag of each layer option (argparse's ``dest`` names).
 LAYER_OPTIONS = {
@@ -37,6 +38,7 @@ LAYER_OPTIONS = {
     'num_samples': '--num-samples',
     'kl_weight': '--kl-weight',
     'ksvd_weight': '--ksvd-weight',
+    'kernel_eps': '--kernel-eps',
 }
 
 
@@ -132,6 +134,12 @@ def resolve_settings(name: str, given: Dict[str, Any]) -> Dict[str, Any]:
             f'--kernel {kernel} does not apply to --layer {name} (its '
             f'kernel must pair two vectors); choose one of '
             f'{", ".join(layer.kernels)}')
+    if 'kernel_eps' in given and not _floored(kernel or layer.defaults.get(
+            'kernel', 'implicit')):
+        raise ValueError(
+            f'--kernel-eps applies to the random-feature kernels '
+            f'({", ".join(random_feature_kernels())}); --kernel {kernel} '
+            f'has no floor: leave --kernel-eps out')
     draws = given.get('num_samples')
     if draws is not None and draws < layer.mean_draws:
         raise ValueError(f'--num-samples {draws} is too few for --layer '
@@ -156,6 +164,21 @@ def evaluate_draws(model: torch.nn.Module, layer: TrainLayer, draws: int,
 
 def _short(value: Any) -> str:
     return f'{value:g}' if isinstance(value, float) else str(value)
+
+
+def _floored(kernel: str) -> bool:
+    # MIKAN's layers name no kernel: theirs is 'implicit'.
+    return kernel in random_feature_kernels()
+
+
+def _kernel_arguments(settings: Dict[str, Any],
+                      names: Tuple[str, ...]) -> Dict[str, Any]:
+    # The options in names, and the floor of a random-feature kernel, which
+    # a checkpoint then records (its default has changed once).
+    arguments = _pick(settings, names)
+    if _floored(settings.get('kernel', 'implicit')):
+        arguments['kernel_kwargs'] = dict(eps=settings['kernel_eps'])
+    return arguments
 
 
 def _set_mikan_draws(model: torch.nn.Module, draws: int) -> None:
@@ -184,14 +207,17 @@ TRAIN_LAYERS: Dict[str, TrainLayer] = {
         lambda settings: {}),
     'ikgat': TrainLayer(
         'IKGATConv', 'IKGATConv with a kernel of ikgat.kernels',
-        dict(kernel='direct', p=2.0, num_spectral_points=64),
-        lambda settings: _pick(settings,
-                               ('kernel', 'p', 'num_spectral_points')),
+        dict(kernel='direct', p=2.0, num_spectral_points=64,
+             kernel_eps=DEFAULT_EPS),
+        lambda settings: _kernel_arguments(
+            settings, ('kernel', 'p', 'num_spectral_points')),
         kernel_terms=True),
     'mikan': TrainLayer(
         'MIKANConv', 'MIKANConv, implicit kernels tied by a copula',
-        dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1),
-        lambda settings: _pick(settings, ('p', 'num_spectral_points')),
+        dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1,
+             kernel_eps=DEFAULT_EPS),
+        lambda settings: _kernel_arguments(settings,
+                                           ('p', 'num_spectral_points')),
         set_draws=_set_mikan_draws, mean_draws=1, kernel_terms=True),
     'kep': TrainLayer(
         'KEPGATConv', 'KEPGATConv, a sparse variational GP pair',
@@ -201,16 +227,19 @@ TRAIN_LAYERS: Dict[str, TrainLayer] = {
     'transformer': TrainLayer(
         'IKTransformerConv', 'IKTransformerConv, TransformerConv\'s '
         'attention with a kernel that pairs query and key',
-        dict(kernel='direct', p=2.0, num_spectral_points=64),
-        lambda settings: _pick(settings,
-                               ('kernel', 'p', 'num_spectral_points')),
+        dict(kernel='direct', p=2.0, num_spectral_points=64,
+             kernel_eps=DEFAULT_EPS),
+        lambda settings: _kernel_arguments(
+            settings, ('kernel', 'p', 'num_spectral_points')),
         kernel_terms=True, kernels=tuple(vector_kernels()),
         self_loops=True),
     'mikan-transformer': TrainLayer(
         'MIKANTransformerConv', 'MIKANTransformerConv, the transformer '
         'form of mikan',
-        dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1),
-        lambda settings: _pick(settings, ('p', 'num_spectral_points')),
+        dict(p=2.0, num_spectral_points=64, num_samples=10, kl_weight=0.1,
+             kernel_eps=DEFAULT_EPS),
+        lambda settings: _kernel_arguments(settings,
+                                           ('p', 'num_spectral_points')),
         set_draws=_set_mikan_draws, mean_draws=1, kernel_terms=True,
         self_loops=True),
     'transformerconv': TrainLayer(

@@ -29,6 +29,7 @@ from torch_geometric.data import Data
 from ikgat.data import NodeDataset
 from ikgat.training.configuration import SEARCH_SEEDS, TrainConfig
 from ikgat.training.fitting import fit_configuration
+from ikgat.training.layer_recipes import TRAIN_LAYERS, resolve_settings
 from ikgat.training.search_space import (
     SHARED_OPTIONS,
     Choice,
@@ -229,6 +230,11 @@ def best_config(study, heads: int) -> TrainConfig:
     attrs = study.user_attrs
     options = dict(best.params)
     shared = {name: options.pop(name) for name in SHARED_OPTIONS}
+    # The floor of a random-feature kernel, which is not searched, as the
+    # trials had it: a configuration keeps it if its default changes.
+    settings = resolve_settings(attrs['layer'], options)
+    if 'kernel_kwargs' in TRAIN_LAYERS[attrs['layer']].conv_kwargs(settings):
+        options['kernel_eps'] = settings['kernel_eps']
     return TrainConfig(
         dataset=attrs['dataset'], layer=attrs['layer'],
         layer_options=options, heads=heads, **shared,
