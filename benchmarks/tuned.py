@@ -281,13 +281,27 @@ def study_progress(studies: str) -> List[str]:
     return rows
 
 
-def render_summary(rows: List[Dict[str, str]],
-                   configs: str = CONFIGS,
-                   studies: Optional[str] = None) -> str:
+def _runs(rows: List[Dict[str, str]]
+          ) -> Dict[Tuple[str, str], Dict[Tuple[str, str], float]]:
+    # Test scores by (dataset, model), then by (seed, split).
     runs: Dict[Tuple[str, str], Dict[Tuple[str, str], float]] = {}
     for row in rows:
         runs.setdefault((row['dataset'], row['model']), {})[
             (row['seed'], row['split'])] = float(row['test_score'])
+    return runs
+
+
+def render_summary(rows: List[Dict[str, str]],
+                   configs: str = CONFIGS,
+                   studies: Optional[str] = None,
+                   against: Optional[List[Dict[str, str]]] = None,
+                   against_name: str = '') -> str:
+    r"""The tables' Markdown.  With :obj:`against` (the rows of another
+    evaluation of the same models, e.g. at another setting, named
+    :obj:`against_name`), each model is also paired with its own runs
+    there, and a baseline evaluated only there is taken from there."""
+    runs = _runs(rows)
+    others = _runs(against or [])
     lines = [
         '# Accuracy from tuned configurations', '',
         'Made by `python -m benchmarks.tuned summary` from '
@@ -306,15 +320,26 @@ def render_summary(rows: List[Dict[str, str]],
         'layers with residual connections and layer normalisation, hidden '
         '512, 8 heads, dropout 0.2, AdamW at lr 3e-5 for 1000 steps; ours '
         'is the GAT paper\'s 2-layer model, tuned).', '',
+    ]
+    if against is not None:
+        lines += [f'Paired vs {against_name}: the difference to the same '
+                  f'model\'s runs in `{against_name}` on the same seeds or '
+                  f'splits; a baseline without runs here is taken from '
+                  f'there.', '']
+    extra = ' paired vs against |' if against is not None else ''
+    lines += [
         '| dataset | model | score | n | test (mean ± std) | paired vs '
-        'baseline | verdict | published |', '|---|---|---|---:|---:|---|---|---|']
+        'baseline | verdict |' + extra + ' published |',
+        '|---|---|---|---:|---:|---|---|' + ('---|' if extra else '')
+        + '---|']
     for (name, model), cell in runs.items():
         entry = MODELS[model]
         stats = mean_std_ci([100 * v for v in cell.values()])
         score = next(r['score'] for r in rows if r['dataset'] == name
                      and r['model'] == model)
         comparison, verdict = '—', '—'
-        base = runs.get((name, entry.baseline or ''))
+        base = (runs.get((name, entry.baseline or ''))
+                or others.get((name, entry.baseline or '')))
         if base:
             diff = paired(cell, base)
             comparison = f'{diff.interval} vs {entry.baseline}, n={diff.n}'
@@ -324,9 +349,14 @@ def render_summary(rows: List[Dict[str, str]],
             published = PLATONOV_GAT[name]
         shown = (f'{published[0]:.2f} ± {published[1]:.2f}' if published
                  else '—')
+        own = ''
+        if against is not None:
+            earlier = others.get((name, model))
+            own = (f' {paired(cell, earlier).interval}, n='
+                   f'{paired(cell, earlier).n} |' if earlier else ' — |')
         lines.append(f'| {name} | {entry.label} | {score} | {stats.n} | '
                      f'{stats.mean:.2f} ± {_std(stats)} | {comparison} | '
-                     f'{verdict} | {shown} |')
+                     f'{verdict} |{own} {shown} |')
     if studies is not None and osp.isfile(studies):
         lines += ['', '## The studies', '',
                   f'`{osp.basename(studies)}`: the trials each study has '
@@ -387,6 +417,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     summary.add_argument('--out', default=SUMMARY)
     summary.add_argument('--configs', default=CONFIGS)
     summary.add_argument('--studies', default=STUDIES)
+    summary.add_argument('--against', default=None, metavar='RESULTS',
+                         help='another evaluation of the same models (its '
+                         'CSV): pair each model with its runs there')
     args = parser.parse_args(argv)
     if getattr(args, 'threads', None):
         torch.set_num_threads(args.threads)
@@ -400,8 +433,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     else:
         rows = read_results(args.results, ('dataset', 'model'),
                             ('val_score', 'test_score'))
+        against = None if args.against is None else read_results(
+            args.against, ('dataset', 'model'), ('val_score', 'test_score'))
         write_text(args.out, render_summary(rows, args.configs,
-                                             args.studies))
+                                             args.studies, against,
+                                             args.against or ''))
         print(f'wrote {args.out}')
 
 

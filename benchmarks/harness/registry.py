@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
-from ikgat.cli import fan_out, positive_int
+from ikgat.cli.arguments import fan_out, positive_int
 from ikgat.data import PLANETOID_NAMES
 from ikgat.kernels.random_features import check_node_path
 from ikgat.training.sampling import minibatch_training

@@ -155,3 +155,29 @@ def test_evaluation_without_a_study_says_which_to_run(tmp_path):
         tuned.main(['evaluate', '--datasets', 'Cora', '--models', 'mikan',
                     '--configs', str(tmp_path), '--results',
                     str(tmp_path / 'e.csv')])
+
+
+def test_a_summary_pairs_each_model_with_another_evaluation(tmp_path):
+    # Two evaluations of IKGATConv direct (the second at another setting)
+    # and GATConv's runs in the first only.
+    def rows(model, scores):
+        return [dict(dataset='Cora', model=model, layer='x', seed=str(seed),
+                     split='0', score='accuracy', val_score='0.8',
+                     test_score=str(score), commit='abc')
+                for seed, score in enumerate(scores)]
+    first = rows('gat', [0.80, 0.82, 0.81]) + rows('ikgat-direct',
+                                                   [0.79, 0.80, 0.81])
+    second = rows('ikgat-direct', [0.81, 0.82, 0.83])
+    text = tuned.render_summary(second, str(tmp_path), against=first,
+                                against_name='first.csv')
+    line = next(row for row in text.splitlines()
+                if row.startswith('| Cora | IKGATConv direct |'))
+    cells = [cell.strip() for cell in line.split('|')]
+    # Paired with GATConv's runs from the other file: +1.00 on 3 seeds;
+    # with its own runs there: +2.00 exactly (each seed +2 points).
+    assert cells[6].startswith('+1.00') and cells[6].endswith('n=3')
+    assert cells[8].startswith('+2.00 [+2.00, +2.00]')
+    assert 'Paired vs first.csv' in text
+    assert '| Cora | GATConv |' not in text
+    plain = tuned.render_summary(second, str(tmp_path))
+    assert 'paired vs against' not in plain and 'vs gat' not in plain
