@@ -259,3 +259,24 @@ def test_no_trial_is_pruned_before_the_patience(tmp_path, monkeypatch):
     last = study.trials[-1]
     assert last.state.name == 'PRUNED' and last.last_step == 30
     assert all(t.state.name == 'COMPLETE' for t in study.trials[:5])
+
+
+@pytest.mark.parametrize('kernel', ['rbf', 'rff'])
+def test_the_kernel_floor_is_searched_only_when_named(tmp_path, capsys,
+                                                      kernel):
+    from ikgat.training.search_space import default_space, parse_search
+    assert 'kernel_eps' not in default_space('ikgat')
+    assert 'kernel_eps' in parse_search('mikan', ['kernel_eps=1e-3:0.1'])
+    # Searched beside a kernel without a floor, a trial leaves it out.
+    main(['tune', '--storage', f'sqlite:///{tmp_path}/study.db', '--out',
+          str(tmp_path / 'best.json'), '--epochs', '2', '--trials', '1',
+          '--layer', 'ikgat', '--search', f'kernel={kernel}', '--search',
+          'kernel_eps=0.001:0.1:log', '--search', 'num_spectral_points=8',
+          '--search', 'hidden=4', '--heads', '2', '--no-progress'])
+    assert 'trial 0: validation accuracy' in capsys.readouterr().out
+    options = json.loads((tmp_path / 'best.json').read_text())[
+        'layer_options']
+    if kernel == 'rbf':
+        assert 'kernel_eps' not in options
+    else:
+        assert 0.001 <= options['kernel_eps'] <= 0.1

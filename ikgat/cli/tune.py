@@ -34,15 +34,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=list(TRAIN_LAYERS),
                         help='the layer whose options are searched '
                         '(default: ikgat)')
-    defaults = ', '.join(
-        f'{name}={option.default.describe()}'
-        for name, option in {**LAYER_SEARCH, **SHARED_OPTIONS}.items())
+    options = {**LAYER_SEARCH, **SHARED_OPTIONS}
+    defaults = ', '.join(f'{name}={option.default.describe()}'
+                         for name, option in options.items()
+                         if option.by_default)
+    asked = ', '.join(f'{name} ({option.default.describe()})'
+                      for name, option in options.items()
+                      if not option.by_default)
     parser.add_argument('--search', action='append', default=[],
                         metavar='NAME=SPEC',
                         help='the values of one option: low:high, '
                         'low:high:log, a,b,c or one value; repeat for '
                         'several (default, for the options the layer '
-                        f'takes: {defaults})')
+                        f'takes: {defaults}; searched only when named: '
+                        f'{asked}, the random-feature kernels\' floor, '
+                        'left out of a trial whose kernel has none)')
     parser.add_argument('--storage', default='sqlite:///study.db',
                         help='the database of the study; a run with the '
                         'same storage and --study-name resumes it '

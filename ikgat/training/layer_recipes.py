@@ -147,6 +147,19 @@ def resolve_settings(name: str, given: Dict[str, Any]) -> Dict[str, Any]:
     return {**layer.defaults, **given}
 
 
+def without_unused_floor(name: str, options: Dict[str, Any]
+                         ) -> Dict[str, Any]:
+    r""":obj:`options` of layer :obj:`name` without ``kernel_eps`` when
+    their kernel has no floor (a study that searches the kernel and the
+    floor together samples both)."""
+    kernel = options.get('kernel', TRAIN_LAYERS[name].defaults.get(
+        'kernel', 'implicit'))
+    if 'kernel_eps' in options and not _floored(kernel):
+        return {key: value for key, value in options.items()
+                if key != 'kernel_eps'}
+    return options
+
+
 def evaluate_draws(model: torch.nn.Module, layer: TrainLayer, draws: int,
                    forward: Callable[[], Tensor]) -> Tensor:
     r"""The logits of :obj:`forward` in evaluation mode with the layers

@@ -44,14 +44,16 @@ Distribution = Union[Choice, Range]
 @dataclass(frozen=True)
 class Option:
     r"""A searchable option: its type, the least value it takes (and
-    whether that bound is open), its largest, and its default
-    distribution."""
+    whether that bound is open), its largest, its default distribution,
+    and whether a study searches it without being asked (else it keeps
+    the layer's default unless ``--search`` names it)."""
     kind: type
     default: Distribution
     least: Optional[float] = None
     open_least: bool = False
     most: Optional[float] = None
     open_most: bool = False
+    by_default: bool = True
 
 
 #: The options shared by every layer.
@@ -70,11 +72,15 @@ LAYER_SEARCH: Dict[str, Option] = {
     'num_samples': Option(int, Choice((1, 5, 10, 20)), 0),
     'kl_weight': Option(float, Range(1e-3, 1.0, log=True), 0),
     'ksvd_weight': Option(float, Range(1e-3, 1.0, log=True), 0),
+    # The random-feature kernels' floor, searched only when asked: a trial
+    # whose kernel has no floor leaves it out.
+    'kernel_eps': Option(float, Range(1e-4, 1e-1, log=True), 0,
+                         open_least=True, by_default=False),
 }
 
 
 def searchable(layer: str) -> List[str]:
-    r"""The options ``ikgat tune --layer`` :obj:`layer` searches."""
+    r"""The options ``ikgat tune --layer`` :obj:`layer` can search."""
     return [name for name in LAYER_SEARCH
             if name in TRAIN_LAYERS[layer].defaults] + list(SHARED_OPTIONS)
 
@@ -82,7 +88,8 @@ def searchable(layer: str) -> List[str]:
 def default_space(layer: str) -> Dict[str, Distribution]:
     r"""The distributions searched when no ``--search`` is given."""
     options = {**LAYER_SEARCH, **SHARED_OPTIONS}
-    return {name: options[name].default for name in searchable(layer)}
+    return {name: options[name].default for name in searchable(layer)
+            if options[name].by_default}
 
 
 def parse_search(layer: str, specs: List[str]) -> Dict[str, Distribution]:
@@ -92,7 +99,7 @@ def parse_search(layer: str, specs: List[str]) -> Dict[str, Distribution]:
     space = default_space(layer)
     for spec in specs:
         name, given = _split(spec)
-        if name not in space:
+        if name not in searchable(layer):
             raise ValueError(_not_searchable(layer, name, spec))
         space[name] = _distribution(layer, name, given, spec)
     return space

@@ -29,7 +29,11 @@ from torch_geometric.data import Data
 from ikgat.data import NodeDataset
 from ikgat.training.configuration import SEARCH_SEEDS, TrainConfig
 from ikgat.training.fitting import fit_configuration
-from ikgat.training.layer_recipes import TRAIN_LAYERS, resolve_settings
+from ikgat.training.layer_recipes import (
+    TRAIN_LAYERS,
+    resolve_settings,
+    without_unused_floor,
+)
 from ikgat.training.search_space import (
     SHARED_OPTIONS,
     Choice,
@@ -208,7 +212,8 @@ class Objective:
                 raise optuna.TrialPruned()
 
         fit = fit_configuration(
-            self.dataset, self.data, self.layer, sample(trial, self.space),
+            self.dataset, self.data, self.layer,
+            without_unused_floor(self.layer, sample(trial, self.space)),
             self.heads, self.epochs, self.patience, seed, self.device,
             read_test=False, on_epoch=report)
         trial.set_user_attr('best_epoch', fit.best_epoch)
@@ -228,7 +233,7 @@ def best_config(study, heads: int) -> TrainConfig:
     provenance."""
     best = study.best_trial
     attrs = study.user_attrs
-    options = dict(best.params)
+    options = without_unused_floor(attrs['layer'], dict(best.params))
     shared = {name: options.pop(name) for name in SHARED_OPTIONS}
     # The floor of a random-feature kernel, which is not searched, as the
     # trials had it: a configuration keeps it if its default changes.
