@@ -213,7 +213,8 @@ def test_cli_train_saves_a_checkpoint_that_plot_reads(cora, tmp_path):
     checkpoint = load_checkpoint(path)
     assert checkpoint.dataset == 'Cora'
     assert checkpoint.conv_kwargs == dict(kernel='direct', p=1.5,
-                                          num_spectral_points=2)
+                                          num_spectral_points=2,
+                                          kernel_kwargs=dict(eps=1e-2))
     assert checkpoint.log['epoch'] == [1, 2]
     assert checkpoint.info['best_epoch'] in (1, 2)
     out = str(tmp_path / 'sparsity.png')
