@@ -134,8 +134,7 @@ def resolve_settings(name: str, given: Dict[str, Any]) -> Dict[str, Any]:
             f'--kernel {kernel} does not apply to --layer {name} (its '
             f'kernel must pair two vectors); choose one of '
             f'{", ".join(layer.kernels)}')
-    if 'kernel_eps' in given and not _floored(kernel or layer.defaults.get(
-            'kernel', 'implicit')):
+    if 'kernel_eps' in given and not _floored(_kernel_of(layer, given)):
         raise ValueError(
             f'--kernel-eps applies to the random-feature kernels '
             f'({", ".join(random_feature_kernels())}); --kernel {kernel} '
@@ -152,9 +151,8 @@ def without_unused_floor(name: str, options: Dict[str, Any]
     r""":obj:`options` of layer :obj:`name` without ``kernel_eps`` when
     their kernel has no floor (a study that searches the kernel and the
     floor together samples both)."""
-    kernel = options.get('kernel', TRAIN_LAYERS[name].defaults.get(
-        'kernel', 'implicit'))
-    if 'kernel_eps' in options and not _floored(kernel):
+    if 'kernel_eps' in options and not _floored(
+            _kernel_of(TRAIN_LAYERS[name], options)):
         return {key: value for key, value in options.items()
                 if key != 'kernel_eps'}
     return options
@@ -179,8 +177,13 @@ def _short(value: Any) -> str:
     return f'{value:g}' if isinstance(value, float) else str(value)
 
 
+def _kernel_of(layer: TrainLayer, options: Dict[str, Any]) -> str:
+    # The kernel the options give the layer; MIKAN's layers name none:
+    # theirs is 'implicit'.
+    return options.get('kernel', layer.defaults.get('kernel', 'implicit'))
+
+
 def _floored(kernel: str) -> bool:
-    # MIKAN's layers name no kernel: theirs is 'implicit'.
     return kernel in random_feature_kernels()
 
 
