@@ -3,7 +3,8 @@ import torch
 from torch_geometric.utils import coalesce, softmax, to_torch_coo_tensor
 
 from ikgat import IKGATConv, MIKANConv
-from ikgat.ops.edge_softmax import kernel_edge_softmax
+from ikgat.ops.edge_softmax import (edge_logit, kernel_edge_softmax, select,
+                                    select_mask)
 from tests.helpers import random_graph
 
 
@@ -80,6 +81,56 @@ def test_equals_gather_where_softmax_with_gradients(chunk_size, case):
                                 grads_of(expected, tensors, grad)):
         assert value.shape == reference.shape
         assert (value - reference).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16,
+                                   torch.float32, torch.float64])
+def test_select_is_where_bit_for_bit(dtype):
+    generator = torch.Generator().manual_seed(0)
+    gate, first, second = (torch.randn(64, 5, generator=generator).to(dtype)
+                           for _ in range(3))
+    specials = torch.tensor([0.0, -0.0, float('inf'), float('-inf'),
+                             float('nan'), 1e-30, -1e-30], dtype=dtype)
+    gate[:7, 0], first[:7, 1], second[:7, 2] = specials, specials, specials
+    gate[7:14, 3] = specials
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[
+        gate.element_size()]
+    mask = select_mask(gate, torch.empty(gate.shape, dtype=bits))
+    out = select(mask, first, second, torch.empty_like(first))
+    expected = torch.where(gate > 0, first, second)
+    assert torch.equal(out.view(bits), expected.view(bits))
+    # out may alias the first input:
+    aliased = select(mask, first.clone(), second, first.clone())
+    assert torch.equal(aliased.view(bits), expected.view(bits))
+
+
+@pytest.mark.parametrize('chunk_size', [None, 1, 7])
+@pytest.mark.parametrize('case', CASES)
+def test_logits_equal_edge_logit_bit_for_bit(chunk_size, case):
+    """Without dropout alpha is exp(logit - max) / sum: the same logits
+    give the same alpha, bit for bit, as exp and the sums of a one-chunk
+    reference in the same order."""
+    num_dst = case['num_dst']
+    score_src, score_dst, edge_index, edge_gate = inputs(
+        case['num_src'], num_dst, 200, 3, seed=2,
+        shared_dst=case.get('shared_dst', False),
+        with_edge_gate=case.get('with_edge_gate', False))
+    src, dst = edge_index
+    rows = score_dst.expand(num_dst, -1, -1) if score_dst.size(0) == 1 \
+        else score_dst
+    logit, _ = edge_logit(score_src[src], rows[dst], edge_gate, 0.2)
+    group_max = torch.full((num_dst, 3), float('-inf')).scatter_reduce(
+        0, dst.view(-1, 1).expand_as(logit), logit, reduce='amax')
+    part = (logit - group_max[dst]).exp()
+    group_sum = torch.zeros(num_dst, 3).index_add_(0, dst, part) + 1e-16
+    expected = part / group_sum[dst]
+    with torch.no_grad():
+        alpha = kernel_edge_softmax(score_src, score_dst, edge_index, num_dst,
+                                    edge_gate, chunk_size=chunk_size)
+    if chunk_size is None:  # one chunk: the same sums in the same order
+        assert torch.equal(alpha, expected)
+    else:
+        assert (alpha - expected).abs().max() < 1e-6
 
 
 @pytest.mark.parametrize('chunk_size', [None, 3])
