@@ -196,7 +196,9 @@ class _SVGPSample(torch.autograd.Function):
         samples = []
         for branch, (scores, noise) in enumerate(
                 ((scores_e, noise_e), (scores_r, noise_r))):
-            parts = []
+            # Each chunk's sample written into its rows (no concatenation):
+            sample = scores.new_empty(scores.size(0), scores.size(1),
+                                      channels)
             for rows in _node_chunks(scores, width):
                 both = torch.bmm(_rows(scores, rows).transpose(0, 1),
                                  weights[branch])
@@ -204,10 +206,10 @@ class _SVGPSample(torch.autograd.Function):
                                           dim=-1)
                 std = torch.linalg.vector_norm(
                     spread.unflatten(-1, (channels, -1)), dim=-1)
-                parts.append(torch.addcmul(
-                    mean, std, _rows(noise, rows).transpose(0, 1)
-                ).transpose(0, 1))
-            samples.append(parts[0] if len(parts) == 1 else torch.cat(parts))
+                torch.addcmul(mean, std,
+                              _rows(noise, rows).transpose(0, 1),
+                              out=_rows(sample, rows).transpose(0, 1))
+            samples.append(sample)
         return tuple(samples)
 
     @staticmethod
@@ -230,9 +232,9 @@ class _SVGPSample(torch.autograd.Function):
             std = torch.linalg.vector_norm(spread, dim=-1, keepdim=True)
             tiny = torch.finfo(std.dtype).tiny
             noise = _rows(noises[branch], rows).transpose(0, 1)
-            ratio = grad.mul(noise).unsqueeze(-1)
-            grad_spread = spread * ratio / std.clamp(min=tiny)
-            return torch.cat([grad, grad_spread.flatten(-2)], dim=-1)
+            # G eps / |u| first: one pass over the spreads, not two:
+            scale = grad.mul(noise).unsqueeze(-1) / std.clamp(min=tiny)
+            return torch.cat([grad, (spread * scale).flatten(-2)], dim=-1)
 
         grad_scores, grad_weights = _branch_gradients(
             (scores_e, scores_r), (grad_e, grad_r), weights, grad_both)
