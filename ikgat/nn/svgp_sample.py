@@ -196,9 +196,7 @@ class _SVGPSample(torch.autograd.Function):
         samples = []
         for branch, (scores, noise) in enumerate(
                 ((scores_e, noise_e), (scores_r, noise_r))):
-            # Each chunk's sample written into its rows (no concatenation):
-            sample = scores.new_empty(scores.size(0), scores.size(1),
-                                      channels)
+            sample: Optional[Tensor] = None
             for rows in _node_chunks(scores, width):
                 both = torch.bmm(_rows(scores, rows).transpose(0, 1),
                                  weights[branch])
@@ -206,9 +204,18 @@ class _SVGPSample(torch.autograd.Function):
                                           dim=-1)
                 std = torch.linalg.vector_norm(
                     spread.unflatten(-1, (channels, -1)), dim=-1)
-                torch.addcmul(mean, std,
-                              _rows(noise, rows).transpose(0, 1),
-                              out=_rows(sample, rows).transpose(0, 1))
+                part = torch.addcmul(mean, std,
+                                     _rows(noise, rows).transpose(0, 1)
+                                     ).transpose(0, 1)
+                if rows is None:
+                    sample = part
+                    continue
+                # Each chunk's sample written into its rows (no
+                # concatenation of the chunks):
+                if sample is None:
+                    sample = part.new_empty(scores.size(0), scores.size(1),
+                                            channels)
+                sample[rows] = part
             samples.append(sample)
         return tuple(samples)
 

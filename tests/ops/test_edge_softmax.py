@@ -3,8 +3,12 @@ import torch
 from torch_geometric.utils import coalesce, softmax, to_torch_coo_tensor
 
 from ikgat import IKGATConv, MIKANConv
-from ikgat.ops.edge_softmax import (edge_logit, kernel_edge_softmax, select,
-                                    select_mask)
+from ikgat.ops.edge_softmax import (
+    edge_logit,
+    kernel_edge_softmax,
+    select,
+    select_mask,
+)
 from tests.helpers import random_graph
 
 
