@@ -24,8 +24,9 @@ the measured time, the floor and their ratio, for the graph sizes of
 Cora, CiteSeer and PubMed (the GAT recipe's first layer: 8 heads x 8,
 2 sets of :math:`R` points, ``--num-spectral-points``, by default
 ``direct``'s default of 16), on the node path that the layers take by default
-(eager chunks, compiled chunks from PubMed's size) and on the eager and
-the compiled chunks at every size; then the floor of a whole epoch's
+(the C kernels of :mod:`ikgat.ops.node_terms_native` where the machine
+builds them, else eager chunks, compiled from PubMed's size) and on the
+eager and the compiled chunks at every size; then the floor of a whole epoch's
 node terms against GATConv's measured epoch, the least ratio to GATConv
 that the random-feature layers can reach at these sizes (``direct`` at
 :math:`R`, the implicit kernels at their default of 64 points, 32 of them
@@ -42,6 +43,7 @@ import numpy as np
 import torch
 
 import ikgat.ops.compiled_features as compiled_features
+import ikgat.ops.native as native
 from benchmarks.harness.provenance import git_commit
 from benchmarks.harness.results import RESULTS_DIR, write_text
 from ikgat.kernels.direct import DirectSpectralKernel
@@ -93,22 +95,25 @@ def per_element_ns(repeats: int) -> Dict[str, float]:
     return ns
 
 
-#: The node paths measured: the layers' default (``'eager'``: chunks on
-#: CPU, compiled chunks from ``MIN_ANGLES`` angles), the eager chunks at
-#: any size and the compiled chunks at any size.
+#: The node paths measured: the layers' default (``'eager'``: on CPU in
+#: float32 the C kernels of :mod:`ikgat.ops.node_terms_native` where the
+#: machine builds them, else chunks, compiled from ``COMPILE_FROM_ANGLES``
+#: angles), the eager chunks at any size and the compiled chunks at any
+#: size.
 PATHS = {'default': 'eager', 'eager chunks': 'eager', 'compiled': 'compile'}
 
 
 def node_terms_seconds(num_nodes: int, num_points: int, path: str,
                        repeats: int) -> float:
     node_path = PATHS[path]
-    enabled = compiled_features.ENABLED
+    flags = compiled_features.ENABLED, native.ENABLED
     compiled_features.ENABLED = path != 'eager chunks'
+    native.ENABLED = path == 'default'
     try:
         return _node_terms_seconds(num_nodes, num_points, node_path,
                                    repeats)
     finally:
-        compiled_features.ENABLED = enabled
+        compiled_features.ENABLED, native.ENABLED = flags
 
 
 def _node_terms_seconds(num_nodes: int, num_points: int, node_path: str,

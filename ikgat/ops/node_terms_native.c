@@ -1,0 +1,163 @@
+/* The node terms of ikgat.ops.node_terms on CPU in float32: one loop over
+ * blocks of LANES nodes per head, the angles, their cosines and sines (glibc's
+ * vector functions, libmvec) and every sum over them in registers and the L1
+ * cache, nothing of size nodes x angles in memory.  The formulas and
+ * notation are those of ikgat/ops/node_terms.py's module docstring; the
+ * loader is ikgat/ops/native.py, the bindings ikgat/ops/node_terms_native.py.
+ *
+ * Layouts (contiguous, row-major): x [N, H, C]; points u [H, A, C]
+ * (A = m R angles a node and head, the sets one after the other); the anchor
+ * features tiled over the sets, cw = A^c and sw = A^s [H, T, A]; f and
+ * G = kappa dL/df [N, H, T].  Each call covers the heads [h0, h1), so that
+ * threads can share the heads of one call without touching each other's
+ * outputs.
+ *
+ * No math library header: cosf and sinf are declared with their SIMD
+ * variants (libmvec's _ZGV*_cosf, _ZGV*_sinf), so that the compiler
+ * vectorises the calls without -ffast-math, whose assumptions of no NaN
+ * would let it change how NaN inputs propagate. */
+#include <stdlib.h>
+
+#pragma omp declare simd notinbranch
+extern float cosf(float);
+#pragma omp declare simd notinbranch
+extern float sinf(float);
+
+/* Nodes a block: one AVX-512 vector of floats. */
+#define LANES 16
+/* The most channels C and slopes T a call takes (ikgat_node_terms_limits). */
+#define MAX_CHANNELS 64
+#define MAX_SLOPES 4
+
+void ikgat_node_terms_limits(int *max_channels, int *max_slopes) {
+  *max_channels = MAX_CHANNELS;
+  *max_slopes = MAX_SLOPES;
+}
+
+/* The block's node coordinates xb[c][i] = x[n0 + i, h, c] (zero past n). */
+static void load_block(const float *x, long H, long C, long N, long h,
+                       long n0, float xb[][LANES]) {
+  for (long c = 0; c < C; c++)
+    for (long i = 0; i < LANES; i++)
+      xb[c][i] = n0 + i < N ? x[((n0 + i) * H + h) * C + c] : 0.f;
+}
+
+/* theta[i] = sum_c u[a, c] xb[c][i], then cos and sin of it. */
+static inline void angles(const float *ua, long C, const float xb[][LANES],
+                          float cs[LANES], float sn[LANES]) {
+  float theta[LANES];
+#pragma omp simd
+  for (int i = 0; i < LANES; i++) theta[i] = 0.f;
+  for (long c = 0; c < C; c++) {
+    const float w = ua[c];
+#pragma omp simd
+    for (int i = 0; i < LANES; i++) theta[i] += w * xb[c][i];
+  }
+#pragma omp simd
+  for (int i = 0; i < LANES; i++) cs[i] = cosf(theta[i]);
+#pragma omp simd
+  for (int i = 0; i < LANES; i++) sn[i] = sinf(theta[i]);
+}
+
+/* f[n, h, t] = sum_a cw[h, t, a] cos(theta) + sw[h, t, a] sin(theta). */
+void ikgat_node_terms_forward(const float *x, const float *u, const float *cw,
+                              const float *sw, float *f, long N, long H,
+                              long C, long A, long T, long h0, long h1) {
+  float xb[MAX_CHANNELS][LANES], acc[MAX_SLOPES][LANES];
+  float cs[LANES], sn[LANES];
+  for (long h = h0; h < h1; h++) {
+    const float *uh = u + h * A * C, *cwh = cw + h * T * A,
+                *swh = sw + h * T * A;
+    for (long n0 = 0; n0 < N; n0 += LANES) {
+      load_block(x, H, C, N, h, n0, xb);
+      for (long t = 0; t < T; t++)
+        for (int i = 0; i < LANES; i++) acc[t][i] = 0.f;
+      for (long a = 0; a < A; a++) {
+        angles(uh + a * C, C, xb, cs, sn);
+        for (long t = 0; t < T; t++) {
+          const float p = cwh[t * A + a], q = swh[t * A + a];
+#pragma omp simd
+          for (int i = 0; i < LANES; i++) acc[t][i] += p * cs[i] + q * sn[i];
+        }
+      }
+      for (long i = 0; i < LANES && n0 + i < N; i++)
+        for (long t = 0; t < T; t++) f[((n0 + i) * H + h) * T + t] = acc[t][i];
+    }
+  }
+}
+
+/* From G: D = sum_t G_t (sw_t cos - cw_t sin) = dL/dtheta, then
+ * gx[n, h, c] = sum_a D u[a, c] (written), and summed over the nodes
+ * gu[h, a, c] += D x_c, gcw[h, t, a] += G_t cos, gsw[h, t, a] += G_t sin
+ * (lane-wise in a scratch buffer, added to the outputs once a head).
+ * Returns 0, or 1 where the scratch buffer could not be allocated. */
+int ikgat_node_terms_backward(const float *x, const float *u, const float *cw,
+                              const float *sw, const float *g, float *gx,
+                              float *gu, float *gcw, float *gsw, long N,
+                              long H, long C, long A, long T, long h0,
+                              long h1) {
+  float xb[MAX_CHANNELS][LANES], gb[MAX_SLOPES][LANES];
+  float gxb[MAX_CHANNELS][LANES], cs[LANES], sn[LANES], d[LANES];
+  /* Lane-wise sums: A C for gu, then A T each for gcw and gsw. */
+  float (*sums)[LANES] = malloc(sizeof(float[LANES]) * A * (C + 2 * T));
+  if (sums == NULL) return 1;
+  float (*sum_u)[LANES] = sums, (*sum_c)[LANES] = sums + A * C,
+        (*sum_s)[LANES] = sums + A * (C + T);
+  for (long h = h0; h < h1; h++) {
+    const float *uh = u + h * A * C, *cwh = cw + h * T * A,
+                *swh = sw + h * T * A;
+    for (long k = 0; k < A * (C + 2 * T); k++)
+      for (int i = 0; i < LANES; i++) sums[k][i] = 0.f;
+    for (long n0 = 0; n0 < N; n0 += LANES) {
+      load_block(x, H, C, N, h, n0, xb);
+      for (long t = 0; t < T; t++)
+        for (long i = 0; i < LANES; i++)
+          gb[t][i] = n0 + i < N ? g[((n0 + i) * H + h) * T + t] : 0.f;
+      for (long c = 0; c < C; c++)
+        for (int i = 0; i < LANES; i++) gxb[c][i] = 0.f;
+      for (long a = 0; a < A; a++) {
+        angles(uh + a * C, C, xb, cs, sn);
+#pragma omp simd
+        for (int i = 0; i < LANES; i++) d[i] = 0.f;
+        for (long t = 0; t < T; t++) {
+          const float p = cwh[t * A + a], q = swh[t * A + a];
+          float *sc = sum_c[t * A + a], *ss = sum_s[t * A + a];
+#pragma omp simd
+          for (int i = 0; i < LANES; i++) {
+            d[i] += gb[t][i] * (q * cs[i] - p * sn[i]);
+            sc[i] += gb[t][i] * cs[i];
+            ss[i] += gb[t][i] * sn[i];
+          }
+        }
+        for (long c = 0; c < C; c++) {
+          const float w = uh[a * C + c];
+          float *su = sum_u[a * C + c];
+#pragma omp simd
+          for (int i = 0; i < LANES; i++) {
+            gxb[c][i] += d[i] * w;
+            su[i] += d[i] * xb[c][i];
+          }
+        }
+      }
+      for (long i = 0; i < LANES && n0 + i < N; i++)
+        for (long c = 0; c < C; c++) gx[((n0 + i) * H + h) * C + c] = gxb[c][i];
+    }
+    for (long k = 0; k < A * C; k++) {
+      float s = 0.f;
+      for (int i = 0; i < LANES; i++) s += sum_u[k][i];
+      gu[h * A * C + k] += s;
+    }
+    for (long k = 0; k < A * T; k++) {
+      float s = 0.f, r = 0.f;
+      for (int i = 0; i < LANES; i++) {
+        s += sum_c[k][i];
+        r += sum_s[k][i];
+      }
+      /* sum_c is ordered [t][a] as cw: k = t A + a. */
+      gcw[h * T * A + k] += s;
+      gsw[h * T * A + k] += r;
+    }
+  }
+  free(sums);
+  return 0;
+}

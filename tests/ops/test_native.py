@@ -1,0 +1,163 @@
+"""The C kernels of the node terms (ikgat.ops.node_terms_native) and their
+loader (ikgat.ops.native): the same numbers as the eager chunks on random
+shapes, threads that change nothing, NaN rows that stay in their rows, and a
+build that falls back to the PyTorch path where it cannot be made."""
+import os
+import warnings
+
+import pytest
+import torch
+
+import ikgat.ops.native as native
+import ikgat.ops.node_terms as node_terms
+import ikgat.ops.node_terms_native as node_terms_native
+from ikgat.ops.node_terms_chunks import (
+    chunked_estimate,
+    chunked_estimate_backward,
+)
+
+BUILT = native.load('node_terms_native') is not None
+needs_build = pytest.mark.skipif(
+    not BUILT, reason='no C kernels here (not Linux x86-64, or no compiler)')
+
+
+def random_case(generator):
+    r"""Projections, node-side points, tiled anchor features and G of a
+    random shape (N, H, C, m, R, T)."""
+    def draw(*shape, std=1.0):
+        return std * torch.randn(*shape, generator=generator)
+
+    def size(low, high):
+        return int(torch.randint(low, high + 1, (), generator=generator))
+
+    nodes, heads, channels = size(0, 40), size(1, 4), size(1, 12)
+    sets, points, slopes = size(1, 2), size(1, 9), size(1, 2)
+    x = draw(nodes, heads, channels, std=0.7)
+    u = draw(heads, sets * points, channels, std=0.7)
+    cos_weight, sin_weight = draw(heads, slopes, points), draw(
+        heads, slopes, points)
+    grad = draw(nodes, heads, slopes)
+    return x, u, cos_weight, sin_weight, grad, sets
+
+
+@needs_build
+def test_equals_the_eager_chunks_on_random_shapes():
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(25):
+        x, u, cos_weight, sin_weight, grad, sets = random_case(generator)
+        tiled = (cos_weight.repeat(1, 1, sets), sin_weight.repeat(1, 1, sets))
+        expected = chunked_estimate(x, u, *tiled, 7, 'eager')
+        torch.testing.assert_close(
+            node_terms_native.estimate(x, u, *tiled), expected,
+            atol=1e-5, rtol=1e-5)
+        expected = chunked_estimate_backward(grad, x, u, cos_weight,
+                                             sin_weight, sets, 7, 'eager',
+                                             [True] * 4)
+        got = node_terms_native.estimate_backward(grad, x, u, *tiled)
+        heads, slopes, points = cos_weight.shape
+        for name, value, target in zip(('x', 'points', 'A^c', 'A^s'), got,
+                                       expected):
+            if name.startswith('A'):  # the sets' tiles summed, as chunks
+                value = value.view(heads, slopes, sets, points).sum(2)
+                target = target.view(heads, slopes, sets, points).sum(2)
+            torch.testing.assert_close(value, target, atol=1e-4, rtol=1e-4,
+                                       msg=lambda m, n=name: f'{n}: {m}')
+
+
+@needs_build
+def test_threads_share_the_heads_without_changing_a_number():
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(50, 5, 8, generator=generator)
+    u = torch.randn(5, 12, 8, generator=generator)
+    cos_weight, sin_weight = torch.randn(2, 5, 2, 12, generator=generator)
+    grad = torch.randn(50, 5, 2, generator=generator)
+    threads = torch.get_num_threads()
+    results = []
+    try:
+        for count in (1, 3):
+            torch.set_num_threads(count)
+            results.append((
+                node_terms_native.estimate(x, u, cos_weight, sin_weight),
+                *node_terms_native.estimate_backward(grad, x, u, cos_weight,
+                                                     sin_weight)))
+    finally:
+        torch.set_num_threads(threads)
+    for one, three in zip(*results):
+        assert torch.equal(one, three)
+
+
+@needs_build
+def test_a_nan_row_spoils_only_its_own_outputs():
+    x = torch.randn(20, 2, 3)
+    x[4, 1, 0] = float('nan')
+    u, cos_weight, sin_weight = (torch.randn(2, 6, 3), torch.randn(2, 2, 6),
+                                 torch.randn(2, 2, 6))
+    f = node_terms_native.estimate(x, u, cos_weight, sin_weight)
+    assert f[4, 1].isnan().all()
+    f[4, 1] = 0.0
+    assert f.isfinite().all()
+    grad_x = node_terms_native.estimate_backward(torch.ones_like(f), x, u,
+                                                 cos_weight, sin_weight)[0]
+    assert grad_x[4, 1].isnan().all()
+    grad_x[4, 1] = 0.0
+    assert grad_x.isfinite().all()
+
+
+@needs_build
+def test_the_default_cpu_path_takes_the_c_kernels_in_float32_only():
+    def resolved(x, slopes=2):
+        return node_terms._resolve_node_path('eager', x, 10, slopes)
+
+    assert resolved(torch.randn(3, 2, 8)) == 'native'
+    assert resolved(torch.randn(3, 2, 8, dtype=torch.float64)) != 'native'
+    assert resolved(torch.randn(3, 2, 65)) != 'native'  # more channels
+    assert resolved(torch.randn(3, 2, 8), slopes=5) != 'native'
+    assert node_terms._resolve_node_path('compile', torch.randn(3, 2, 8), 10,
+                                         2) == 'compile'
+
+
+@pytest.fixture
+def fresh_loader(monkeypatch, tmp_path):
+    r"""A loader with an empty cache folder and no library loaded yet."""
+    monkeypatch.setenv('IKGAT_CACHE', str(tmp_path))
+    native._load.cache_clear()
+    yield tmp_path
+    native._load.cache_clear()
+
+
+def test_a_build_that_fails_warns_and_falls_back(fresh_loader, monkeypatch):
+    monkeypatch.setattr(native, 'supported', lambda: True)
+    monkeypatch.setenv('CC', str(fresh_loader / 'no-such-compiler'))
+    with pytest.warns(RuntimeWarning, match='could not be built.*PyTorch'):
+        assert native.load('node_terms_native') is None
+    # The default path then runs the eager chunks, and says nothing more:
+    x = torch.randn(4, 2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert not node_terms_native.applies(x, 2)
+        assert node_terms._resolve_node_path('eager', x, 10, 2) == 'eager'
+
+
+def test_an_unsupported_platform_falls_back_silently(fresh_loader,
+                                                     monkeypatch):
+    monkeypatch.setattr(native, 'supported', lambda: False)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert native.load('node_terms_native') is None
+
+
+def test_disabled_means_not_loaded(monkeypatch):
+    monkeypatch.setattr(native, 'ENABLED', False)
+    assert native.load('node_terms_native') is None
+
+
+@needs_build
+def test_builds_into_the_cache_once(fresh_loader):
+    assert native.load('node_terms_native') is not None
+    built = os.listdir(fresh_loader / 'native')
+    assert len(built) == 1 and built[0].startswith('node_terms_native-')
+    assert built[0].endswith('.so')  # no temporary file left behind
+    stamp = os.stat(fresh_loader / 'native' / built[0]).st_mtime_ns
+    native._load.cache_clear()  # a new process: loads, does not rebuild
+    assert native.load('node_terms_native') is not None
+    assert os.stat(fresh_loader / 'native' / built[0]).st_mtime_ns == stamp
