@@ -14,7 +14,8 @@ cosines and sines (libmvec), and is kept in a cache directory
 Where it applies: Linux on x86-64 with glibc's libmvec (``-lmvec``) and a C
 compiler (``$CC``, else ``cc``).  Elsewhere, or where the build fails (a
 warning then says why), :func:`load` returns :obj:`None` and the callers
-run their PyTorch path; :data:`ENABLED` set to :obj:`False` does the same.
+run their PyTorch path; ``IKGAT_NATIVE=0`` in the environment (or
+:data:`ENABLED` set to :obj:`False`) does the same.
 A build is written to a temporary file and renamed into place, so that
 processes building at once (a DDP launch) never load a partial library.
 Its name holds a hash of the source, the flags, the compiler and the CPU's
@@ -33,9 +34,10 @@ import tempfile
 import warnings
 from typing import Optional
 
-#: Whether the C kernels may be used at all (tests and benchmarks clear it
-#: to run the PyTorch paths).
-ENABLED = True
+#: Whether the C kernels may be used at all: cleared by the environment
+#: variable ``IKGAT_NATIVE=0`` (or by tests and benchmarks, to run the
+#: PyTorch paths).
+ENABLED = os.environ.get('IKGAT_NATIVE', '1') != '0'
 #: The compiler's flags: optimised for this machine's CPU, the vector
 #: functions of libmvec called without ``-ffast-math`` (whose assumption of
 #: no NaN could change how a NaN input propagates).

@@ -3,6 +3,8 @@ loader (ikgat.ops.native): the same numbers as the eager chunks on random
 shapes, threads that change nothing, NaN rows that stay in their rows, and a
 build that falls back to the PyTorch path where it cannot be made."""
 import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -161,3 +163,12 @@ def test_builds_into_the_cache_once(fresh_loader):
     native._load.cache_clear()  # a new process: loads, does not rebuild
     assert native.load('node_terms_native') is not None
     assert os.stat(fresh_loader / 'native' / built[0]).st_mtime_ns == stamp
+
+
+def test_the_environment_switches_them_off():
+    code = 'import ikgat.ops.native as n; print(n.ENABLED)'
+    for value, expected in (('0', 'False'), ('1', 'True')):
+        result = subprocess.run([sys.executable, '-c', code],
+                                capture_output=True, text=True, check=True,
+                                env={**os.environ, 'IKGAT_NATIVE': value})
+        assert result.stdout.strip() == expected
