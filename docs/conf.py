@@ -82,7 +82,8 @@ nitpick_ignore_regex = [
     (r'py:.*', r'(torch|torch_geometric|torch_sparse|torch_scatter|triton|tl'
      r'|numpy|np|scipy|matplotlib|sklearn|tqdm|ogb|argparse|collections|contextlib|typing'
      r'|typing_extensions|os|pathlib|io|enum|abc|types|weakref|warnings'
-     r'|dataclasses|functools|multiprocessing|threading|sys|importlib)(\..*)?'),
+     r'|dataclasses|functools|multiprocessing|threading|sys|importlib|ctypes'
+     r'|concurrent)(\..*)?'),
     # Names that type hints and docstrings take from those projects without
     # their module (PyG's aliases, torch's and numpy's classes).
     (r'py:.*', r'(Tensor|Parameter|Module|Data|HeteroData|Adj|OptTensor'
