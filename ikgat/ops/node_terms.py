@@ -92,8 +92,8 @@ Four interchangeable kernels compute the same formulas:
   chunks is launch-bound on a GPU); on float32 CPU tensors the C kernels of
   :mod:`ikgat.ops.node_terms_native` where the machine builds them (Linux
   on x86-64 with a C compiler: one loop over blocks of 16 nodes a head,
-  about 1.8 times faster than the eager chunks at Cora's size, their
-  first build about 0.3 s, then cached; whether they apply is a constant
+  1.4-1.7 times faster than the eager chunks, their first build about
+  3 s, then cached; whether they apply is a constant
   to :func:`torch.compile`, which traces no build); elsewhere on CPU, from
   :data:`COMPILE_FROM_ANGLES` angles a side (:math:`N H m R`: PubMed's 5 M
   with ``direct``'s defaults, not CiteSeer's 0.85 M) the compiled chunks of

@@ -43,7 +43,7 @@ static void load_block(const float *x, long H, long C, long N, long h,
 }
 
 /* theta[i] = sum_c u[a, c] xb[c][i], then cos and sin of it. */
-static inline void angles(const float *ua, long C, const float xb[][LANES],
+static inline void angles(const float *ua, long C, float xb[][LANES],
                           float cs[LANES], float sn[LANES]) {
   float theta[LANES];
 #pragma omp simd
@@ -59,10 +59,25 @@ static inline void angles(const float *ua, long C, const float xb[][LANES],
   for (int i = 0; i < LANES; i++) sn[i] = sinf(theta[i]);
 }
 
+/* The kernels are written once for any C and T (below) and compiled again
+ * for the common sizes with C and T constants, so that the loops over the
+ * channels and slopes unroll: T = 2 (GAT's two slopes) and C = 8 to 64 by
+ * powers of two.  At C = 8 the forward pass took 1.07 against 1.45 ns an
+ * angle, the backward pass 2.65 against 3.13 (Cora's size, one thread). */
+#define INLINE static inline __attribute__((always_inline))
+#define SPECIALISED(call, C, T, ...)                                        \
+  switch ((T) == 2 ? (C) : 0) {                                             \
+    case 8: return call(__VA_ARGS__, 8, 2);                                 \
+    case 16: return call(__VA_ARGS__, 16, 2);                               \
+    case 32: return call(__VA_ARGS__, 32, 2);                               \
+    case 64: return call(__VA_ARGS__, 64, 2);                               \
+    default: return call(__VA_ARGS__, C, T);                                \
+  }
+
 /* f[n, h, t] = sum_a cw[h, t, a] cos(theta) + sw[h, t, a] sin(theta). */
-void ikgat_node_terms_forward(const float *x, const float *u, const float *cw,
-                              const float *sw, float *f, long N, long H,
-                              long C, long A, long T, long h0, long h1) {
+INLINE int forward(const float *x, const float *u, const float *cw,
+                    const float *sw, float *f, long N, long H, long A,
+                    long h0, long h1, long C, long T) {
   float xb[MAX_CHANNELS][LANES], acc[MAX_SLOPES][LANES];
   float cs[LANES], sn[LANES];
   for (long h = h0; h < h1; h++) {
@@ -84,6 +99,7 @@ void ikgat_node_terms_forward(const float *x, const float *u, const float *cw,
         for (long t = 0; t < T; t++) f[((n0 + i) * H + h) * T + t] = acc[t][i];
     }
   }
+  return 0;
 }
 
 /* From G: D = sum_t G_t (sw_t cos - cw_t sin) = dL/dtheta, then
@@ -91,11 +107,10 @@ void ikgat_node_terms_forward(const float *x, const float *u, const float *cw,
  * gu[h, a, c] += D x_c, gcw[h, t, a] += G_t cos, gsw[h, t, a] += G_t sin
  * (lane-wise in a scratch buffer, added to the outputs once a head).
  * Returns 0, or 1 where the scratch buffer could not be allocated. */
-int ikgat_node_terms_backward(const float *x, const float *u, const float *cw,
-                              const float *sw, const float *g, float *gx,
-                              float *gu, float *gcw, float *gsw, long N,
-                              long H, long C, long A, long T, long h0,
-                              long h1) {
+INLINE int backward(const float *x, const float *u, const float *cw,
+                    const float *sw, const float *g, float *gx, float *gu,
+                    float *gcw, float *gsw, long N, long H, long A, long h0,
+                    long h1, long C, long T) {
   float xb[MAX_CHANNELS][LANES], gb[MAX_SLOPES][LANES];
   float gxb[MAX_CHANNELS][LANES], cs[LANES], sn[LANES], d[LANES];
   /* Lane-wise sums: A C for gu, then A T each for gcw and gsw. */
@@ -160,4 +175,19 @@ int ikgat_node_terms_backward(const float *x, const float *u, const float *cw,
   }
   free(sums);
   return 0;
+}
+
+int ikgat_node_terms_forward(const float *x, const float *u, const float *cw,
+                             const float *sw, float *f, long N, long H,
+                             long C, long A, long T, long h0, long h1) {
+  SPECIALISED(forward, C, T, x, u, cw, sw, f, N, H, A, h0, h1)
+}
+
+int ikgat_node_terms_backward(const float *x, const float *u, const float *cw,
+                              const float *sw, const float *g, float *gx,
+                              float *gu, float *gcw, float *gsw, long N,
+                              long H, long C, long A, long T, long h0,
+                              long h1) {
+  SPECIALISED(backward, C, T, x, u, cw, sw, g, gx, gu, gcw, gsw, N, H, A, h0,
+              h1)
 }

@@ -6,9 +6,9 @@ cosines and sines and every partial sum in registers and the L1 cache and
 recomputes the cosines and sines in the backward pass.
 
 Measured on one thread of an AMD EPYC (8 heads x 8 channels, 2 sets of 16
-points, Cora's 2,708 nodes), a side's forward pass takes about 1.4 ns an
-angle against 2.6 for the eager chunks, the backward pass about 2 against
-3.5 (``benchmarks/results/node_floor.md`` has the runs).  With more than
+points), a side's forward and backward pass take 2.8 ms at Cora's size
+against 4.8 for the eager chunks and 6.8 compiled, 22.5 ms at PubMed's
+against 31.1 and 37.6, one process (``benchmarks/results/node_floor.md``).  With more than
 one torch thread the heads are shared among that many threads (the calls
 release the GIL; each thread writes its own heads' outputs).
 """
@@ -32,7 +32,7 @@ def _limits(library: ctypes.CDLL) -> Tuple[int, int]:
     r"""Declare the kernels' signatures; return the most channels and slopes
     they take."""
     library.ikgat_node_terms_forward.argtypes = [_POINTER] * 5 + [_LONG] * 7
-    library.ikgat_node_terms_forward.restype = None
+    library.ikgat_node_terms_forward.restype = ctypes.c_int
     library.ikgat_node_terms_backward.argtypes = [_POINTER] * 9 + [_LONG] * 7
     library.ikgat_node_terms_backward.restype = ctypes.c_int
     channels, slopes = ctypes.c_int(), ctypes.c_int()

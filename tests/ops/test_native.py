@@ -172,3 +172,24 @@ def test_the_environment_switches_them_off():
                                 capture_output=True, text=True, check=True,
                                 env={**os.environ, 'IKGAT_NATIVE': value})
         assert result.stdout.strip() == expected
+
+
+@needs_build
+@pytest.mark.parametrize('channels', [8, 16, 32, 64])
+def test_the_sizes_compiled_apart_equal_the_eager_chunks(channels):
+    # T = 2 with these C runs code compiled with C and T as constants.
+    generator = torch.Generator().manual_seed(channels)
+    x = 0.3 * torch.randn(21, 2, channels, generator=generator)
+    u = 0.3 * torch.randn(2, 6, channels, generator=generator)
+    cos_weight, sin_weight = torch.randn(2, 2, 2, 6, generator=generator)
+    grad = torch.randn(21, 2, 2, generator=generator)
+    torch.testing.assert_close(
+        node_terms_native.estimate(x, u, cos_weight, sin_weight),
+        chunked_estimate(x, u, cos_weight, sin_weight, 5, 'eager'),
+        atol=1e-5, rtol=1e-5)
+    got = node_terms_native.estimate_backward(grad, x, u, cos_weight,
+                                              sin_weight)
+    expected = chunked_estimate_backward(grad, x, u, cos_weight, sin_weight,
+                                         1, 5, 'eager', [True] * 4)
+    for value, target in zip(got, expected):
+        torch.testing.assert_close(value, target, atol=1e-4, rtol=1e-4)
