@@ -7,7 +7,8 @@ loop of angles, cosines, sines and sums (:mod:`ikgat.ops.node_terms`); as
 ATen operations on chunks they pass over memory a dozen times, and through
 :func:`torch.compile` the first call costs 10-17 s of compiling, more than a
 Cora-size training run saves.  A C file of a few loops compiles in a few
-seconds (2.7 s for the node terms, their common sizes compiled apart), with ``-march=native`` for the machine it runs on and glibc's vector
+seconds (2.7 s for the node terms, their common sizes compiled apart),
+with ``-march=native`` for the machine it runs on and glibc's vector
 cosines and sines (libmvec), and is kept in a cache directory
 (:func:`cache_dir`), so that later processes load it at once.
 

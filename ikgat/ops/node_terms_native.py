@@ -8,9 +8,10 @@ recomputes the cosines and sines in the backward pass.
 Measured on one thread of an AMD EPYC (8 heads x 8 channels, 2 sets of 16
 points), a side's forward and backward pass take 2.8 ms at Cora's size
 against 4.8 for the eager chunks and 6.8 compiled, 22.5 ms at PubMed's
-against 31.1 and 37.6, one process (``benchmarks/results/node_floor.md``).  With more than
-one torch thread the heads are shared among that many threads (the calls
-release the GIL; each thread writes its own heads' outputs).
+against 31.1 and 37.6, one process (``benchmarks/results/node_floor.md``).
+With more than one torch thread the heads are shared among that many
+threads (the calls release the GIL; each thread writes its own heads'
+outputs).
 """
 import ctypes
 import functools
