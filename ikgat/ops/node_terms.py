@@ -221,16 +221,16 @@ def fourier_estimate_backward(grad_log: Tensor, x: Tensor, points: Tensor,
     # G = kappa dL/dl * dl/df, dl/df = 2f / (f^2 + eps):
     grad_out = grad_log * (2.0 * scale) * estimate / (estimate * estimate +
                                                       eps)
-    if node_path == 'native':
+    side_points = node_side_points(points, is_source)
+    if node_path == 'native':  # A^c, A^s tiled over the sets, as forward
         grad_x, grad_u, grad_cos, grad_sin = (
             node_terms_native.estimate_backward(
-                grad_out, x, node_side_points(points, is_source),
-                cos_weight.repeat(1, 1, num_sets),
+                grad_out, x, side_points, cos_weight.repeat(1, 1, num_sets),
                 sin_weight.repeat(1, 1, num_sets)))
     else:
         grad_x, grad_u, grad_cos, grad_sin = chunked_estimate_backward(
-            grad_out, x, node_side_points(points, is_source), cos_weight,
-            sin_weight, num_sets, chunk_size, node_path, needs)
+            grad_out, x, side_points, cos_weight, sin_weight, num_sets,
+            chunk_size, node_path, needs)
     grad_points = torch.zeros_like(points)
     half = slice(channels, width) if is_source else slice(0, channels)
     grad_points[..., half] = grad_u.view(heads, num_sets, num_points,

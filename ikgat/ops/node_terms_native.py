@@ -25,7 +25,10 @@ import ikgat.ops.native as native
 
 _POINTER = ctypes.c_void_p
 _LONG = ctypes.c_long
+#: The threads that share a call's heads (made when first needed), and
+#: how many.
 _executor: Optional[ThreadPoolExecutor] = None
+_executor_workers = 0
 
 
 @functools.cache
@@ -81,12 +84,13 @@ def _pointer(tensor: Tensor) -> _POINTER:
 
 def _by_heads(call, heads: int) -> None:
     r"""``call(h0, h1)`` over the heads, split among torch's threads."""
-    global _executor
+    global _executor, _executor_workers
     workers = min(torch.get_num_threads(), heads)
     if workers <= 1:
         return call(0, heads)
-    if _executor is None or _executor._max_workers < workers:
+    if _executor is None or _executor_workers < workers:
         _executor = ThreadPoolExecutor(max_workers=workers)
+        _executor_workers = workers
     bounds = [heads * k // workers for k in range(workers + 1)]
     for future in [_executor.submit(call, bounds[k], bounds[k + 1])
                    for k in range(workers)]:
