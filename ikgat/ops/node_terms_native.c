@@ -12,10 +12,13 @@
  * threads can share the heads of one call without touching each other's
  * outputs.
  *
- * No math library header: cosf and sinf are declared with their SIMD
- * variants (libmvec's _ZGV*_cosf, _ZGV*_sinf), so that the compiler
- * vectorises the calls without -ffast-math, whose assumptions of no NaN
- * would let it change how NaN inputs propagate. */
+ * The cosines and sines are polynomials inlined in the loop (sin_cos below)
+ * for every angle up to POLY_LIMIT in magnitude, glibc's vector functions
+ * (libmvec) for a group with a larger angle or a NaN.  No math library
+ * header: cosf and sinf are declared with their SIMD variants
+ * (_ZGV*_cosf, _ZGV*_sinf), so that the compiler vectorises the calls without
+ * -ffast-math, whose assumptions of no NaN would let it change how NaN
+ * inputs propagate. */
 #include <stdlib.h>
 
 #pragma omp declare simd notinbranch
@@ -42,23 +45,6 @@ static void load_block(const float *x, long H, long C, long N, long h,
       xb[c][i] = n0 + i < N ? x[((n0 + i) * H + h) * C + c] : 0.f;
 }
 
-/* theta[i] = sum_c u[a, c] xb[c][i], then cos and sin of it. */
-static inline void angles(const float *ua, long C, float xb[][LANES],
-                          float cs[LANES], float sn[LANES]) {
-  float theta[LANES];
-#pragma omp simd
-  for (int i = 0; i < LANES; i++) theta[i] = 0.f;
-  for (long c = 0; c < C; c++) {
-    const float w = ua[c];
-#pragma omp simd
-    for (int i = 0; i < LANES; i++) theta[i] += w * xb[c][i];
-  }
-#pragma omp simd
-  for (int i = 0; i < LANES; i++) cs[i] = cosf(theta[i]);
-#pragma omp simd
-  for (int i = 0; i < LANES; i++) sn[i] = sinf(theta[i]);
-}
-
 /* The kernels are written once for any C and T (below) and compiled again
  * for the common sizes with C and T constants, so that the loops over the
  * channels and slopes unroll: T = 2 (GAT's two slopes) and C = 8 to 64 by
@@ -74,12 +60,82 @@ static inline void angles(const float *ua, long C, float xb[][LANES],
     default: return call(__VA_ARGS__, C, T);                                \
   }
 
+/* sin t and cos t, one range reduction for both: t = k pi/2 + r with
+ * |r| <= pi/4 (pi/2 in three parts, each product with k exact for
+ * |k| < 2^16), then Taylor polynomials of degree 9 and 10 in r, whose
+ * truncation error at pi/4 is below 2e-9, and the quadrant k mod 4.  Absolute
+ * error at most 7.1e-8 for |t| <= POLY_LIMIT (every 7th float, against sin
+ * and cos in double; glibc's cosf and sinf: 3.3e-8, its vector functions
+ * up to 4 ulp). */
+#define POLY_LIMIT 65536.f
+INLINE void sin_cos(float t, float *sin_t, float *cos_t) {
+  const float round = 0x1.8p23f; /* adding it rounds to an integer */
+  const float k = (t * 0x1.45f306p-1f + round) - round; /* t 2/pi */
+  float r = __builtin_fmaf(-k, 1.5703125f, t);
+  r = __builtin_fmaf(-k, 4.837512969970703125e-4f, r);
+  r = __builtin_fmaf(-k, 7.549789954891882e-8f, r);
+  const float r2 = r * r;
+  float s = 1.f / 362880.f;
+  s = __builtin_fmaf(s, r2, -1.f / 5040.f);
+  s = __builtin_fmaf(s, r2, 1.f / 120.f);
+  s = __builtin_fmaf(s, r2, -1.f / 6.f);
+  s = __builtin_fmaf(s * r2, r, r);
+  float c = -1.f / 3628800.f;
+  c = __builtin_fmaf(c, r2, 1.f / 40320.f);
+  c = __builtin_fmaf(c, r2, -1.f / 720.f);
+  c = __builtin_fmaf(c, r2, 1.f / 24.f);
+  c = __builtin_fmaf(c, r2, -0.5f);
+  c = __builtin_fmaf(c, r2, 1.f);
+  /* sin t = sin r, cos r, -sin r, -cos r and cos t = cos r, -sin r, -cos r,
+   * sin r for k = 0, 1, 2, 3 mod 4. */
+  const int q = (int)k;
+  const float sin_r = q & 1 ? c : s, cos_r = q & 1 ? s : c;
+  *sin_t = q & 2 ? -sin_r : sin_r;
+  *cos_t = (q + 1) & 2 ? -cos_r : cos_r;
+}
+
+/* The cosines and sines of GROUP angles at a time (K <= GROUP: a head's last
+ * group may be shorter), theta[k][i] = sum_c u[a + k, c] xb[c][i].  In
+ * groups so that each load of the node block serves K angles, and so that a
+ * call of the vector functions (which clobbers every vector register)
+ * happens, if at all, while nothing else is live. */
+#define GROUP 8
+INLINE void angles(const float *ua, long K, long C, float xb[][LANES],
+                   float cs[][LANES], float sn[][LANES]) {
+  float theta[GROUP][LANES];
+  for (long k = 0; k < K; k++)
+#pragma omp simd
+    for (int i = 0; i < LANES; i++) theta[k][i] = 0.f;
+  for (long c = 0; c < C; c++)
+    for (long k = 0; k < K; k++) {
+      const float w = ua[k * C + c];
+#pragma omp simd
+      for (int i = 0; i < LANES; i++) theta[k][i] += w * xb[c][i];
+    }
+  const float *flat = theta[0];
+  float *flat_cs = cs[0], *flat_sn = sn[0];
+  int outside = 0; /* angles beyond POLY_LIMIT, or NaN */
+#pragma omp simd reduction(+ : outside)
+  for (long j = 0; j < K * LANES; j++)
+    outside += !(__builtin_fabsf(flat[j]) <= POLY_LIMIT);
+  if (outside == 0) {
+#pragma omp simd
+    for (long j = 0; j < K * LANES; j++)
+      sin_cos(flat[j], &flat_sn[j], &flat_cs[j]);
+    return;
+  }
+#pragma omp simd
+  for (long j = 0; j < K * LANES; j++) flat_cs[j] = cosf(flat[j]);
+#pragma omp simd
+  for (long j = 0; j < K * LANES; j++) flat_sn[j] = sinf(flat[j]);
+}
+
 /* f[n, h, t] = sum_a cw[h, t, a] cos(theta) + sw[h, t, a] sin(theta). */
 INLINE int forward(const float *x, const float *u, const float *cw,
                     const float *sw, float *f, long N, long H, long A,
                     long h0, long h1, long C, long T) {
   float xb[MAX_CHANNELS][LANES], acc[MAX_SLOPES][LANES];
-  float cs[LANES], sn[LANES];
+  float cs[GROUP][LANES], sn[GROUP][LANES];
   for (long h = h0; h < h1; h++) {
     const float *uh = u + h * A * C, *cwh = cw + h * T * A,
                 *swh = sw + h * T * A;
@@ -87,13 +143,19 @@ INLINE int forward(const float *x, const float *u, const float *cw,
       load_block(x, H, C, N, h, n0, xb);
       for (long t = 0; t < T; t++)
         for (int i = 0; i < LANES; i++) acc[t][i] = 0.f;
-      for (long a = 0; a < A; a++) {
-        angles(uh + a * C, C, xb, cs, sn);
-        for (long t = 0; t < T; t++) {
-          const float p = cwh[t * A + a], q = swh[t * A + a];
+      for (long a0 = 0; a0 < A; a0 += GROUP) {
+        const long K = A - a0 < GROUP ? A - a0 : GROUP;
+        if (K == GROUP)
+          angles(uh + a0 * C, GROUP, C, xb, cs, sn);
+        else
+          angles(uh + a0 * C, K, C, xb, cs, sn);
+        for (long k = 0; k < K; k++)
+          for (long t = 0; t < T; t++) {
+            const float p = cwh[t * A + a0 + k], q = swh[t * A + a0 + k];
 #pragma omp simd
-          for (int i = 0; i < LANES; i++) acc[t][i] += p * cs[i] + q * sn[i];
-        }
+            for (int i = 0; i < LANES; i++)
+              acc[t][i] += p * cs[k][i] + q * sn[k][i];
+          }
       }
       for (long i = 0; i < LANES && n0 + i < N; i++)
         for (long t = 0; t < T; t++) f[((n0 + i) * H + h) * T + t] = acc[t][i];
@@ -112,7 +174,7 @@ INLINE int backward(const float *x, const float *u, const float *cw,
                     float *gcw, float *gsw, long N, long H, long A, long h0,
                     long h1, long C, long T) {
   float xb[MAX_CHANNELS][LANES], gb[MAX_SLOPES][LANES];
-  float gxb[MAX_CHANNELS][LANES], cs[LANES], sn[LANES], d[LANES];
+  float gxb[MAX_CHANNELS][LANES], cs[GROUP][LANES], sn[GROUP][LANES];
   /* Lane-wise sums: A C for gu, then A T each for gcw and gsw. */
   float (*sums)[LANES] = malloc(sizeof(float[LANES]) * A * (C + 2 * T));
   if (sums == NULL) return 1;
@@ -130,27 +192,35 @@ INLINE int backward(const float *x, const float *u, const float *cw,
           gb[t][i] = n0 + i < N ? g[((n0 + i) * H + h) * T + t] : 0.f;
       for (long c = 0; c < C; c++)
         for (int i = 0; i < LANES; i++) gxb[c][i] = 0.f;
-      for (long a = 0; a < A; a++) {
-        angles(uh + a * C, C, xb, cs, sn);
+      for (long a0 = 0; a0 < A; a0 += GROUP) {
+        const long K = A - a0 < GROUP ? A - a0 : GROUP;
+        if (K == GROUP)
+          angles(uh + a0 * C, GROUP, C, xb, cs, sn);
+        else
+          angles(uh + a0 * C, K, C, xb, cs, sn);
+        for (long k = 0; k < K; k++) {
+          const long a = a0 + k;
+          float d[LANES];
 #pragma omp simd
-        for (int i = 0; i < LANES; i++) d[i] = 0.f;
-        for (long t = 0; t < T; t++) {
-          const float p = cwh[t * A + a], q = swh[t * A + a];
-          float *sc = sum_c[t * A + a], *ss = sum_s[t * A + a];
+          for (int i = 0; i < LANES; i++) d[i] = 0.f;
+          for (long t = 0; t < T; t++) {
+            const float p = cwh[t * A + a], q = swh[t * A + a];
+            float *sc = sum_c[t * A + a], *ss = sum_s[t * A + a];
 #pragma omp simd
-          for (int i = 0; i < LANES; i++) {
-            d[i] += gb[t][i] * (q * cs[i] - p * sn[i]);
-            sc[i] += gb[t][i] * cs[i];
-            ss[i] += gb[t][i] * sn[i];
+            for (int i = 0; i < LANES; i++) {
+              d[i] += gb[t][i] * (q * cs[k][i] - p * sn[k][i]);
+              sc[i] += gb[t][i] * cs[k][i];
+              ss[i] += gb[t][i] * sn[k][i];
+            }
           }
-        }
-        for (long c = 0; c < C; c++) {
-          const float w = uh[a * C + c];
-          float *su = sum_u[a * C + c];
+          for (long c = 0; c < C; c++) {
+            const float w = uh[a * C + c];
+            float *su = sum_u[a * C + c];
 #pragma omp simd
-          for (int i = 0; i < LANES; i++) {
-            gxb[c][i] += d[i] * w;
-            su[i] += d[i] * xb[c][i];
+            for (int i = 0; i < LANES; i++) {
+              gxb[c][i] += d[i] * w;
+              su[i] += d[i] * xb[c][i];
+            }
           }
         }
       }

@@ -88,6 +88,74 @@ def test_threads_share_the_heads_without_changing_a_number():
         assert torch.equal(one, three)
 
 
+def cos_and_sin(theta):
+    r"""cos and sin of :obj:`theta` :math:`(N,)` through the forward
+    kernel: one channel and one point of 1 (the angle is the coordinate),
+    slope 0 weighting the cosine alone and slope 1 the sine."""
+    heads = 1
+    x = theta.view(-1, heads, 1)
+    u = torch.ones(heads, 1, 1)
+    cos_weight = torch.tensor([[[1.0], [0.0]]])
+    sin_weight = torch.tensor([[[0.0], [1.0]]])
+    f = node_terms_native.estimate(x, u, cos_weight, sin_weight)
+    return f[:, 0, 0], f[:, 0, 1]
+
+
+@needs_build
+def test_cosines_and_sines_are_accurate_inside_and_beyond_the_polynomials():
+    # Inside the polynomials' range (|angle| <= 65536) every group of
+    # angles takes them: absolute error within 1e-7 (float32's spacing
+    # near 1 is 6e-8), every quadrant, both signs, tiny and huge angles.
+    generator = torch.Generator().manual_seed(2)
+    inside = torch.cat([
+        torch.linspace(-7.0, 7.0, 4001),
+        torch.linspace(-65536.0, 65536.0, 40001),
+        torch.randn(4000, generator=generator) * 300,
+        torch.tensor([0.0, -0.0, 1e-30, -1e-30, 65536.0, -65536.0]),
+    ])
+    cos, sin = cos_and_sin(inside)
+    exact = inside.double()
+    assert (cos.double() - exact.cos()).abs().max() <= 1e-7
+    assert (sin.double() - exact.sin()).abs().max() <= 1e-7
+    # A group with a larger angle, an infinity or a NaN goes to glibc's
+    # vector functions (4 ulp): the same values, and NaN where they are.
+    beyond = torch.cat([torch.linspace(-3e6, 3e6, 3001),
+                        torch.tensor([float('inf'), float('nan'),
+                                      -float('inf'), 1e30])])
+    cos, sin = cos_and_sin(beyond)
+    finite = beyond.isfinite()
+    exact = beyond[finite].double()
+    assert (cos[finite].double() - exact.cos()).abs().max() <= 2.5e-7
+    assert (sin[finite].double() - exact.sin()).abs().max() <= 2.5e-7
+    assert cos[~finite].isnan().all() and sin[~finite].isnan().all()
+
+
+@needs_build
+def test_large_angles_take_the_same_gradients_as_the_eager_chunks():
+    # Angles up to about 4e5: groups on both sides of the polynomials'
+    # range, forward and backward as the chunks (torch's cos and sin).
+    # Whole numbers, so that both sum the same angles exactly.
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randint(-3, 4, (70, 2, 4), generator=generator).float()
+    x[:35] = torch.randint(-50000, 50001, (35, 2, 4),
+                           generator=generator).float()
+    u = torch.randint(-2, 3, (2, 10, 4), generator=generator).float()
+    cos_weight, sin_weight = torch.randn(2, 2, 2, 10, generator=generator)
+    grad = torch.randn(70, 2, 2, generator=generator)
+    torch.testing.assert_close(
+        node_terms_native.estimate(x, u, cos_weight, sin_weight),
+        chunked_estimate(x, u, cos_weight, sin_weight, 7, 'eager'),
+        atol=1e-4, rtol=1e-4)
+    got = node_terms_native.estimate_backward(grad, x, u, cos_weight,
+                                              sin_weight)
+    expected = chunked_estimate_backward(grad, x, u, cos_weight, sin_weight,
+                                         1, 7, 'eager', [True] * 4)
+    for value, target in zip(got, expected):
+        scale = target.abs().max()
+        torch.testing.assert_close(value / scale, target / scale,
+                                   atol=1e-4, rtol=1e-4)
+
+
 @needs_build
 def test_a_nan_row_spoils_only_its_own_outputs():
     x = torch.randn(20, 2, 3)
