@@ -2,13 +2,14 @@ r"""The node terms of :mod:`ikgat.ops.node_terms` on CPU in float32 through
 the C kernels of ``node_terms_native.c`` (built by :mod:`ikgat.ops.native`):
 the same formulas as the chunk kernels of :mod:`ikgat.ops.node_terms_chunks`
 in one loop over blocks of 16 nodes a head, which keeps the angles, their
-cosines and sines and every partial sum in registers and the L1 cache and
-recomputes the cosines and sines in the backward pass.
+cosines and sines (polynomials inlined in the loop) and every partial sum in
+registers and the L1 cache and recomputes the cosines and sines in the
+backward pass.
 
 Measured on one thread of an AMD EPYC (8 heads x 8 channels, 2 sets of 16
-points), a side's forward and backward pass take 2.8 ms at Cora's size
-against 4.8 for the eager chunks and 6.8 compiled, 22.5 ms at PubMed's
-against 31.1 and 37.6, one process (``benchmarks/results/node_floor.md``).
+points), a side's forward and backward pass take 1.7 ms at Cora's size
+against 4.4 for the eager chunks and 2.8 compiled, 14.1 ms at PubMed's
+against 28.3 and 30.0, one process (``benchmarks/results/node_floor.md``).
 With more than one torch thread the heads are shared among that many
 threads (the calls release the GIL; each thread writes its own heads'
 outputs).
