@@ -61,6 +61,8 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
+import ikgat.ops.svgp_sample_native as svgp_sample_native
+
 #: Numbers of :math:`y = b(x_n)^\top W` (:math:`N H (C + Cs)` in all) in one
 #: node chunk on CPU (float32: 1 MiB).
 CHUNK_ELEMENTS = 1 << 18
@@ -196,6 +198,10 @@ class _SVGPSample(torch.autograd.Function):
         samples = []
         for branch, (scores, noise) in enumerate(
                 ((scores_e, noise_e), (scores_r, noise_r))):
+            if svgp_sample_native.applies(scores, channels):
+                samples.append(svgp_sample_native.sample(
+                    scores, weights[branch], noise))
+                continue
             sample: Optional[Tensor] = None
             for rows in _node_chunks(scores, width):
                 both = torch.bmm(_rows(scores, rows).transpose(0, 1),
@@ -230,21 +236,20 @@ class _SVGPSample(torch.autograd.Function):
                 inducing_log_scale_diag)
         channels = inducing_mean.size(-1)
         noises = (noise_e, noise_r)
-
-        def grad_both(branch: int, scores: Tensor, grad: Tensor,
-                      rows: slice) -> Tensor:
-            # The spreads again, and dL/du = G eps u / |u|:
-            spread = torch.bmm(scores, weights[branch, :, :, channels:]
-                               ).unflatten(-1, (channels, -1))
-            std = torch.linalg.vector_norm(spread, dim=-1, keepdim=True)
-            tiny = torch.finfo(std.dtype).tiny
-            noise = _rows(noises[branch], rows).transpose(0, 1)
-            # G eps / |u| first: one pass over the spreads, not two:
-            scale = grad.mul(noise).unsqueeze(-1) / std.clamp(min=tiny)
-            return torch.cat([grad, (spread * scale).flatten(-2)], dim=-1)
-
-        grad_scores, grad_weights = _branch_gradients(
-            (scores_e, scores_r), (grad_e, grad_r), weights, grad_both)
+        if (not torch.is_grad_enabled() and all(
+                svgp_sample_native.applies(scores, channels)
+                for scores in (scores_e, scores_r))):
+            grad_scores, grad_weights = zip(*(
+                svgp_sample_native.sample_backward(grad, scores,
+                                                   weights[branch], noise)
+                for branch, (grad, scores, noise) in enumerate(
+                    ((grad_e, scores_e, noise_e),
+                     (grad_r, scores_r, noise_r)))))
+            grad_weights = torch.stack(grad_weights)
+        else:
+            grad_scores, grad_weights = _branch_gradients(
+                (scores_e, scores_r), (grad_e, grad_r), weights,
+                _spread_gradient(weights, noises, channels))
         grad_log, grad_read_out = _read_out_gradients(grad_weights, inverse,
                                                       read_out)
         grad_mean, grad_spread = grad_read_out.split(
@@ -256,6 +261,25 @@ class _SVGPSample(torch.autograd.Function):
             inducing_log_scale_diag.exp())
         return (*grad_scores, grad_log, grad_mean, grad_offdiag,
                 grad_log_diag, None, None)
+
+
+def _spread_gradient(weights: Tensor, noises: Tuple[Tensor, Tensor],
+                     channels: int):
+    r"""The :obj:`grad_both` of :func:`_branch_gradients` for the sample:
+    :math:`\partial\mathcal{L}/\partial y = [G \,|\, G \varepsilon u /
+    \|u\|]` of a node chunk, its spreads :math:`u` computed again."""
+    def grad_both(branch: int, scores: Tensor, grad: Tensor,
+                  rows: slice) -> Tensor:
+        spread = torch.bmm(scores, weights[branch, :, :, channels:]
+                           ).unflatten(-1, (channels, -1))
+        std = torch.linalg.vector_norm(spread, dim=-1, keepdim=True)
+        tiny = torch.finfo(std.dtype).tiny
+        noise = _rows(noises[branch], rows).transpose(0, 1)
+        # G eps / |u| first: one pass over the spreads, not two:
+        scale = grad.mul(noise).unsqueeze(-1) / std.clamp(min=tiny)
+        return torch.cat([grad, (spread * scale).flatten(-2)], dim=-1)
+
+    return grad_both
 
 
 def _branch_gradients(scores: Tuple[Tensor, Tensor],

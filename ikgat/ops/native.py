@@ -3,14 +3,17 @@ loaded with :mod:`ctypes`: :func:`load` returns the library built from
 ``ikgat/ops/<name>.c``, or :obj:`None` where none can be built.
 
 Why C, and why at run time: the random-feature node terms on CPU are one
-loop of angles, cosines, sines and sums (:mod:`ikgat.ops.node_terms`); as
-ATen operations on chunks they pass over memory a dozen times, and through
-:func:`torch.compile` the first call costs 10-17 s of compiling, more than a
-Cora-size training run saves.  A C file of a few loops compiles in a few
-seconds (2.7 s for the node terms, their common sizes compiled apart),
-with ``-march=native`` for the machine it runs on and glibc's vector
-cosines and sines (libmvec), and is kept in a cache directory
-(:func:`cache_dir`), so that later processes load it at once.
+loop of angles, cosines, sines and sums (:mod:`ikgat.ops.node_terms`), and
+KEPGATConv's sample one of small products and norms per node
+(:mod:`ikgat.nn.svgp_sample`); as ATen operations on chunks they pass over
+memory a dozen times, and through :func:`torch.compile` the first call
+costs 10-17 s of compiling, more than a Cora-size training run saves.  A C
+file of a few loops compiles in a few seconds (2.7 s for the node terms,
+their common sizes compiled apart), with ``-march=native`` for the machine
+it runs on and glibc's vector cosines and sines (libmvec), and is kept in
+a cache directory (:func:`cache_dir`), so that later processes load it at
+once.  The kernels take a range of heads a call, so that
+:func:`split_heads` can share a call's heads among torch's threads.
 
 Where it applies: Linux on x86-64 with glibc's libmvec (``-lmvec``) and a C
 compiler (``$CC``, else ``cc``).  Elsewhere, or where the build fails (a
@@ -33,7 +36,10 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from typing import Optional
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
+
+import torch
 
 #: Whether the C kernels may be used at all: cleared by the environment
 #: variable ``IKGAT_NATIVE=0`` (or by tests and benchmarks, to run the
@@ -138,3 +144,26 @@ def load(name: str) -> Optional[ctypes.CDLL]:
     :func:`supported`, there is no :func:`compiler` or the build fails (a
     warning, once)."""
     return _load(name) if ENABLED else None
+
+
+#: The threads that share a call's heads (made when first needed), and
+#: how many.
+_executor: Optional[ThreadPoolExecutor] = None
+_executor_workers = 0
+
+
+def split_heads(call: Callable[[int, int], None], heads: int) -> None:
+    r"""``call(h0, h1)`` over the heads ``[0, heads)``, split among torch's
+    threads (:func:`torch.get_num_threads`); the kernels release the GIL
+    and each writes its own heads' outputs."""
+    global _executor, _executor_workers
+    workers = min(torch.get_num_threads(), heads)
+    if workers <= 1:
+        return call(0, heads)
+    if _executor is None or _executor_workers < workers:
+        _executor = ThreadPoolExecutor(max_workers=workers)
+        _executor_workers = workers
+    bounds = [heads * k // workers for k in range(workers + 1)]
+    for future in [_executor.submit(call, bounds[k], bounds[k + 1])
+                   for k in range(workers)]:
+        future.result()

@@ -16,7 +16,6 @@ outputs).
 """
 import ctypes
 import functools
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Tuple
 
 import torch
@@ -26,10 +25,6 @@ import ikgat.ops.native as native
 
 _POINTER = ctypes.c_void_p
 _LONG = ctypes.c_long
-#: The threads that share a call's heads (made when first needed), and
-#: how many.
-_executor: Optional[ThreadPoolExecutor] = None
-_executor_workers = 0
 
 
 @functools.cache
@@ -83,21 +78,6 @@ def _pointer(tensor: Tensor) -> _POINTER:
     return _POINTER(tensor.data_ptr())
 
 
-def _by_heads(call, heads: int) -> None:
-    r"""``call(h0, h1)`` over the heads, split among torch's threads."""
-    global _executor, _executor_workers
-    workers = min(torch.get_num_threads(), heads)
-    if workers <= 1:
-        return call(0, heads)
-    if _executor is None or _executor_workers < workers:
-        _executor = ThreadPoolExecutor(max_workers=workers)
-        _executor_workers = workers
-    bounds = [heads * k // workers for k in range(workers + 1)]
-    for future in [_executor.submit(call, bounds[k], bounds[k + 1])
-                   for k in range(workers)]:
-        future.result()
-
-
 def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
              sin_weight: Tensor) -> Tensor:
     r""":math:`f` :math:`(N, H, T)` (before :math:`\kappa`) from :math:`x`
@@ -109,7 +89,7 @@ def estimate(x: Tensor, points: Tensor, cos_weight: Tensor,
     num_slopes, num_angles = cos_weight.shape[1:]
     out = x.new_empty(num_nodes, heads, num_slopes)
     library = _library()
-    _by_heads(lambda h0, h1: library.ikgat_node_terms_forward(
+    native.split_heads(lambda h0, h1: library.ikgat_node_terms_forward(
         _pointer(x), _pointer(points), _pointer(cos_weight),
         _pointer(sin_weight), _pointer(out), num_nodes, heads, channels,
         num_angles, num_slopes, h0, h1), heads)
@@ -143,5 +123,5 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
                               f'{num_angles * (channels + 2 * num_slopes)} '
                               f'x 16 floats of its sums')
 
-    _by_heads(call, heads)
+    native.split_heads(call, heads)
     return grad_x, grad_points, grad_cos, grad_sin
