@@ -119,9 +119,10 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
                 _pointer(grad_points), _pointer(grad_cos),
                 _pointer(grad_sin), num_nodes, heads, channels, num_angles,
                 num_slopes, h0, h1):
-            raise MemoryError(f'node terms backward: no memory for the '
-                              f'{num_angles * (channels + 2 * num_slopes)} '
-                              f'x 16 floats of its sums')
+            raise MemoryError(
+                f'node terms backward: no memory for the {h1 - h0} x '
+                f'{num_angles * (channels + 2 * num_slopes)} x 16 floats of '
+                f'its sums')
 
     native.split_heads(call, heads)
     return grad_x, grad_points, grad_cos, grad_sin

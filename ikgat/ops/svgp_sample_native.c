@@ -17,6 +17,10 @@
 #define MAX_CHANNELS 64
 /* The smallest positive float32: |u| is clamped to it where it divides. */
 #define TINY 1.17549435e-38f
+/* Nodes whose rows (all heads) stay in the L2 cache while the backward pass
+ * takes each head in turn, each with its own sums; the forward pass takes
+ * all heads of a block before the next. */
+#define SPAN 512
 
 void ikgat_svgp_limits(int *max_rank, int *max_channels) {
   *max_rank = MAX_RANK;
@@ -52,9 +56,9 @@ INLINE int forward(const float *v, long ldv, const float *w, const float *eps,
                    long S, long C) {
   const long K = C + C * S;
   float vb[MAX_RANK][LANES], eb[MAX_CHANNELS][LANES], ob[MAX_CHANNELS][LANES];
-  for (long h = h0; h < h1; h++) {
-    const float *wh = w + h * S * K;
-    for (long n0 = 0; n0 < N; n0 += LANES) {
+  for (long n0 = 0; n0 < N; n0 += LANES)
+    for (long h = h0; h < h1; h++) {
+      const float *wh = w + h * S * K;
       load_rows(v, ldv, S, N, h, n0, vb);
       load_rows(eps, lde, C, N, h, n0, eb);
       for (long d = 0; d < C; d++) {
@@ -85,14 +89,13 @@ INLINE int forward(const float *v, long ldv, const float *w, const float *eps,
       }
       store_rows(out, H * C, C, N, h, n0, ob);
     }
-  }
   return 0;
 }
 
 /* dL/dy = [G | G eps u_d / |u_d|] (the spreads computed again), then
  * dL/dv_a = sum_k W[h, a, k] dL/dy_k (written) and, summed over the nodes,
  * dL/dW[h, a, k] += v_a dL/dy_k (lane-wise in a scratch buffer, added to
- * the output once a head).  Returns 0, or 1 where the buffer could not be
+ * the output at the end).  Returns 0, or 1 where the buffer could not be
  * allocated. */
 INLINE int backward(const float *v, long ldv, const float *w,
                     const float *eps, long lde, const float *g, long ldg,
@@ -101,75 +104,79 @@ INLINE int backward(const float *v, long ldv, const float *w,
   const long K = C + C * S;
   float vb[MAX_RANK][LANES], gvb[MAX_RANK][LANES];
   float eb[MAX_CHANNELS][LANES], gb[MAX_CHANNELS][LANES];
-  float (*sums)[LANES] = malloc(sizeof(float[LANES]) * S * K);
-  if (sums == NULL) return 1;
-  for (long h = h0; h < h1; h++) {
-    const float *wh = w + h * S * K;
-    for (long k = 0; k < S * K; k++)
-      for (int i = 0; i < LANES; i++) sums[k][i] = 0.f;
-    for (long n0 = 0; n0 < N; n0 += LANES) {
-      load_rows(v, ldv, S, N, h, n0, vb);
-      load_rows(eps, lde, C, N, h, n0, eb);
-      load_rows(g, ldg, C, N, h, n0, gb);
-      for (long a = 0; a < S; a++)
-        for (int i = 0; i < LANES; i++) gvb[a][i] = 0.f;
-      for (long d = 0; d < C; d++) {
-        /* The mean's column: dL/dy_d = G_d. */
-        for (long a = 0; a < S; a++) {
-          const float m = wh[a * K + d];
-          float *sum = sums[a * K + d];
-#pragma omp simd
-          for (int i = 0; i < LANES; i++) {
-            gvb[a][i] += m * gb[d][i];
-            sum[i] += vb[a][i] * gb[d][i];
-          }
-        }
-        /* The spread's columns: u again, then G eps u / |u|. */
-        float u[MAX_RANK][LANES], ss[LANES], scale[LANES];
-#pragma omp simd
-        for (int i = 0; i < LANES; i++) ss[i] = 0.f;
-        for (long j = 0; j < S; j++) {
-          const float *wk = wh + C + d * S + j;
-#pragma omp simd
-          for (int i = 0; i < LANES; i++) u[j][i] = 0.f;
+  float (*all_sums)[LANES] =
+      malloc(sizeof(float[LANES]) * S * K * (h1 - h0));
+  if (all_sums == NULL) return 1;
+  for (long k = 0; k < S * K * (h1 - h0); k++)
+    for (int i = 0; i < LANES; i++) all_sums[k][i] = 0.f;
+  for (long span = 0; span < N; span += SPAN)
+    for (long h = h0; h < h1; h++) {
+      const float *wh = w + h * S * K;
+      float (*sums)[LANES] = all_sums + (h - h0) * S * K;
+      for (long n0 = span; n0 < N && n0 < span + SPAN; n0 += LANES) {
+        load_rows(v, ldv, S, N, h, n0, vb);
+        load_rows(eps, lde, C, N, h, n0, eb);
+        load_rows(g, ldg, C, N, h, n0, gb);
+        for (long a = 0; a < S; a++)
+          for (int i = 0; i < LANES; i++) gvb[a][i] = 0.f;
+        for (long d = 0; d < C; d++) {
+          /* The mean's column: dL/dy_d = G_d. */
           for (long a = 0; a < S; a++) {
-            const float l = wk[a * K];
-#pragma omp simd
-            for (int i = 0; i < LANES; i++) u[j][i] += l * vb[a][i];
-          }
-#pragma omp simd
-          for (int i = 0; i < LANES; i++) ss[i] += u[j][i] * u[j][i];
-        }
-#pragma omp simd
-        for (int i = 0; i < LANES; i++) {
-          const float norm = __builtin_sqrtf(ss[i]);
-          scale[i] = gb[d][i] * eb[d][i] / (norm > TINY ? norm : TINY);
-        }
-        for (long j = 0; j < S; j++) {
-          const long k = C + d * S + j;
-          float dy[LANES];
-#pragma omp simd
-          for (int i = 0; i < LANES; i++) dy[i] = u[j][i] * scale[i];
-          for (long a = 0; a < S; a++) {
-            const float l = wh[a * K + k];
-            float *sum = sums[a * K + k];
+            const float m = wh[a * K + d];
+            float *sum = sums[a * K + d];
 #pragma omp simd
             for (int i = 0; i < LANES; i++) {
-              gvb[a][i] += l * dy[i];
-              sum[i] += vb[a][i] * dy[i];
+              gvb[a][i] += m * gb[d][i];
+              sum[i] += vb[a][i] * gb[d][i];
+            }
+          }
+          /* The spread's columns: u again, then G eps u / |u|. */
+          float u[MAX_RANK][LANES], ss[LANES], scale[LANES];
+#pragma omp simd
+          for (int i = 0; i < LANES; i++) ss[i] = 0.f;
+          for (long j = 0; j < S; j++) {
+            const float *wk = wh + C + d * S + j;
+#pragma omp simd
+            for (int i = 0; i < LANES; i++) u[j][i] = 0.f;
+            for (long a = 0; a < S; a++) {
+              const float l = wk[a * K];
+#pragma omp simd
+              for (int i = 0; i < LANES; i++) u[j][i] += l * vb[a][i];
+            }
+#pragma omp simd
+            for (int i = 0; i < LANES; i++) ss[i] += u[j][i] * u[j][i];
+          }
+#pragma omp simd
+          for (int i = 0; i < LANES; i++) {
+            const float norm = __builtin_sqrtf(ss[i]);
+            scale[i] = gb[d][i] * eb[d][i] / (norm > TINY ? norm : TINY);
+          }
+          for (long j = 0; j < S; j++) {
+            const long k = C + d * S + j;
+            float dy[LANES];
+#pragma omp simd
+            for (int i = 0; i < LANES; i++) dy[i] = u[j][i] * scale[i];
+            for (long a = 0; a < S; a++) {
+              const float l = wh[a * K + k];
+              float *sum = sums[a * K + k];
+#pragma omp simd
+              for (int i = 0; i < LANES; i++) {
+                gvb[a][i] += l * dy[i];
+                sum[i] += vb[a][i] * dy[i];
+              }
             }
           }
         }
+        store_rows(grad_v, H * S, S, N, h, n0, gvb);
       }
-      store_rows(grad_v, H * S, S, N, h, n0, gvb);
     }
+  for (long h = h0; h < h1; h++)
     for (long k = 0; k < S * K; k++) {
       float s = 0.f;
-      for (int i = 0; i < LANES; i++) s += sums[k][i];
+      for (int i = 0; i < LANES; i++) s += all_sums[(h - h0) * S * K + k][i];
       grad_w[h * S * K + k] += s;
     }
-  }
-  free(sums);
+  free(all_sums);
   return 0;
 }
 

@@ -113,8 +113,9 @@ def sample_backward(grad: Tensor, scores: Tensor, weights: Tensor,
                 lde, _pointer(grad), ldg, _pointer(grad_scores),
                 _pointer(grad_weights), num_nodes, heads, rank, channels, h0,
                 h1):
-            raise MemoryError(f'SVGP sample backward: no memory for the '
-                              f'{weights[0].numel()} x 16 floats of its sums')
+            raise MemoryError(
+                f'SVGP sample backward: no memory for the {h1 - h0} x '
+                f'{weights[0].numel()} x 16 floats of its sums')
 
     native.split_heads(call, heads)
     return grad_scores, grad_weights
