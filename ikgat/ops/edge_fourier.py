@@ -23,7 +23,8 @@ The backward pass recomputes the features; the gradient of
 products (SpMM, by target and by source), mapped back through the angles.
 With edge features the key is :math:`k_j + e_{ij}`, per edge: its features
 are computed per edge chunk, in the forward and again in the backward pass.
-On CPU the per-node tables of points shared by all rows come from
+On CPU the per-node tables of points shared by all rows come from the C
+kernels of :mod:`ikgat.ops.node_terms_native` in float32, else from
 :mod:`ikgat.ops.compiled_features` (one fused loop after the angle
 product) once they hold enough angles.
 Memory: :math:`O(E H)` saved for backward, and :math:`O(N H_g R)` plus one

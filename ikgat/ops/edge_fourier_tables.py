@@ -1,7 +1,8 @@
 r"""The pieces of :mod:`ikgat.ops.edge_fourier`'s estimate (its module
 docstring has the formulas), sized so that no scratch grows with the graph:
 a side's per-node feature tables by head group (:class:`NodeSide`, at most
-:data:`TABLE_ELEMENTS` floats; compiled loops of
+:data:`TABLE_ELEMENTS` floats; on CPU in float32 the C kernels of
+:mod:`ikgat.ops.node_terms_native`, else compiled loops of
 :mod:`ikgat.ops.compiled_features` where they pay), the edges by target
 (:class:`Adjacency`), and the chunk sizes (:func:`group_size`,
 :func:`edge_chunk`).
@@ -12,6 +13,7 @@ from typing import NamedTuple, Optional, Tuple
 import torch
 from torch import Tensor
 
+import ikgat.ops.node_terms_native as node_terms_native
 from ikgat.ops.compiled_features import (
     compiled_features,
     compiled_features_backward,
@@ -144,7 +146,10 @@ def compiled_whole(rows: int, angles: int) -> bool:
 class NodeSide:
     r"""One side's (queries' or keys') features in a head group,
     ``table`` :math:`(H_g, n, 2R)`, written into :obj:`table`
-    (allocated if not given) row chunk by row chunk: by the compiled
+    (allocated if not given): for rows of points shared by all rows, in
+    float32 on CPU, by the C kernels of
+    :mod:`ikgat.ops.node_terms_native` in one call (their backward pass
+    recomputes the angles); else row chunk by row chunk: by the compiled
     functions of :mod:`ikgat.ops.compiled_features` where they apply
     (:func:`fuses`; all rows in one call up to
     :data:`COMPILED_WHOLE_ANGLES` angles, a new table, else chunks of
@@ -157,6 +162,13 @@ class NodeSide:
                  table: Optional[Tensor] = None,
                  cache: Optional[Tuple[Tensor, Tensor]] = None):
         self.x, self.points, self.graph = x, points, graph
+        self.native = graph is None and node_terms_native.table_applies(
+            x, points.num_points)
+        if self.native:
+            self.table = node_terms_native.features(
+                x, points.matrix[0], points.num_points, out=table)
+            self.fused, self.cache = False, None
+            return
         self.fused = fuses(x, points, graph)
         row_chunks = list(self._row_chunks())
         if self.fused and len(row_chunks) == 1:
@@ -199,6 +211,12 @@ class NodeSide:
     def backward(self, grad_table: Tensor) -> Tensor:
         r"""The gradient with respect to :obj:`x` (the points' is added to
         :obj:`points.grad`)."""
+        if self.native:
+            grad_x, grad_matrix = node_terms_native.features_backward(
+                grad_table, self.x, self.points.matrix[0],
+                self.points.num_points)
+            self.points.grad[0] += grad_matrix
+            return grad_x
         grad_x = torch.empty_like(self.x)
         for a, b in self._row_chunks():
             if self.fused:

@@ -1,4 +1,5 @@
-/* The node terms of ikgat.ops.node_terms on CPU in float32: one loop over
+/* The node terms of ikgat.ops.node_terms on CPU in float32 (and, at the end,
+ * the feature tables of ikgat.ops.edge_fourier's transformers): one loop over
  * blocks of LANES nodes per head, the angles, their cosines and sines (glibc's
  * vector functions, libmvec) and every sum over them in registers and the L1
  * cache, nothing of size nodes x angles in memory.  The formulas and
@@ -31,10 +32,14 @@ extern float sinf(float);
 /* The most channels C and slopes T a call takes (ikgat_node_terms_limits). */
 #define MAX_CHANNELS 64
 #define MAX_SLOPES 4
+/* The most points a set R that a feature table (below) takes. */
+#define MAX_POINTS 64
 
-void ikgat_node_terms_limits(int *max_channels, int *max_slopes) {
+void ikgat_node_terms_limits(int *max_channels, int *max_slopes,
+                             int *max_points) {
   *max_channels = MAX_CHANNELS;
   *max_slopes = MAX_SLOPES;
+  *max_points = MAX_POINTS;
 }
 
 /* The block's node coordinates xb[c][i] = x[n0 + i, h, c] (zero past n). */
@@ -265,6 +270,125 @@ INLINE int backward(const float *x, const float *u, const float *cw,
   return 0;
 }
 
+/* The feature tables of ikgat.ops.edge_fourier (IKTransformerConv's
+ * random-feature kernels): phi[h, n] = [sum_s cos(theta_s,r);
+ * sum_s sin(theta_s,r)] for r < R, the m sets' A = m R angles side by side
+ * (angle a = s R + r), written as tables [H, N, 2R]. */
+INLINE int table_forward(const float *x, const float *u, float *table, long N,
+                         long H, long A, long R, long h0, long h1, long C) {
+  float xb[MAX_CHANNELS][LANES], cs[GROUP][LANES], sn[GROUP][LANES];
+  float tc[MAX_POINTS][LANES], ts[MAX_POINTS][LANES];
+  for (long n0 = 0; n0 < N; n0 += LANES)
+    for (long h = h0; h < h1; h++) {
+      const float *uh = u + h * A * C;
+      load_block(x, H, C, N, h, n0, xb);
+      for (long r = 0; r < R; r++)
+#pragma omp simd
+        for (int i = 0; i < LANES; i++) tc[r][i] = ts[r][i] = 0.f;
+      for (long a0 = 0; a0 < A; a0 += GROUP) {
+        const long K = A - a0 < GROUP ? A - a0 : GROUP;
+        if (K == GROUP)
+          angles(uh + a0 * C, GROUP, C, xb, cs, sn);
+        else
+          angles(uh + a0 * C, K, C, xb, cs, sn);
+        for (long k = 0; k < K; k++) {
+          const long r = (a0 + k) % R;
+#pragma omp simd
+          for (int i = 0; i < LANES; i++) {
+            tc[r][i] += cs[k][i];
+            ts[r][i] += sn[k][i];
+          }
+        }
+      }
+      for (long i = 0; i < LANES && n0 + i < N; i++) {
+        float *row = table + (h * N + n0 + i) * 2 * R;
+        for (long r = 0; r < R; r++) {
+          row[r] = tc[r][i];
+          row[R + r] = ts[r][i];
+        }
+      }
+    }
+  return 0;
+}
+
+/* From the tables' gradient g = [g_c; g_s]: D = cos(theta) g_s,r -
+ * sin(theta) g_c,r = dL/dtheta, then gx[n, h, c] = sum_a D u[a, c]
+ * (written) and gu[h, a, c] += D x_c summed over the nodes (lane-wise in a
+ * scratch buffer of each head, added at the end).  Returns 0, or 1 where the
+ * buffer could not be allocated. */
+INLINE int table_backward(const float *x, const float *u, const float *grad,
+                          float *gx, float *gu, long N, long H, long A,
+                          long R, long h0, long h1, long C) {
+  float xb[MAX_CHANNELS][LANES], gxb[MAX_CHANNELS][LANES];
+  float cs[GROUP][LANES], sn[GROUP][LANES];
+  float gc[MAX_POINTS][LANES], gs[MAX_POINTS][LANES];
+  float (*sums)[LANES] = malloc(sizeof(float[LANES]) * A * C * (h1 - h0));
+  if (sums == NULL) return 1;
+  for (long k = 0; k < A * C * (h1 - h0); k++)
+    for (int i = 0; i < LANES; i++) sums[k][i] = 0.f;
+  for (long span = 0; span < N; span += SPAN)
+    for (long h = h0; h < h1; h++) {
+      const float *uh = u + h * A * C;
+      float (*sum_u)[LANES] = sums + (h - h0) * A * C;
+      for (long n0 = span; n0 < N && n0 < span + SPAN; n0 += LANES) {
+        load_block(x, H, C, N, h, n0, xb);
+        for (long i = 0; i < LANES; i++) {
+          const float *row = grad + (h * N + n0 + i) * 2 * R;
+          for (long r = 0; r < R; r++) {
+            gc[r][i] = n0 + i < N ? row[r] : 0.f;
+            gs[r][i] = n0 + i < N ? row[R + r] : 0.f;
+          }
+        }
+        for (long c = 0; c < C; c++)
+          for (int i = 0; i < LANES; i++) gxb[c][i] = 0.f;
+        for (long a0 = 0; a0 < A; a0 += GROUP) {
+          const long K = A - a0 < GROUP ? A - a0 : GROUP;
+          if (K == GROUP)
+            angles(uh + a0 * C, GROUP, C, xb, cs, sn);
+          else
+            angles(uh + a0 * C, K, C, xb, cs, sn);
+          for (long k = 0; k < K; k++) {
+            const long a = a0 + k, r = a % R;
+            float d[LANES];
+#pragma omp simd
+            for (int i = 0; i < LANES; i++)
+              d[i] = cs[k][i] * gs[r][i] - sn[k][i] * gc[r][i];
+            for (long c = 0; c < C; c++) {
+              const float w = uh[a * C + c];
+              float *su = sum_u[a * C + c];
+#pragma omp simd
+              for (int i = 0; i < LANES; i++) {
+                gxb[c][i] += d[i] * w;
+                su[i] += d[i] * xb[c][i];
+              }
+            }
+          }
+        }
+        for (long i = 0; i < LANES && n0 + i < N; i++)
+          for (long c = 0; c < C; c++)
+            gx[((n0 + i) * H + h) * C + c] = gxb[c][i];
+      }
+    }
+  for (long h = h0; h < h1; h++)
+    for (long k = 0; k < A * C; k++) {
+      float s = 0.f;
+      for (int i = 0; i < LANES; i++) s += sums[(h - h0) * A * C + k][i];
+      gu[h * A * C + k] += s;
+    }
+  free(sums);
+  return 0;
+}
+
+/* The tables compiled apart for the common channel counts, as above. */
+#define SPECIALISED_C(call, C, ...)              \
+  switch (C) {                                   \
+    case 8: return call(__VA_ARGS__, 8);         \
+    case 16: return call(__VA_ARGS__, 16);       \
+    case 32: return call(__VA_ARGS__, 32);       \
+    case 64: return call(__VA_ARGS__, 64);       \
+    default: return call(__VA_ARGS__, C);        \
+  }
+
 int ikgat_node_terms_forward(const float *x, const float *u, const float *cw,
                              const float *sw, float *f, long N, long H,
                              long C, long A, long T, long h0, long h1) {
@@ -278,4 +402,17 @@ int ikgat_node_terms_backward(const float *x, const float *u, const float *cw,
                               long h1) {
   SPECIALISED(backward, C, T, x, u, cw, sw, g, gx, gu, gcw, gsw, N, H, A, h0,
               h1)
+}
+
+int ikgat_node_table_forward(const float *x, const float *u, float *table,
+                             long N, long H, long C, long A, long R, long h0,
+                             long h1) {
+  SPECIALISED_C(table_forward, C, x, u, table, N, H, A, R, h0, h1)
+}
+
+int ikgat_node_table_backward(const float *x, const float *u,
+                              const float *grad, float *gx, float *gu, long N,
+                              long H, long C, long A, long R, long h0,
+                              long h1) {
+  SPECIALISED_C(table_backward, C, x, u, grad, gx, gu, N, H, A, R, h0, h1)
 }

@@ -1,5 +1,8 @@
 r"""The node terms of :mod:`ikgat.ops.node_terms` on CPU in float32 through
-the C kernels of ``node_terms_native.c`` (built by :mod:`ikgat.ops.native`):
+the C kernels of ``node_terms_native.c`` (built by :mod:`ikgat.ops.native`),
+and the random-feature tables of :mod:`ikgat.ops.edge_fourier`
+(:func:`features`, :func:`features_backward`; IKTransformerConv's kernels)
+through the same loops:
 the same formulas as the chunk kernels of :mod:`ikgat.ops.node_terms_chunks`
 in one loop over blocks of 16 nodes a head, which keeps the angles, their
 cosines and sines (polynomials inlined in the loop) and every partial sum in
@@ -28,17 +31,21 @@ _LONG = ctypes.c_long
 
 
 @functools.cache
-def _limits(library: ctypes.CDLL) -> Tuple[int, int]:
-    r"""Declare the kernels' signatures; return the most channels and slopes
-    they take."""
+def _limits(library: ctypes.CDLL) -> Tuple[int, int, int]:
+    r"""Declare the kernels' signatures; return the most channels, slopes
+    and points a set they take."""
     library.ikgat_node_terms_forward.argtypes = [_POINTER] * 5 + [_LONG] * 7
-    library.ikgat_node_terms_forward.restype = ctypes.c_int
     library.ikgat_node_terms_backward.argtypes = [_POINTER] * 9 + [_LONG] * 7
-    library.ikgat_node_terms_backward.restype = ctypes.c_int
-    channels, slopes = ctypes.c_int(), ctypes.c_int()
+    library.ikgat_node_table_forward.argtypes = [_POINTER] * 3 + [_LONG] * 7
+    library.ikgat_node_table_backward.argtypes = [_POINTER] * 5 + [_LONG] * 7
+    for name in ('terms_forward', 'terms_backward', 'table_forward',
+                 'table_backward'):
+        getattr(library, f'ikgat_node_{name}').restype = ctypes.c_int
+    channels, slopes, points = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     library.ikgat_node_terms_limits(ctypes.byref(channels),
-                                    ctypes.byref(slopes))
-    return channels.value, slopes.value
+                                    ctypes.byref(slopes),
+                                    ctypes.byref(points))
+    return channels.value, slopes.value, points.value
 
 
 def _library() -> Optional[ctypes.CDLL]:
@@ -63,6 +70,14 @@ def _max_slopes() -> int:
     :func:`_max_channels`)."""
     library = _library()
     return 0 if library is None else _limits(library)[1]
+
+
+@torch.compiler.assume_constant_result
+def _max_points() -> int:
+    r"""The most points a set :math:`R` the table kernels take (as
+    :func:`_max_channels`)."""
+    library = _library()
+    return 0 if library is None else _limits(library)[2]
 
 
 def applies(x: Tensor, num_slopes: int) -> bool:
@@ -126,3 +141,59 @@ def estimate_backward(grad: Tensor, x: Tensor, points: Tensor,
 
     native.split_heads(call, heads)
     return grad_x, grad_points, grad_cos, grad_sin
+
+
+def table_applies(x: Tensor, num_points: int) -> bool:
+    r"""Whether the table kernels take rows :obj:`x` :math:`(n, H_g, C)`
+    with :obj:`num_points` points a set: float32 on CPU, within the
+    kernels' channels and points, the library built."""
+    return (x.device.type == 'cpu' and x.dtype == torch.float32
+            and x.size(-1) <= _max_channels()
+            and num_points <= _max_points())
+
+
+def features(x: Tensor, matrix: Tensor, num_points: int,
+             out: Optional[Tensor] = None) -> Tensor:
+    r"""The feature table :math:`\phi(x) = [\sum_s \cos a_s;\, \sum_s
+    \sin a_s]`, :math:`(H_g, n, 2R)`, of rows :obj:`x` :math:`(n, H_g, C)`
+    against the points :obj:`matrix` :math:`(H_g, C, mR)`, :math:`a = x W`
+    (:func:`ikgat.ops.compiled_features.features` in one loop), written into
+    :obj:`out` where it is a contiguous table of that shape."""
+    x = x.contiguous()
+    points = matrix.transpose(1, 2).contiguous()  # [Hg, mR, C]
+    rows, heads, channels = x.shape
+    num_angles = points.size(1)
+    shape = (heads, rows, 2 * num_points)
+    table = (out if out is not None and out.shape == shape
+             and out.is_contiguous() else x.new_empty(shape))
+    library = _library()
+    native.split_heads(lambda h0, h1: library.ikgat_node_table_forward(
+        _pointer(x), _pointer(points), _pointer(table), rows, heads,
+        channels, num_angles, num_points, h0, h1), heads)
+    return table
+
+
+def features_backward(grad: Tensor, x: Tensor, matrix: Tensor,
+                      num_points: int) -> Tuple[Tensor, Tensor]:
+    r"""The gradients of :func:`features` with respect to :obj:`x` and
+    :obj:`matrix`, from the table's gradient :obj:`grad` :math:`(H_g, n,
+    2R)`."""
+    grad, x = grad.contiguous(), x.contiguous()
+    points = matrix.transpose(1, 2).contiguous()
+    rows, heads, channels = x.shape
+    num_angles = points.size(1)
+    grad_x = torch.empty_like(x)
+    grad_points = torch.zeros_like(points)
+    library = _library()
+
+    def call(h0: int, h1: int) -> None:
+        if library.ikgat_node_table_backward(
+                _pointer(x), _pointer(points), _pointer(grad),
+                _pointer(grad_x), _pointer(grad_points), rows, heads,
+                channels, num_angles, num_points, h0, h1):
+            raise MemoryError(
+                f'feature table backward: no memory for the {h1 - h0} x '
+                f'{num_angles * channels} x 16 floats of its sums')
+
+    native.split_heads(call, heads)
+    return grad_x, grad_points.transpose(1, 2)

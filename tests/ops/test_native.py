@@ -261,3 +261,40 @@ def test_the_sizes_compiled_apart_equal_the_eager_chunks(channels):
                                          1, 5, 'eager', [True] * 4)
     for value, target in zip(got, expected):
         torch.testing.assert_close(value, target, atol=1e-4, rtol=1e-4)
+
+
+@needs_build
+def test_feature_tables_equal_the_eager_functions_on_random_shapes():
+    # IKTransformerConv's tables phi = [sum_s cos; sum_s sin] and their
+    # backward pass, against ikgat.ops.compiled_features' functions run
+    # eagerly; float32 rows of shared points take them in NodeSide.
+    from ikgat.ops.compiled_features import features, features_backward
+    from ikgat.ops.edge_fourier_tables import NodeSide, Points
+    generator = torch.Generator().manual_seed(4)
+
+    def size(low, high):
+        return int(torch.randint(low, high + 1, (), generator=generator))
+
+    for case in range(20):
+        rows, heads, channels = size(0, 40), size(1, 4), size(1, 12)
+        sets, points = size(1, 3), size(1, 20)
+        if case == 0:  # a size compiled apart, rows beyond a span
+            rows, heads, channels, sets, points = 700, 2, 8, 2, 16
+        x = 0.7 * torch.randn(rows, heads, channels, generator=generator)
+        matrix = 0.7 * torch.randn(heads, channels, sets * points,
+                                   generator=generator)
+        table = node_terms_native.features(x, matrix, points)
+        torch.testing.assert_close(table, features(x, matrix, points),
+                                   atol=1e-5, rtol=1e-5)
+        grad = torch.randn(table.shape, generator=generator)
+        for value, target in zip(
+                node_terms_native.features_backward(grad, x, matrix, points),
+                features_backward(grad, x, matrix, points)):
+            scale = max(float(target.abs().max()), 1.0)
+            torch.testing.assert_close(value / scale, target / scale,
+                                       atol=1e-5, rtol=1e-5)
+    stacked = torch.randn(1, 2, 3, 5, 4)  # [G, m, H, R, C]
+    side = NodeSide(torch.randn(6, 3, 4), Points(stacked, slice(0, 3)), None)
+    assert side.native
+    assert not NodeSide(torch.randn(6, 3, 4, dtype=torch.float64),
+                        Points(stacked.double(), slice(0, 3)), None).native
