@@ -135,6 +135,42 @@ INLINE void angles(const float *ua, long K, long C, float xb[][LANES],
   for (long j = 0; j < K * LANES; j++) flat_sn[j] = sinf(flat[j]);
 }
 
+/* The cosines and sines of the angles a0 .. a0 + K of a head's A (K =
+ * GROUP but at the end, which then runs the same code with K variable);
+ * returns K. */
+INLINE long group_angles(const float *uh, long a0, long A, long C,
+                         float xb[][LANES], float cs[][LANES],
+                         float sn[][LANES]) {
+  const long K = A - a0 < GROUP ? A - a0 : GROUP;
+  if (K == GROUP)
+    angles(uh + a0 * C, GROUP, C, xb, cs, sn);
+  else
+    angles(uh + a0 * C, K, C, xb, cs, sn);
+  return K;
+}
+
+/* An angle's share of the gradients from d = dL/dtheta: gxb[c] += d u_c
+ * and the lane-wise sum su[c] += d xb[c] of dL/du_c. */
+INLINE void add_angle_gradient(const float d[LANES], const float *ua, long C,
+                               float xb[][LANES], float gxb[][LANES],
+                               float su[][LANES]) {
+  for (long c = 0; c < C; c++) {
+    const float w = ua[c];
+#pragma omp simd
+    for (int i = 0; i < LANES; i++) {
+      gxb[c][i] += d[i] * w;
+      su[c][i] += d[i] * xb[c][i];
+    }
+  }
+}
+
+/* gx[n0 + i, h, c] = gxb[c][i] for the block's nodes. */
+static void store_block(float *gx, long H, long C, long N, long h, long n0,
+                        float gxb[][LANES]) {
+  for (long i = 0; i < LANES && n0 + i < N; i++)
+    for (long c = 0; c < C; c++) gx[((n0 + i) * H + h) * C + c] = gxb[c][i];
+}
+
 /* The loops over nodes and heads: a node block's rows hold every head
  * (H C floats a node), so the forward pass takes all heads of a block before
  * the next block, and the backward pass all heads of a span of SPAN nodes
@@ -158,11 +194,7 @@ INLINE int forward(const float *x, const float *u, const float *cw,
       for (long t = 0; t < T; t++)
         for (int i = 0; i < LANES; i++) acc[t][i] = 0.f;
       for (long a0 = 0; a0 < A; a0 += GROUP) {
-        const long K = A - a0 < GROUP ? A - a0 : GROUP;
-        if (K == GROUP)
-          angles(uh + a0 * C, GROUP, C, xb, cs, sn);
-        else
-          angles(uh + a0 * C, K, C, xb, cs, sn);
+        const long K = group_angles(uh, a0, A, C, xb, cs, sn);
         for (long k = 0; k < K; k++)
           for (long t = 0; t < T; t++) {
             const float p = cwh[t * A + a0 + k], q = swh[t * A + a0 + k];
@@ -210,11 +242,7 @@ INLINE int backward(const float *x, const float *u, const float *cw,
         for (long c = 0; c < C; c++)
           for (int i = 0; i < LANES; i++) gxb[c][i] = 0.f;
         for (long a0 = 0; a0 < A; a0 += GROUP) {
-          const long K = A - a0 < GROUP ? A - a0 : GROUP;
-          if (K == GROUP)
-            angles(uh + a0 * C, GROUP, C, xb, cs, sn);
-          else
-            angles(uh + a0 * C, K, C, xb, cs, sn);
+          const long K = group_angles(uh, a0, A, C, xb, cs, sn);
           for (long k = 0; k < K; k++) {
             const long a = a0 + k;
             float d[LANES];
@@ -230,20 +258,10 @@ INLINE int backward(const float *x, const float *u, const float *cw,
                 ss[i] += gb[t][i] * sn[k][i];
               }
             }
-            for (long c = 0; c < C; c++) {
-              const float w = uh[a * C + c];
-              float *su = sum_u[a * C + c];
-#pragma omp simd
-              for (int i = 0; i < LANES; i++) {
-                gxb[c][i] += d[i] * w;
-                su[i] += d[i] * xb[c][i];
-              }
-            }
+            add_angle_gradient(d, uh + a * C, C, xb, gxb, sum_u + a * C);
           }
         }
-        for (long i = 0; i < LANES && n0 + i < N; i++)
-          for (long c = 0; c < C; c++)
-            gx[((n0 + i) * H + h) * C + c] = gxb[c][i];
+        store_block(gx, H, C, N, h, n0, gxb);
       }
     }
   for (long h = h0; h < h1; h++) {
@@ -286,11 +304,7 @@ INLINE int table_forward(const float *x, const float *u, float *table, long N,
 #pragma omp simd
         for (int i = 0; i < LANES; i++) tc[r][i] = ts[r][i] = 0.f;
       for (long a0 = 0; a0 < A; a0 += GROUP) {
-        const long K = A - a0 < GROUP ? A - a0 : GROUP;
-        if (K == GROUP)
-          angles(uh + a0 * C, GROUP, C, xb, cs, sn);
-        else
-          angles(uh + a0 * C, K, C, xb, cs, sn);
+        const long K = group_angles(uh, a0, A, C, xb, cs, sn);
         for (long k = 0; k < K; k++) {
           const long r = (a0 + k) % R;
 #pragma omp simd
@@ -342,31 +356,17 @@ INLINE int table_backward(const float *x, const float *u, const float *grad,
         for (long c = 0; c < C; c++)
           for (int i = 0; i < LANES; i++) gxb[c][i] = 0.f;
         for (long a0 = 0; a0 < A; a0 += GROUP) {
-          const long K = A - a0 < GROUP ? A - a0 : GROUP;
-          if (K == GROUP)
-            angles(uh + a0 * C, GROUP, C, xb, cs, sn);
-          else
-            angles(uh + a0 * C, K, C, xb, cs, sn);
+          const long K = group_angles(uh, a0, A, C, xb, cs, sn);
           for (long k = 0; k < K; k++) {
             const long a = a0 + k, r = a % R;
             float d[LANES];
 #pragma omp simd
             for (int i = 0; i < LANES; i++)
               d[i] = cs[k][i] * gs[r][i] - sn[k][i] * gc[r][i];
-            for (long c = 0; c < C; c++) {
-              const float w = uh[a * C + c];
-              float *su = sum_u[a * C + c];
-#pragma omp simd
-              for (int i = 0; i < LANES; i++) {
-                gxb[c][i] += d[i] * w;
-                su[i] += d[i] * xb[c][i];
-              }
-            }
+            add_angle_gradient(d, uh + a * C, C, xb, gxb, sum_u + a * C);
           }
         }
-        for (long i = 0; i < LANES && n0 + i < N; i++)
-          for (long c = 0; c < C; c++)
-            gx[((n0 + i) * H + h) * C + c] = gxb[c][i];
+        store_block(gx, H, C, N, h, n0, gxb);
       }
     }
   for (long h = h0; h < h1; h++)
