@@ -51,8 +51,11 @@ def _library() -> Optional[ctypes.CDLL]:
 def applies(scores: Tensor, channels: int) -> bool:
     r"""Whether the C kernels take scores :obj:`scores` :math:`(N, H, s)`
     with :obj:`channels` output channels: float32 on CPU, rank and channels
-    within the kernels' limits, the library built."""
-    if scores.device.type != 'cpu' or scores.dtype != torch.float32:
+    within the kernels' limits, the library built, and not while
+    :func:`torch.compile` traces (the sample is then its PyTorch
+    operations, which the compiler sees)."""
+    if (scores.device.type != 'cpu' or scores.dtype != torch.float32
+            or torch.compiler.is_compiling()):
         return False
     library = _library()
     if library is None:
