@@ -146,23 +146,26 @@ def load(name: str) -> Optional[ctypes.CDLL]:
     return _load(name) if ENABLED else None
 
 
-#: The threads that share a call's heads (made when first needed), and
-#: how many.
+#: The threads that share a call's heads (made when first needed), how
+#: many, and the process that made them: a forked child has none of its
+#: parent's threads, so it makes its own.
 _executor: Optional[ThreadPoolExecutor] = None
 _executor_workers = 0
+_executor_pid = 0
 
 
 def split_heads(call: Callable[[int, int], None], heads: int) -> None:
     r"""``call(h0, h1)`` over the heads ``[0, heads)``, split among torch's
     threads (:func:`torch.get_num_threads`); the kernels release the GIL
     and each writes its own heads' outputs."""
-    global _executor, _executor_workers
+    global _executor, _executor_workers, _executor_pid
     workers = min(torch.get_num_threads(), heads)
     if workers <= 1:
         return call(0, heads)
-    if _executor is None or _executor_workers < workers:
+    if (_executor is None or _executor_workers < workers
+            or _executor_pid != os.getpid()):
         _executor = ThreadPoolExecutor(max_workers=workers)
-        _executor_workers = workers
+        _executor_workers, _executor_pid = workers, os.getpid()
     bounds = [heads * k // workers for k in range(workers + 1)]
     for future in [_executor.submit(call, bounds[k], bounds[k + 1])
                    for k in range(workers)]:

@@ -295,3 +295,26 @@ def test_feature_tables_equal_the_eager_functions_on_random_shapes():
     assert side.native
     assert not NodeSide(torch.randn(6, 3, 4, dtype=torch.float64),
                         Points(stacked.double(), slice(0, 3)), None).native
+
+
+@pytest.mark.slow  # a fresh interpreter that imports torch
+@needs_build
+def test_a_forked_child_makes_its_own_threads():
+    # A child forked after the parent's threads shared a call has none of
+    # them: without threads of its own its calls would wait for ever.
+    code = '''
+import os, torch
+import ikgat.ops.node_terms_native as n
+torch.set_num_threads(2)
+args = (torch.randn(40, 4, 8), torch.randn(4, 6, 8), torch.randn(4, 2, 6),
+        torch.randn(4, 2, 6))
+first = n.estimate(*args)
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if torch.equal(n.estimate(*args), first) else 1)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+'''
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                            text=True, timeout=120)
+    assert result.stdout.strip() == '0', result.stderr[-500:]
